@@ -1,0 +1,184 @@
+//! The helper process: spawn it into its own process group with piped
+//! stdout/stderr, signal its group and its descendants, observe its exit
+//! without reaping it, reap it and any subreaped orphans.
+//!
+//! The helper is observed with `waitid(WNOWAIT)` and reaped only at the end,
+//! as shared_child does: while it is a zombie its pid (and so its process
+//! group id) cannot be reused, so signalling the group can never hit a
+//! stranger.
+
+use std::collections::HashSet;
+use std::ffi::OsString;
+use std::io;
+use std::os::fd::OwnedFd;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+
+use nix::sys::signal::{Signal, kill, killpg};
+use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid, waitpid};
+use nix::unistd::Pid;
+
+use crate::sys;
+
+/// How the helper ended, as observed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitObs {
+    Code(i32),
+    Signal { signo: i32, core_dumped: bool },
+}
+
+impl ExitObs {
+    /// The shell's convention: the code, or 128 + the signal.
+    pub fn shell_status(self) -> i32 {
+        match self {
+            ExitObs::Code(code) => code,
+            ExitObs::Signal { signo, .. } => 128 + signo,
+        }
+    }
+
+    pub fn to_record(self) -> crate::record::Exit {
+        match self {
+            ExitObs::Code(code) => crate::record::Exit::Code { code },
+            ExitObs::Signal { signo, core_dumped } => crate::record::Exit::Signal {
+                signal: crate::signals::name(signo),
+                core_dumped,
+            },
+        }
+    }
+}
+
+pub struct Helper {
+    pub pid: i32,
+    pub stdout: OwnedFd,
+    pub stderr: OwnedFd,
+}
+
+#[derive(Debug)]
+pub enum SpawnError {
+    NotFound(io::Error),
+    NotExecutable(io::Error),
+}
+
+/// Start the helper. Its stdin is inherited; stdout and stderr are pipes
+/// whose read ends (ours) are non-blocking. On Linux it gets SIGKILL if
+/// mcp-bound dies, so it cannot outlive a SIGKILLed supervisor.
+pub fn spawn(argv: &[OsString]) -> Result<Helper, SpawnError> {
+    let parent = std::process::id() as i32;
+    let mut command = Command::new(&argv[0]);
+    command
+        .args(&argv[1..])
+        .stdin(Stdio::inherit())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    // SAFETY: the closure only makes async-signal-safe system calls.
+    unsafe {
+        command.pre_exec(move || sys::die_with_parent(parent));
+    }
+    let mut child = command.spawn().map_err(|err| {
+        if err.kind() == io::ErrorKind::NotFound {
+            SpawnError::NotFound(err)
+        } else {
+            SpawnError::NotExecutable(err)
+        }
+    })?;
+    let stdout: OwnedFd = child.stdout.take().expect("stdout is piped").into();
+    let stderr: OwnedFd = child.stderr.take().expect("stderr is piped").into();
+    for fd in [&stdout, &stderr] {
+        use std::os::fd::AsFd;
+        // Our own read ends: non-blocking is ours to set.
+        sys::set_nonblocking(fd.as_fd()).map_err(SpawnError::NotExecutable)?;
+        sys::grow_pipe(fd.as_fd(), 1 << 20);
+    }
+    Ok(Helper {
+        pid: child.id() as i32,
+        stdout,
+        stderr,
+    })
+}
+
+fn to_signal(signo: i32) -> Option<Signal> {
+    Signal::try_from(signo).ok()
+}
+
+/// Signal the helper's process group. False if the group is gone.
+pub fn signal_group(pgid: i32, signo: i32) -> bool {
+    to_signal(signo).is_some_and(|signal| killpg(Pid::from_raw(pgid), signal).is_ok())
+}
+
+fn signal_pid(pid: i32, signo: i32) -> bool {
+    to_signal(signo).is_some_and(|signal| kill(Pid::from_raw(pid), signal).is_ok())
+}
+
+/// Live processes below mcp-bound other than the helper itself.
+pub fn live_descendants(helper_pid: i32) -> Vec<sys::ProcInfo> {
+    sys::descendants(std::process::id() as i32)
+        .into_iter()
+        .filter(|p| !p.zombie && p.pid != helper_pid)
+        .collect()
+}
+
+/// What one sweep did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Sweep {
+    pub group_signalled: bool,
+    /// Descendants outside the helper's group, signalled one by one.
+    pub outside_group: u32,
+}
+
+/// Send `signo` to the helper's group, then to every live descendant that
+/// is not in the group (escaped with setsid or setpgid). Nobody gets the
+/// same signal twice from one sweep: many programs treat a second INT or
+/// TERM as "force". `seen` collects every descendant pid signalled.
+/// A stopped process only acts on the signal once continued, so CONT
+/// follows, unless the signal is KILL (which needs no help) or CONT.
+pub fn sweep(helper_pid: i32, signo: i32, seen: &mut HashSet<i32>) -> Sweep {
+    let pgid = helper_pid;
+    let group_signalled = signal_group(pgid, signo);
+    let mut outside_group = 0;
+    let mut outsiders = Vec::new();
+    for process in live_descendants(helper_pid) {
+        seen.insert(process.pid);
+        if process.pgid != pgid && signal_pid(process.pid, signo) {
+            outside_group += 1;
+            outsiders.push(process.pid);
+        }
+    }
+    if signo != crate::signals::SIGKILL && signo != crate::signals::SIGCONT {
+        signal_group(pgid, crate::signals::SIGCONT);
+        for pid in outsiders {
+            signal_pid(pid, crate::signals::SIGCONT);
+        }
+    }
+    Sweep {
+        group_signalled,
+        outside_group,
+    }
+}
+
+/// Has the helper exited? Leaves it a zombie (WNOWAIT) so its pid stays ours.
+pub fn observe_exit(pid: i32) -> Option<ExitObs> {
+    let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
+    match waitid(Id::Pid(Pid::from_raw(pid)), flags) {
+        Ok(WaitStatus::Exited(_, code)) => Some(ExitObs::Code(code)),
+        Ok(WaitStatus::Signaled(_, signal, core_dumped)) => Some(ExitObs::Signal {
+            signo: signal as i32,
+            core_dumped,
+        }),
+        _ => None,
+    }
+}
+
+/// Reap the helper once nothing more will be sent to its group.
+pub fn reap(pid: i32) {
+    let _ = waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG));
+}
+
+/// Reap exited orphans that re-parented to us, leaving the helper alone.
+pub fn reap_orphans(helper_pid: i32) {
+    for pid in sys::children_of_self() {
+        if pid != helper_pid {
+            let _ = waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG));
+        }
+    }
+}

@@ -1,0 +1,197 @@
+//! The single clap definition. `--help`, the man page and the shell
+//! completions are all generated from [`command`]; the texts shared by help
+//! and man page (exit status, record) live here too.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::builder::BoolishValueParser;
+use clap::{CommandFactory, Parser, ValueEnum};
+
+use crate::error::Error;
+use crate::{signals, units};
+
+/// When mcp-bound prints the stderr excerpt to its own stderr at exit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Echo {
+    Never,
+    OnFailure,
+    Always,
+}
+
+pub const EXIT_STATUS: &[(&str, &str)] = &[
+    ("0..=123", "the helper's own exit code"),
+    (
+        "124",
+        "the deadline passed (with --preserve-status: the helper's own status instead)",
+    ),
+    (
+        "125",
+        "mcp-bound itself failed: bad usage or value, or a record that could not be written before dispatch; nothing was started",
+    ),
+    ("126", "the helper was found but could not be run"),
+    ("127", "the helper was not found"),
+    (
+        "128+N",
+        "the helper died of signal N that mcp-bound did not send; or mcp-bound received signal N (INT, TERM, HUP, QUIT) and cancelled the helper",
+    ),
+    (
+        "141",
+        "mcp-bound's stdout reader went away (EPIPE) and the helper was cancelled",
+    ),
+];
+
+pub const RECORD: &str = "\
+One JSON object (schema mcp-bound/record/v1, published as schema/record.schema.json). \
+With --record PATH it is written with state \"dispatched\" and exit null before the helper starts, \
+then replaced atomically (temporary file and rename, mode 0600) at the end; \
+with --record-fd N one line is written at the end. \
+Lifecycle facts come first: state (dispatched, completed, timed_out, cancelled_before_dispatch, \
+cancelled_after_dispatch, failed_before_dispatch), cancel_reason (timeout, signal, client_disconnected), \
+exit ({\"code\": N}, {\"signal\": \"TERM\", \"core_dumped\": false}, or null when no exit was observed; never 0 unless 0 was seen), \
+exit_code (mcp-bound's own), stream_end (eof, eof_after_descendants_killed, closed_while_held), \
+descendants_signalled. Then argv, cwd, pid, started_at, ended_at (RFC 3339), duration_ms, \
+stdout {bytes_seen, bytes_forwarded, bytes_discarded}, \
+stderr {bytes_seen, bytes_retained, truncated, head_bytes, tail_bytes, excerpt}, the limits in force, \
+and events: dispatched, cancel_requested, signal_sent (signal, target group or descendants, count, reason), \
+helper_exited, stdout_closed, stderr_closed, streams_abandoned, each with t_ms, \
+milliseconds on the monotonic clock since mcp-bound started. \
+A cancellation after dispatch is never reported as a failure: the helper may already have acted.";
+
+const AFTER_HELP: &str = "\
+Every option also reads an environment variable, named in brackets.
+
+Examples:
+  mcp-bound --timeout 30s --record call.json -- ssh host uptime
+  mcp-bound --timeout 2s -- sh -c 'yes helper-diagnostic 1>&2'";
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "mcp-bound",
+    version,
+    about = "Run one helper under a bounded supervisor and write a truthful lifecycle record",
+    long_about = "Run one helper under a bounded supervisor and write a truthful lifecycle record.\n\n\
+mcp-bound drains the helper's stdout and stderr continuously in one poll() loop. \
+stdout is forwarded byte-exact (a protocol channel). stderr is always drained; a bounded \
+head and tail of it are kept, what is dropped is counted and marked. A deadline or a \
+signal ends the helper's whole process tree: signal, grace, then KILL. At the end one JSON \
+record states what was observed.",
+    after_help = AFTER_HELP,
+    max_term_width = 100
+)]
+pub struct Cli {
+    /// Deadline for the helper, from its start; 0 means none. GNU syntax: 10, 1.5, 1e-3, 500ms, 30s, 5m, 1h, 1d.
+    #[arg(long, value_name = "DURATION", env = "MCP_BOUND_TIMEOUT", value_parser = units::parse_duration, help_heading = "Deadline")]
+    pub timeout: Option<Duration>,
+
+    /// Signal sent to the helper's group at the deadline: a name (any case, SIG optional) or a number.
+    #[arg(short = 's', long, value_name = "SIGNAL", env = "MCP_BOUND_SIGNAL", default_value = "TERM", value_parser = signals::parse, help_heading = "Deadline")]
+    pub signal: i32,
+
+    /// Time between the first signal and SIGKILL to the whole tree; 0 kills at once.
+    #[arg(short = 'k', long, visible_alias = "kill-after", value_name = "DURATION", env = "MCP_BOUND_GRACE", default_value = "5s", value_parser = units::parse_duration, help_heading = "Deadline")]
+    pub grace: Duration,
+
+    /// After the helper exits, how long to wait for descendants to release its pipes before terminating them; also the wait for EOF after the final KILL.
+    #[arg(long, value_name = "DURATION", env = "MCP_BOUND_WAIT_DELAY", default_value = "1s", value_parser = units::parse_duration, help_heading = "Deadline")]
+    pub wait_delay: Duration,
+
+    /// On timeout, exit with the helper's own status instead of 124.
+    #[arg(long, env = "MCP_BOUND_PRESERVE_STATUS", value_parser = BoolishValueParser::new(), default_value_t = false, num_args = 0, default_missing_value = "true", help_heading = "Deadline")]
+    pub preserve_status: bool,
+
+    /// Bytes of the start of stderr to keep.
+    #[arg(long, value_name = "BYTES", env = "MCP_BOUND_HEAD_BYTES", default_value = "0", value_parser = units::parse_capture_bytes, help_heading = "Capture")]
+    pub head_bytes: usize,
+
+    /// Bytes of the end of stderr to keep (a ring: memory stays constant).
+    #[arg(long, value_name = "BYTES", env = "MCP_BOUND_TAIL_BYTES", default_value = "16384", value_parser = units::parse_capture_bytes, help_heading = "Capture")]
+    pub tail_bytes: usize,
+
+    /// Most bytes of captured stderr that mcp-bound prints to its own stderr at exit.
+    #[arg(long, value_name = "BYTES", env = "MCP_BOUND_EXCERPT_BYTES", default_value = "4096", value_parser = units::parse_capture_bytes, help_heading = "Capture")]
+    pub excerpt_bytes: usize,
+
+    /// When to print the stderr excerpt to mcp-bound's stderr at exit.
+    #[arg(
+        long,
+        value_name = "WHEN",
+        env = "MCP_BOUND_ECHO",
+        value_enum,
+        default_value = "on-failure",
+        help_heading = "Capture"
+    )]
+    pub echo: Echo,
+
+    /// Write the record to PATH: "dispatched" before the helper starts, replaced atomically at the end (mode 0600; a symlink is refused).
+    #[arg(
+        long,
+        value_name = "PATH",
+        env = "MCP_BOUND_RECORD",
+        help_heading = "Record"
+    )]
+    pub record: Option<PathBuf>,
+
+    /// Write the record as one line to descriptor N at the end (not 0 or 1: stdout belongs to the helper).
+    #[arg(long, value_name = "N", env = "MCP_BOUND_RECORD_FD", value_parser = clap::value_parser!(i32).range(2..), help_heading = "Record")]
+    pub record_fd: Option<i32>,
+
+    /// The call's id in the record (default: a random id).
+    #[arg(long, value_name = "ID", env = "MCP_BOUND_CALL_ID", value_parser = parse_id, help_heading = "Record")]
+    pub call_id: Option<String>,
+
+    /// The session's id in the record.
+    #[arg(long, value_name = "ID", env = "MCP_BOUND_SESSION_ID", value_parser = parse_id, help_heading = "Record")]
+    pub session_id: Option<String>,
+
+    /// The helper and its arguments (after --).
+    #[arg(value_name = "COMMAND", required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true)]
+    pub command: Vec<OsString>,
+}
+
+/// An id is printable and short: it ends up in file names and log lines.
+fn parse_id(text: &str) -> Result<String, String> {
+    if text.is_empty() || text.len() > 256 {
+        return Err("an id must be 1 to 256 bytes".into());
+    }
+    if text.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return Err("an id must not contain spaces or control characters".into());
+    }
+    Ok(text.to_string())
+}
+
+pub fn command() -> clap::Command {
+    Cli::command()
+}
+
+/// What the command line asks for.
+pub enum Parsed {
+    Run(Box<Cli>),
+    /// --help or --version: print this to stdout and exit 0.
+    Print(String),
+}
+
+/// Parse; usage errors become one line and exit 125 (not clap's 2).
+pub fn parse<I, T>(args: I) -> Result<Parsed, Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    match Cli::try_parse_from(args) {
+        Ok(cli) => Ok(Parsed::Run(Box::new(cli))),
+        Err(err) => match err.kind() {
+            clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
+                Ok(Parsed::Print(err.render().to_string()))
+            }
+            _ => Err(Error::Usage(one_line(&err.render().to_string()))),
+        },
+    }
+}
+
+/// clap's first line, without its "error: " prefix and usage block.
+fn one_line(rendered: &str) -> String {
+    let first = rendered.lines().next().unwrap_or("invalid usage");
+    let text = first.strip_prefix("error: ").unwrap_or(first);
+    format!("{text} (see --help)")
+}

@@ -1,0 +1,20 @@
+//! mcp-bound: run one helper under a bounded supervisor and write a truthful
+//! lifecycle record. The binary (`main.rs`) only parses and dispatches.
+//!
+//! Pure modules (no I/O, tested without processes): `capture`,
+//! `termination`, `record`, `units`. OS-facing: `signals`, `child`, `sys`
+//! (the only users of nix), `sink`. `supervise` is the one poll loop; `run`
+//! orchestrates one call.
+
+pub mod capture;
+pub mod child;
+pub mod cli;
+pub mod error;
+pub mod record;
+pub mod run;
+pub mod signals;
+pub mod sink;
+pub mod supervise;
+pub mod sys;
+pub mod termination;
+pub mod units;

@@ -1,0 +1,221 @@
+//! The lifecycle record: one JSON object per call, lifecycle facts first.
+//! Pure serde model; `schema/record.schema.json` describes the same shape.
+//!
+//! Rules the types enforce: `exit` is `None` (null) unless an exit was
+//! observed; `exit_code` is `None` while the call is in flight; the reason a
+//! termination started and the signals that carried it out are separate.
+
+use serde::Serialize;
+
+pub const SCHEMA: &str = "mcp-bound/record/v1";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum State {
+    /// Written before the helper starts; still there if mcp-bound was SIGKILLed.
+    Dispatched,
+    Completed,
+    TimedOut,
+    CancelledBeforeDispatch,
+    /// The helper had started and may already have acted.
+    CancelledAfterDispatch,
+    FailedBeforeDispatch,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CancelReason {
+    Timeout,
+    Signal,
+    ClientDisconnected,
+}
+
+/// Why mcp-bound signalled processes: a cancellation or clean-up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SignalReason {
+    Timeout,
+    Signal,
+    ClientDisconnected,
+    PipesHeld,
+    Leftovers,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StreamEnd {
+    /// Both pipes reached EOF on their own (or when the helper died).
+    Eof,
+    /// EOF came only after mcp-bound signalled the descendants holding them.
+    EofAfterDescendantsKilled,
+    /// mcp-bound closed its ends while something still held them.
+    ClosedWhileHeld,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum Exit {
+    Code { code: i32 },
+    Signal { signal: String, core_dumped: bool },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Target {
+    /// The helper's process group, with killpg.
+    Group,
+    /// Descendants outside the group (setsid, double fork), one by one.
+    Descendants,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Event {
+    /// Milliseconds since mcp-bound started, on the monotonic clock.
+    pub t_ms: u64,
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum EventKind {
+    Dispatched {
+        pid: u32,
+        pgid: i32,
+    },
+    CancelRequested {
+        reason: CancelReason,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        signal: Option<String>,
+    },
+    SignalSent {
+        signal: String,
+        target: Target,
+        /// Processes signalled (for a group: 1, the group).
+        count: u32,
+        reason: SignalReason,
+    },
+    HelperExited {
+        exit: Exit,
+    },
+    StdoutClosed,
+    StderrClosed,
+    /// mcp-bound stopped waiting for EOF after the final KILL.
+    StreamsAbandoned,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct StdoutFacts {
+    pub bytes_seen: u64,
+    pub bytes_forwarded: u64,
+    /// Read after our consumer went away (or with no stdout): drained, dropped.
+    pub bytes_discarded: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct StderrFacts {
+    pub bytes_seen: u64,
+    pub bytes_retained: u64,
+    pub truncated: bool,
+    pub head_bytes: u64,
+    pub tail_bytes: u64,
+    /// Marker, head and tail as text; invalid UTF-8 shown as U+FFFD.
+    pub excerpt: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Limits {
+    pub timeout_ms: Option<u64>,
+    pub signal: String,
+    pub grace_ms: u64,
+    pub wait_delay_ms: u64,
+    pub head_bytes: u64,
+    pub tail_bytes: u64,
+    pub excerpt_bytes: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Supervisor {
+    pub version: String,
+    pub pid: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Record {
+    pub schema: &'static str,
+    pub call_id: String,
+    pub session_id: Option<String>,
+    pub state: State,
+    pub cancel_reason: Option<CancelReason>,
+    /// The signal mcp-bound received, when `cancel_reason` is `signal`.
+    pub cancel_signal: Option<String>,
+    pub exit: Option<Exit>,
+    /// mcp-bound's own exit status; null while in flight.
+    pub exit_code: Option<i32>,
+    pub stream_end: Option<StreamEnd>,
+    pub descendants_signalled: u32,
+    pub argv: Vec<String>,
+    pub cwd: Option<String>,
+    pub pid: Option<u32>,
+    pub started_at: String,
+    pub ended_at: Option<String>,
+    pub duration_ms: Option<u64>,
+    /// Why the helper could not be started, for `failed_before_dispatch`.
+    pub error: Option<String>,
+    pub stdout: StdoutFacts,
+    pub stderr: StderrFacts,
+    pub limits: Limits,
+    pub events: Vec<Event>,
+    pub mcp_bound: Supervisor,
+}
+
+impl Record {
+    /// One line of JSON, newline-terminated.
+    pub fn to_line(&self) -> String {
+        let mut line = serde_json::to_string(self).expect("a record always serializes");
+        line.push('\n');
+        line
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_shapes() {
+        let code = serde_json::to_string(&Exit::Code { code: 3 }).unwrap();
+        assert_eq!(code, r#"{"code":3}"#);
+        let signal = serde_json::to_string(&Exit::Signal {
+            signal: "TERM".into(),
+            core_dumped: false,
+        })
+        .unwrap();
+        assert_eq!(signal, r#"{"signal":"TERM","core_dumped":false}"#);
+    }
+
+    #[test]
+    fn events_are_flat_and_tagged() {
+        let event = Event {
+            t_ms: 7,
+            kind: EventKind::SignalSent {
+                signal: "TERM".into(),
+                target: Target::Group,
+                count: 1,
+                reason: SignalReason::Timeout,
+            },
+        };
+        assert_eq!(
+            serde_json::to_string(&event).unwrap(),
+            r#"{"t_ms":7,"event":"signal_sent","signal":"TERM","target":"group","count":1,"reason":"timeout"}"#
+        );
+        let closed = Event {
+            t_ms: 1,
+            kind: EventKind::StdoutClosed,
+        };
+        assert_eq!(
+            serde_json::to_string(&closed).unwrap(),
+            r#"{"t_ms":1,"event":"stdout_closed"}"#
+        );
+    }
+}

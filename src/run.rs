@@ -1,0 +1,379 @@
+//! One call, start to end: validate, write the in-flight record, spawn,
+//! supervise, decide the state and exit code from what was observed, write
+//! the final record and the bounded echo.
+
+use std::fs;
+use std::io::{self, Read, Write};
+use std::path::Path;
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::child::{self, ExitObs};
+use crate::cli::{Cli, Echo};
+use crate::error::{Error, code};
+use crate::record::{
+    CancelReason, Event, EventKind, Limits, Record, SCHEMA, State, StderrFacts, Supervisor,
+};
+use crate::signals::{self, SignalPipe};
+use crate::sink::Sink;
+use crate::supervise::{self, Outcome};
+use crate::sys;
+use crate::termination::{Policy, Reason};
+use crate::units::millis;
+
+/// How long the final writes to our stderr or a record fd may wait for a
+/// reader that does not read. Past it they are dropped: never hang at exit.
+const EXIT_WRITE_LIMIT: Duration = Duration::from_secs(1);
+
+/// Run the call; the result is mcp-bound's exit code.
+pub fn run(cli: Cli) -> Result<i32, Error> {
+    let origin = Instant::now();
+    let started_at = SystemTime::now();
+    // First, so a signal during set-up is seen and cancels before dispatch.
+    let signals = SignalPipe::install().map_err(|e| setup("cannot install signal handlers", e))?;
+    if let Some(fd) = cli.record_fd {
+        if !sys::is_open_for_writing(fd) {
+            return Err(Error::Usage(format!(
+                "--record-fd {fd}: descriptor {fd} is not open for writing"
+            )));
+        }
+        // SAFETY: checked open just above; we never close it.
+        let borrowed = unsafe { sys::borrow_raw(fd) };
+        // The record channel is ours: the helper must not inherit it.
+        sys::set_cloexec(borrowed).map_err(|e| setup("--record-fd", e))?;
+    }
+    sys::become_subreaper().map_err(|e| setup("cannot become a child subreaper", e))?;
+
+    let mut record = initial_record(&cli, started_at);
+    if let Some(path) = &cli.record {
+        write_record_file(path, &record).map_err(|e| {
+            Error::Setup(format!(
+                "--record {}: cannot write the record before dispatch: {e}",
+                path.display()
+            ))
+        })?;
+    }
+
+    let pending = signals.take();
+    if let Some(&(signo, _)) = pending.terminating.first() {
+        record.state = State::CancelledBeforeDispatch;
+        record.cancel_reason = Some(CancelReason::Signal);
+        record.cancel_signal = Some(signals::name(signo));
+        return Ok(finish(&cli, record, origin, 128 + signo, None));
+    }
+
+    let mut stdout = Sink::stdout();
+    let dispatched_at = Instant::now();
+    let helper = match child::spawn(&cli.command) {
+        Ok(helper) => helper,
+        Err(err) => {
+            let program = cli.command[0].to_string_lossy();
+            let (error, exit_code) = match err {
+                child::SpawnError::NotFound(e) => (
+                    Error::NotFound(format!("{program}: command not found ({e})")),
+                    code::NOT_FOUND,
+                ),
+                child::SpawnError::NotExecutable(e) => (
+                    Error::NotExecutable(format!("{program}: cannot run: {e}")),
+                    code::NOT_EXECUTABLE,
+                ),
+            };
+            record.state = State::FailedBeforeDispatch;
+            record.error = Some(error.to_string());
+            eprintln!("mcp-bound: {error}");
+            return Ok(finish(&cli, record, origin, exit_code, None));
+        }
+    };
+    record.pid = Some(helper.pid as u32);
+
+    let config = supervise::Config {
+        policy: policy(&cli),
+        head_bytes: cli.head_bytes,
+        tail_bytes: cli.tail_bytes,
+    };
+    let outcome = supervise::supervise(
+        helper,
+        dispatched_at,
+        origin,
+        &signals,
+        &mut stdout,
+        &config,
+    )
+    .map_err(|e| setup("poll failed", e))?;
+    let exit_code = decide(&cli, &outcome, &mut record);
+    Ok(finish(&cli, record, origin, exit_code, Some(outcome)))
+}
+
+fn setup(what: &str, err: io::Error) -> Error {
+    Error::Setup(format!("{what}: {err}"))
+}
+
+fn policy(cli: &Cli) -> Policy {
+    Policy {
+        timeout: cli.timeout.filter(|t| !t.is_zero()),
+        signal: cli.signal,
+        grace: cli.grace,
+        wait_delay: cli.wait_delay,
+    }
+}
+
+fn initial_record(cli: &Cli, started_at: SystemTime) -> Record {
+    let policy = policy(cli);
+    Record {
+        schema: SCHEMA,
+        call_id: cli.call_id.clone().unwrap_or_else(random_call_id),
+        session_id: cli.session_id.clone(),
+        state: State::Dispatched,
+        cancel_reason: None,
+        cancel_signal: None,
+        exit: None,
+        exit_code: None,
+        stream_end: None,
+        descendants_signalled: 0,
+        argv: cli
+            .command
+            .iter()
+            .map(|arg| arg.to_string_lossy().into_owned())
+            .collect(),
+        cwd: std::env::current_dir()
+            .ok()
+            .map(|dir| dir.to_string_lossy().into_owned()),
+        pid: None,
+        started_at: rfc3339(started_at),
+        ended_at: None,
+        duration_ms: None,
+        error: None,
+        stdout: Default::default(),
+        stderr: StderrFacts {
+            head_bytes: cli.head_bytes as u64,
+            tail_bytes: cli.tail_bytes as u64,
+            ..Default::default()
+        },
+        limits: Limits {
+            timeout_ms: policy.timeout.map(millis),
+            signal: signals::name(cli.signal),
+            grace_ms: millis(cli.grace),
+            wait_delay_ms: millis(cli.wait_delay),
+            head_bytes: cli.head_bytes as u64,
+            tail_bytes: cli.tail_bytes as u64,
+            excerpt_bytes: cli.excerpt_bytes as u64,
+        },
+        events: Vec::new(),
+        mcp_bound: Supervisor {
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            pid: std::process::id(),
+        },
+    }
+}
+
+/// The state and exit code follow from what was observed, in this order:
+/// a cancellation while the helper ran decides the state; otherwise the
+/// helper completed, whatever happened to its descendants afterwards.
+fn decide(cli: &Cli, outcome: &Outcome, record: &mut Record) -> i32 {
+    let helper_status = outcome.exit.map(ExitObs::shell_status);
+    let (state, exit_code) = match outcome.cancelled_while_running {
+        Some(Reason::Timeout) => {
+            let status = if cli.preserve_status {
+                helper_status.unwrap_or(code::TIMED_OUT)
+            } else {
+                code::TIMED_OUT
+            };
+            (State::TimedOut, status)
+        }
+        Some(Reason::Signal(signo)) => (State::CancelledAfterDispatch, 128 + signo),
+        Some(_) => (State::CancelledAfterDispatch, code::CLIENT_DISCONNECTED),
+        None => {
+            let status = match outcome.cancellation {
+                Some(Reason::Signal(signo)) => 128 + signo,
+                _ => helper_status.unwrap_or(code::OWN_FAILURE),
+            };
+            (State::Completed, status)
+        }
+    };
+    record.state = state;
+    let cancel = outcome.cancelled_while_running.or(outcome.cancellation);
+    record.cancel_reason = cancel.map(|reason| match reason {
+        Reason::Timeout => CancelReason::Timeout,
+        Reason::Signal(_) => CancelReason::Signal,
+        _ => CancelReason::ClientDisconnected,
+    });
+    record.cancel_signal = match cancel {
+        Some(Reason::Signal(signo)) => Some(signals::name(signo)),
+        _ => None,
+    };
+    record.exit = outcome.exit.map(ExitObs::to_record);
+    record.stream_end = Some(outcome.stream_end);
+    record.descendants_signalled = outcome.descendants_signalled;
+    record.stdout = outcome.stdout.clone();
+    exit_code
+}
+
+/// Complete the record, write it everywhere asked, echo, return the code.
+fn finish(
+    cli: &Cli,
+    mut record: Record,
+    origin: Instant,
+    exit_code: i32,
+    outcome: Option<Outcome>,
+) -> i32 {
+    record.exit_code = Some(exit_code);
+    record.ended_at = Some(rfc3339(SystemTime::now()));
+    record.duration_ms = Some(millis(origin.elapsed()));
+    let mut echo_text = None;
+    if let Some(outcome) = outcome {
+        let capture = &outcome.capture;
+        let retained = capture.head_limit() + capture.tail_limit();
+        record.stderr = StderrFacts {
+            bytes_seen: capture.bytes_seen(),
+            bytes_retained: capture.bytes_retained(),
+            truncated: capture.truncated(),
+            head_bytes: capture.head_limit() as u64,
+            tail_bytes: capture.tail_limit() as u64,
+            excerpt: capture.excerpt(retained).text,
+        };
+        record.events = outcome.events;
+        echo_text = Some(capture.excerpt(cli.excerpt_bytes).text);
+    }
+    record.events.sort_by_key(|event: &Event| event.t_ms);
+
+    let mut stderr = Sink::stderr();
+    let echo = match cli.echo {
+        Echo::Never => false,
+        Echo::OnFailure => exit_code != 0,
+        Echo::Always => true,
+    };
+    if echo {
+        let mut text = echo_text.unwrap_or_default();
+        if !text.is_empty() && !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&summary(&record));
+        let _ = stderr.write_all_within(text.as_bytes(), EXIT_WRITE_LIMIT);
+    }
+    if let Some(path) = &cli.record
+        && let Err(err) = write_record_file(path, &record)
+    {
+        let line = format!(
+            "mcp-bound: --record {}: cannot write the final record: {err}\n",
+            path.display()
+        );
+        let _ = stderr.write_all_within(line.as_bytes(), EXIT_WRITE_LIMIT);
+    }
+    if let Some(fd) = cli.record_fd {
+        let line = record.to_line();
+        if let Err(err) = Sink::for_fd(fd).write_all_within(line.as_bytes(), EXIT_WRITE_LIMIT) {
+            let line = format!("mcp-bound: --record-fd {fd}: cannot write the record: {err}\n");
+            let _ = stderr.write_all_within(line.as_bytes(), EXIT_WRITE_LIMIT);
+        }
+    }
+    exit_code
+}
+
+/// One line that says what happened, after the excerpt.
+fn summary(record: &Record) -> String {
+    let exit = match &record.exit {
+        Some(crate::record::Exit::Code { code }) => format!("exit code {code}"),
+        Some(crate::record::Exit::Signal { signal, .. }) => format!("killed by {signal}"),
+        None => "no exit observed".to_string(),
+    };
+    let state = serde_json::to_value(record.state)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    let signals_sent: Vec<String> = record
+        .events
+        .iter()
+        .filter_map(|event| match &event.kind {
+            EventKind::SignalSent { signal, target, .. } => Some(format!(
+                "{signal} to {}",
+                if *target == crate::record::Target::Group {
+                    "group"
+                } else {
+                    "descendants"
+                }
+            )),
+            _ => None,
+        })
+        .collect();
+    let sent = if signals_sent.is_empty() {
+        String::new()
+    } else {
+        format!("; sent {}", signals_sent.join(", "))
+    };
+    format!(
+        "mcp-bound: {state} after {}ms ({exit}{sent}); stderr {} bytes seen, {} kept; exit {}\n",
+        record.duration_ms.unwrap_or(0),
+        record.stderr.bytes_seen,
+        record.stderr.bytes_retained,
+        record.exit_code.unwrap_or(code::OWN_FAILURE),
+    )
+}
+
+/// Replace the record at `path` atomically: a private temporary file in the
+/// same directory, synced, then renamed over. A symlink at `path` is
+/// refused rather than followed or replaced.
+pub fn write_record_file(path: &Path, record: &Record) -> io::Result<()> {
+    if let Ok(meta) = fs::symlink_metadata(path) {
+        if meta.file_type().is_symlink() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "is a symlink; refusing to follow it",
+            ));
+        }
+        if meta.is_dir() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "is a directory",
+            ));
+        }
+    }
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "has no file name"))?;
+    let dir = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    let temp = dir.join(format!(
+        ".{}.{}.{}.tmp",
+        name.to_string_lossy(),
+        std::process::id(),
+        random_hex(4)
+    ));
+    let result = (|| {
+        let mut file = sys::create_private(&temp)?;
+        file.write_all(record.to_line().as_bytes())?;
+        file.sync_data()?;
+        fs::rename(&temp, path)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&temp);
+    }
+    result
+}
+
+fn rfc3339(time: SystemTime) -> String {
+    humantime::format_rfc3339_millis(time).to_string()
+}
+
+fn random_hex(bytes: usize) -> String {
+    let mut buf = vec![0u8; bytes];
+    let filled = fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut buf))
+        .is_ok();
+    if !filled {
+        // Unpredictability is not needed, only uniqueness in practice.
+        let nanos = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        let mixed = nanos ^ ((std::process::id() as u128) << 64);
+        for (i, byte) in buf.iter_mut().enumerate() {
+            *byte = (mixed >> ((i % 16) * 8)) as u8;
+        }
+    }
+    buf.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn random_call_id() -> String {
+    format!("c_{}", random_hex(8))
+}

@@ -1,0 +1,151 @@
+//! An inherited output descriptor (our stdout; also our stderr and a
+//! `--record-fd` at exit) as a sink that never blocks the poll loop and never
+//! changes the descriptor's flags (O_NONBLOCK is shared with every process
+//! that holds it). How it writes depends on what the descriptor is:
+//! - a FIFO: a second open file description through /proc (Linux), made
+//!   non-blocking for us alone, so large writes are safe;
+//! - a socket: send(2) with MSG_DONTWAIT;
+//! - a regular file or /dev/null: plain writes, which do not wait on a reader;
+//! - anything else (a terminal): at most PIPE_BUF bytes after poll() says
+//!   POLLOUT, which the kernel accepts without blocking;
+//! - absent (closed): output is drained and counted, never written.
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::mem::ManuallyDrop;
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, RawFd};
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::time::{Duration, Instant};
+
+use crate::sys;
+
+const PIPE_BUF: usize = 4096;
+const DEV_NULL_RDEV: u64 = (1 << 8) | 3;
+
+enum Mode {
+    /// Our own non-blocking description of the same FIFO.
+    Reopened(File),
+    /// The descriptor was already non-blocking when we got it.
+    AlreadyNonblocking,
+    Socket,
+    NeverWaits,
+    AfterPollout,
+    Absent,
+}
+
+pub struct Sink {
+    mode: Mode,
+    fd: RawFd,
+    file: ManuallyDrop<File>,
+}
+
+impl Sink {
+    /// Wrap an inherited descriptor without taking ownership: it is never
+    /// closed through the sink.
+    pub fn for_fd(fd: RawFd) -> Sink {
+        // SAFETY: the descriptor is only used if open (checked in classify);
+        // ManuallyDrop keeps us from closing it.
+        let file = ManuallyDrop::new(unsafe { File::from_raw_fd(fd) });
+        let mode = Self::classify(fd, &file);
+        Sink { mode, fd, file }
+    }
+
+    pub fn stdout() -> Sink {
+        Self::for_fd(1)
+    }
+
+    pub fn stderr() -> Sink {
+        Self::for_fd(2)
+    }
+
+    fn classify(fd: RawFd, file: &File) -> Mode {
+        if !sys::is_open_for_writing(fd) {
+            return Mode::Absent;
+        }
+        let Ok(meta) = file.metadata() else {
+            return Mode::Absent;
+        };
+        let kind = meta.file_type();
+        if sys::is_nonblocking(file.as_fd()).unwrap_or(false) {
+            Mode::AlreadyNonblocking
+        } else if kind.is_fifo() {
+            match sys::reopen_fifo_nonblocking(fd) {
+                Some(fd) => Mode::Reopened(File::from(fd)),
+                None => Mode::AfterPollout,
+            }
+        } else if kind.is_socket() {
+            Mode::Socket
+        } else if kind.is_file() || (kind.is_char_device() && meta.rdev() == DEV_NULL_RDEV) {
+            Mode::NeverWaits
+        } else {
+            Mode::AfterPollout
+        }
+    }
+
+    pub fn is_absent(&self) -> bool {
+        matches!(self.mode, Mode::Absent)
+    }
+
+    /// The descriptor to poll for POLLOUT and for a vanished reader.
+    pub fn poll_fd(&self) -> Option<RawFd> {
+        match &self.mode {
+            Mode::Absent => None,
+            Mode::Reopened(file) => Some(file.as_raw_fd()),
+            _ => Some(self.fd),
+        }
+    }
+
+    /// May a write be tried before poll() reported POLLOUT?
+    pub fn write_without_poll(&self) -> bool {
+        !matches!(self.mode, Mode::AfterPollout | Mode::Absent)
+    }
+
+    /// Write some of `bytes`. WouldBlock means: wait for POLLOUT.
+    pub fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        match &mut self.mode {
+            Mode::Reopened(file) => file.write(bytes),
+            Mode::AlreadyNonblocking | Mode::NeverWaits => self.file.write(bytes),
+            Mode::Socket => sys::send_nowait(self.file.as_fd(), bytes),
+            Mode::AfterPollout => self.file.write(&bytes[..bytes.len().min(PIPE_BUF)]),
+            Mode::Absent => Err(io::Error::from(io::ErrorKind::BrokenPipe)),
+        }
+    }
+
+    /// Write all of `bytes`, waiting for room at most `limit` in total. A
+    /// reader that never reads cannot hang mcp-bound's exit: after the
+    /// limit the rest is dropped and TimedOut returned.
+    pub fn write_all_within(&mut self, mut bytes: &[u8], limit: Duration) -> io::Result<()> {
+        let deadline = Instant::now() + limit;
+        let mut ready = Vec::with_capacity(1);
+        let mut may_write = self.write_without_poll();
+        while !bytes.is_empty() {
+            if may_write {
+                match self.write(bytes) {
+                    Ok(n) => {
+                        bytes = &bytes[n..];
+                        may_write = self.write_without_poll();
+                        continue;
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) => return Err(e),
+                }
+            }
+            let Some(fd) = self.poll_fd() else {
+                return Err(io::Error::from(io::ErrorKind::BrokenPipe));
+            };
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(io::Error::from(io::ErrorKind::TimedOut));
+            }
+            let interest = [sys::Interest {
+                fd,
+                read: false,
+                write: true,
+            }];
+            sys::poll(&interest, &mut ready, Some(deadline - now))?;
+            may_write = ready[0].writable || ready[0].error || ready[0].hangup;
+        }
+        Ok(())
+    }
+}
