@@ -21,7 +21,7 @@ pub enum Echo {
 }
 
 pub const EXIT_STATUS: &[(&str, &str)] = &[
-    ("0..=123", "the helper's own exit code"),
+    ("0-123", "the helper's own exit code"),
     (
         "124",
         "the deadline passed (with --preserve-status: the helper's own status instead)",
@@ -58,6 +58,39 @@ and events: dispatched, cancel_requested, signal_sent (signal, target group or d
 helper_exited, stdout_closed, stderr_closed, streams_abandoned, each with t_ms, \
 milliseconds on the monotonic clock since mcp-bound started. \
 A cancellation after dispatch is never reported as a failure: the helper may already have acted.";
+
+/// Further man page sections, as (title, text).
+pub const MAN_SECTIONS: &[(&str, &str)] = &[
+    (
+        "SIGNALS",
+        "INT, TERM, HUP and QUIT received by mcp-bound cancel the helper: the received signal is \
+forwarded to the helper's process group (as GNU timeout does), then CONT, then KILL after --grace. \
+A second such signal sends KILL at once. mcp-bound exits 128+N after writing the record. \
+A terminating signal that was ignored when mcp-bound started stays ignored. SIGPIPE is ignored; \
+EPIPE on stdout cancels the helper with reason client_disconnected. Signals reach the poll loop \
+through a self-pipe: no thread handles them.",
+    ),
+    (
+        "PROCESS TREE",
+        "The helper runs in its own process group. On Linux mcp-bound is a child subreaper, so \
+descendants that leave the group (setsid, double fork) re-parent to it and are still found: \
+every termination step signals the group with killpg and every other live descendant one by one, \
+never the same process twice in one step. The helper is observed with waitid(WNOWAIT) and reaped \
+last, so its process group id cannot be reused while it is signalled. When the helper exits but \
+descendants hold its stdout or stderr open, mcp-bound waits --wait-delay, then terminates them \
+(signal, --grace, KILL); the helper's real exit status is kept and stream_end says what happened. \
+Descendants still running after the helper exited and its pipes closed are terminated the same way. \
+On Linux the helper gets PR_SET_PDEATHSIG=SIGKILL, so it dies if mcp-bound is SIGKILLed; this \
+covers the helper itself, not its descendants, which must watch their own parent or stdin.",
+    ),
+    (
+        "CAVEATS",
+        "The helper is not in the terminal's foreground process group: an interactive helper that \
+reads from a terminal is stopped by SIGTTIN. mcp-bound is made for pipes (MCP hosts, scripts). \
+Unlike GNU timeout, a timed-out call exits 124 even when KILL was needed; use --preserve-status \
+for the helper's own status (137 after KILL).",
+    ),
+];
 
 const AFTER_HELP: &str = "\
 Every option also reads an environment variable, named in brackets.
@@ -146,7 +179,7 @@ pub struct Cli {
     pub session_id: Option<String>,
 
     /// The helper and its arguments (after --).
-    #[arg(value_name = "COMMAND", required = true, num_args = 1.., trailing_var_arg = true, allow_hyphen_values = true)]
+    #[arg(value_name = "COMMAND", required = true, num_args = 1.., trailing_var_arg = true)]
     pub command: Vec<OsString>,
 }
 

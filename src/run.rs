@@ -236,7 +236,9 @@ fn finish(
     record.events.sort_by_key(|event: &Event| event.t_ms);
 
     let mut stderr = Sink::stderr();
+    // A failure before dispatch already printed its one line.
     let echo = match cli.echo {
+        _ if record.state == State::FailedBeforeDispatch => false,
         Echo::Never => false,
         Echo::OnFailure => exit_code != 0,
         Echo::Always => true,

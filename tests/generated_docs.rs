@@ -1,0 +1,100 @@
+//! The generator for `man/mcp-bound.1` and `completions/*`, and the test
+//! that fails when the committed files drift from the clap definition.
+//!
+//! Regenerate with: `MCP_BOUND_REGENERATE=1 cargo test --test generated_docs`
+
+use std::path::PathBuf;
+
+use clap_complete::Shell;
+use mcp_bound::cli;
+use roff::{Roff, bold, roman};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn man_page() -> String {
+    let command = cli::command();
+    let man = clap_mangen::Man::new(command.clone());
+    let mut out = Vec::new();
+    man.render_title(&mut out).unwrap();
+    man.render_name_section(&mut out).unwrap();
+    man.render_synopsis_section(&mut out).unwrap();
+    man.render_description_section(&mut out).unwrap();
+    man.render_options_section(&mut out).unwrap();
+
+    let mut extra = Roff::new();
+    extra.control("SH", ["EXIT STATUS"]);
+    for (status, meaning) in cli::EXIT_STATUS {
+        extra
+            .control("TP", [])
+            .text([bold(*status)])
+            .text([roman(*meaning)]);
+    }
+    extra.control("SH", ["RECORD"]).text([roman(cli::RECORD)]);
+    for (title, text) in cli::MAN_SECTIONS {
+        extra.control("SH", [*title]).text([roman(*text)]);
+    }
+    extra.control("SH", ["ENVIRONMENT"]).text([roman(
+        "Each option reads a default from the environment variable shown with it; \
+         a command-line option wins over the environment.",
+    )]);
+    out.extend_from_slice(extra.render().as_bytes());
+    man.render_version_section(&mut out).unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+fn completion(shell: Shell) -> String {
+    let mut command = cli::command();
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut command, "mcp-bound", &mut out);
+    String::from_utf8(out).unwrap()
+}
+
+fn generated() -> Vec<(PathBuf, String)> {
+    vec![
+        (root().join("man/mcp-bound.1"), man_page()),
+        (
+            root().join("completions/mcp-bound.bash"),
+            completion(Shell::Bash),
+        ),
+        (
+            root().join("completions/_mcp-bound"),
+            completion(Shell::Zsh),
+        ),
+        (
+            root().join("completions/mcp-bound.fish"),
+            completion(Shell::Fish),
+        ),
+    ]
+}
+
+#[test]
+fn man_page_and_completions_match_the_clap_definition() {
+    let regenerate = std::env::var_os("MCP_BOUND_REGENERATE").is_some();
+    let mut drifted = Vec::new();
+    for (path, content) in generated() {
+        if regenerate {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, &content).unwrap();
+            continue;
+        }
+        let committed = std::fs::read_to_string(&path).unwrap_or_default();
+        if committed != content {
+            drifted.push(path.display().to_string());
+        }
+    }
+    assert!(
+        drifted.is_empty(),
+        "generated files drifted from src/cli.rs: {drifted:?}\n\
+         regenerate with: MCP_BOUND_REGENERATE=1 cargo test --test generated_docs"
+    );
+}
+
+#[test]
+fn man_page_has_exit_status_and_record_sections() {
+    let page = man_page();
+    for section in ["EXIT STATUS", "RECORD", "OPTIONS", "MCP_BOUND_TIMEOUT"] {
+        assert!(page.contains(section), "man page lacks {section}");
+    }
+}

@@ -1,0 +1,633 @@
+//! The core supervisor, driven through the real binary: floods, deadlines,
+//! signals, pipe holders, stdout pass-through and the record. Every run is
+//! checked by the harness for leftover processes and a schema-valid record.
+
+mod util;
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::thread;
+
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use util::{Call, exists};
+
+#[test]
+fn flood_under_a_deadline_is_bounded_marked_and_ended() {
+    let done = Call::sh("yes helper-diagnostic 1>&2")
+        .opt(&["--timeout", "1s", "--excerpt-bytes", "300"])
+        .run();
+    done.expect_state("timed_out", 124)
+        .expect("/cancel_reason", json!("timeout"))
+        .expect("/exit", json!({"signal": "TERM", "core_dumped": false}))
+        .expect("/stream_end", json!("eof"))
+        .expect("/stderr/truncated", json!(true))
+        .expect("/stderr/tail_bytes", json!(16384));
+    let seen = done.field("/stderr/bytes_seen").as_u64().unwrap();
+    let retained = done.field("/stderr/bytes_retained").as_u64().unwrap();
+    done.check(retained <= 16384, "retained within the tail limit");
+    done.check(seen > 1 << 20, "the flood was drained (over 1 MiB seen)");
+    let excerpt = done.field("/stderr/excerpt").as_str().unwrap();
+    done.check(
+        excerpt.starts_with(&format!(
+            "[stderr truncated: kept last {retained} of {seen} bytes]\n"
+        )),
+        "the excerpt starts with the marker and exact counts",
+    );
+    done.check(
+        done.signals_sent() == [("TERM".into(), "group".into(), "timeout".into())],
+        "exactly one TERM to the group",
+    );
+    // The echo is bounded by --excerpt-bytes and carries its own marker.
+    let stderr = done.stderr_text();
+    done.check(
+        stderr.starts_with("[stderr truncated: kept last "),
+        "echo marker",
+    );
+    done.check(stderr.len() < 300 + 400, "echo bounded by --excerpt-bytes");
+}
+
+#[test]
+fn helper_that_ignores_term_is_killed_after_the_grace() {
+    let done = Call::sh("trap '' TERM; echo READY; exec sleep 60")
+        .opt(&["--timeout", "0.3s", "--grace", "0.3s"])
+        .run();
+    done.expect_state("timed_out", 124)
+        .expect("/exit", json!({"signal": "KILL", "core_dumped": false}));
+    let sent = done.signals_sent();
+    done.check(
+        sent == [
+            ("TERM".into(), "group".into(), "timeout".into()),
+            ("KILL".into(), "group".into(), "timeout".into()),
+        ],
+        "TERM then KILL to the group",
+    );
+    let term_at = done.events("signal_sent")[0]["t_ms"].as_u64().unwrap();
+    let kill_at = done.events("signal_sent")[1]["t_ms"].as_u64().unwrap();
+    done.check(kill_at >= term_at + 300, "KILL no earlier than the grace");
+}
+
+#[test]
+fn preserve_status_returns_the_helpers_own_status() {
+    Call::new(&["sleep", "30"])
+        .opt(&["--timeout", "0.2", "--preserve-status"])
+        .run()
+        .expect_state("timed_out", 143);
+    Call::sh("trap '' TERM; exec sleep 30")
+        .opt(&["--timeout", "0.2", "--grace", "0.1", "--preserve-status"])
+        .run()
+        .expect_state("timed_out", 137);
+}
+
+#[test]
+fn success_then_flood_then_cancel_is_cancelled_after_dispatch() {
+    let mut run = Call::sh("echo action-done; yes cleanup-diagnostic 1>&2").start();
+    run.wait_for_line("action-done");
+    run.signal("TERM");
+    let done = run.finish();
+    done.expect_state("cancelled_after_dispatch", 143)
+        .expect("/cancel_reason", json!("signal"))
+        .expect("/cancel_signal", json!("TERM"))
+        .expect("/exit", json!({"signal": "TERM", "core_dumped": false}))
+        .expect("/stderr/truncated", json!(true));
+    done.check(
+        String::from_utf8_lossy(&done.stdout).contains("action-done"),
+        "the result already on stdout was forwarded",
+    );
+    done.check(
+        done.signals_sent()[0] == ("TERM".into(), "group".into(), "signal".into()),
+        "the received TERM was forwarded to the group",
+    );
+}
+
+#[test]
+fn interrupt_is_forwarded_and_a_second_signal_escalates_to_kill() {
+    // The helper survives INT (it traps it) and ignores TERM; only KILL ends it.
+    let script = "trap 'echo GOT-INT' INT; trap '' TERM; echo READY; \
+                  while :; do sleep 0.05; done";
+    let mut run = Call::sh(script).opt(&["--grace", "60s"]).start();
+    run.wait_for_line("READY");
+    run.signal("INT");
+    run.wait_for_line("GOT-INT");
+    run.signal("TERM");
+    let done = run.finish();
+    done.expect_state("cancelled_after_dispatch", 130)
+        .expect("/cancel_signal", json!("INT"))
+        .expect("/exit", json!({"signal": "KILL", "core_dumped": false}));
+    let sent = done.signals_sent();
+    done.check(
+        sent.first() == Some(&("INT".into(), "group".into(), "signal".into())),
+        "INT forwarded first",
+    );
+    done.check(
+        sent.iter().any(|s| s.0 == "KILL"),
+        "the second signal escalated to KILL without waiting for the grace",
+    );
+    let cancels = done.events("cancel_requested");
+    done.check(cancels.len() == 2, "both signals recorded");
+}
+
+#[test]
+fn wrapper_exits_while_grandchild_holds_stderr() {
+    let done = Call::sh("sleep 60 & echo wrapper-done; exit 3")
+        .opt(&["--wait-delay", "0.3s"])
+        .run();
+    done.expect_state("completed", 3)
+        .expect("/exit", json!({"code": 3}))
+        .expect("/cancel_reason", Value::Null)
+        .expect("/stream_end", json!("eof_after_descendants_killed"));
+    done.check(
+        done.field("/descendants_signalled").as_u64() >= Some(1),
+        "the holder was signalled",
+    );
+    done.check(
+        done.signals_sent()
+            .iter()
+            .all(|(_, _, reason)| reason == "pipes_held"),
+        "signals were sent because pipes were held, not as a cancellation",
+    );
+    done.check(
+        done.field("/duration_ms").as_u64() < Some(30_000),
+        "did not wait for the grandchild's sleep",
+    );
+}
+
+#[test]
+fn grandchild_that_escapes_with_setsid_is_still_found() {
+    let done = Call::sh("setsid sleep 60 & echo wrapper-done")
+        .opt(&["--wait-delay", "0.3s"])
+        .run();
+    done.expect_state("completed", 0)
+        .expect("/exit", json!({"code": 0}))
+        .expect("/stream_end", json!("eof_after_descendants_killed"));
+    done.check(
+        done.signals_sent()
+            .iter()
+            .any(|(signal, target, _)| signal == "TERM" && target == "descendants"),
+        "the escaped grandchild was signalled outside the group",
+    );
+}
+
+#[test]
+fn holder_that_ignores_term_is_killed_after_the_grace() {
+    let done = Call::sh("(trap '' TERM; exec sleep 60) & exit 0")
+        .opt(&["--wait-delay", "0.2s", "--grace", "0.2s"])
+        .run();
+    done.expect_state("completed", 0)
+        .expect("/stream_end", json!("eof_after_descendants_killed"));
+    done.check(
+        done.signals_sent()
+            .iter()
+            .any(|(signal, _, _)| signal == "KILL"),
+        "KILL after the grace",
+    );
+}
+
+#[test]
+fn leftover_daemon_without_pipes_is_ended_too() {
+    // Closed its copies of the pipes, so EOF comes at once; it still runs.
+    let done = Call::sh("setsid sleep 60 >/dev/null 2>&1 </dev/null & exit 0")
+        .opt(&["--grace", "0.2s"])
+        .run();
+    done.expect_state("completed", 0)
+        .expect("/stream_end", json!("eof"));
+    done.check(
+        done.signals_sent()
+            .iter()
+            .any(|(_, _, reason)| reason == "leftovers"),
+        "leftover descendant signalled",
+    );
+}
+
+#[test]
+fn invalid_utf8_and_a_line_far_larger_than_the_limit() {
+    // 100000 'x', then "é" (C3 A9), an invalid FF, and "end": the 5-byte
+    // tail would start inside "é", so it is cut to FF "end".
+    let done =
+        Call::sh("head -c 100000 /dev/zero | tr '\\0' x >&2; printf '\\303\\251\\377end' >&2")
+            .opt(&["--tail-bytes", "5"])
+            .run();
+    done.expect_state("completed", 0)
+        .expect("/stderr/bytes_seen", json!(100006))
+        .expect("/stderr/bytes_retained", json!(4))
+        .expect("/stderr/truncated", json!(true))
+        .expect(
+            "/stderr/excerpt",
+            json!("[stderr truncated: kept last 4 of 100006 bytes]\n\u{FFFD}end"),
+        );
+}
+
+#[test]
+fn ten_megabyte_single_line_with_head_and_tail() {
+    let done = Call::sh("head -c 10000000 /dev/zero | tr '\\0' y >&2; printf 'END' >&2")
+        .opt(&["--head-bytes", "10", "--tail-bytes", "10"])
+        .run();
+    done.expect_state("completed", 0)
+        .expect("/stderr/bytes_seen", json!(10_000_003))
+        .expect("/stderr/bytes_retained", json!(20))
+        .expect(
+            "/stderr/excerpt",
+            json!(
+                "[stderr truncated: kept first 10 and last 10 of 10000003 bytes]\n\
+                 yyyyyyyyyy\n[stderr: 9999983 bytes dropped here]\nyyyyyyyEND"
+            ),
+        );
+}
+
+#[test]
+fn thirty_two_concurrent_floods() {
+    let runs: Vec<_> = (0..32)
+        .map(|_| {
+            Call::sh("yes concurrent-flood 1>&2")
+                .opt(&["--timeout", "1s", "--echo", "never"])
+                .start()
+        })
+        .collect();
+    for run in runs {
+        let done = run.finish();
+        done.expect_state("timed_out", 124)
+            .expect("/stderr/truncated", json!(true));
+        done.check(
+            done.field("/stderr/bytes_retained").as_u64() <= Some(16384),
+            "bounded",
+        );
+        done.check(done.stderr.is_empty(), "--echo never prints nothing");
+    }
+}
+
+#[test]
+fn stdout_is_byte_exact_through_a_slow_consumer_while_stderr_floods() {
+    let call = Call::sh("head -c 50000000 /dev/zero >&2 & cat \"$PAYLOAD\"; wait");
+    let payload_path = call.path("payload.bin");
+    let mut payload = vec![0u8; 3 << 20];
+    let mut seed: u64 = 0x9E37_79B9_7F4A_7C15;
+    for byte in payload.iter_mut() {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        *byte = seed as u8;
+    }
+    std::fs::write(&payload_path, &payload).unwrap();
+    let mut run = call.env("PAYLOAD", payload_path.to_str().unwrap()).start();
+    let mut stdout = run.take_stdout();
+    let mut received = Vec::new();
+    let mut chunk = [0u8; 8192];
+    loop {
+        // A slow reader: small reads with pauses, so mcp-bound must hold
+        // back the helper's stdout while it keeps draining stderr.
+        let n = stdout.read(&mut chunk).unwrap();
+        if n == 0 {
+            break;
+        }
+        received.extend_from_slice(&chunk[..n]);
+        if received.len() % (256 << 10) < 8192 {
+            thread::sleep(std::time::Duration::from_millis(2));
+        }
+    }
+    drop(stdout);
+    let done = run.finish();
+    done.expect_state("completed", 0)
+        .expect("/stderr/bytes_seen", json!(50_000_000))
+        .expect("/stdout/bytes_seen", json!(payload.len()))
+        .expect("/stdout/bytes_forwarded", json!(payload.len()));
+    done.check(
+        Sha256::digest(&received) == Sha256::digest(&payload),
+        "stdout identical to the payload (SHA-256)",
+    );
+}
+
+#[test]
+fn consumer_that_closes_stdout_cancels_the_helper() {
+    let mut run = Call::new(&["yes", "protocol-line"]).start();
+    let mut stdout = run.take_stdout();
+    let mut first = [0u8; 64];
+    stdout.read_exact(&mut first).unwrap();
+    drop(stdout);
+    let done = run.finish();
+    done.expect_state("cancelled_after_dispatch", 141)
+        .expect("/cancel_reason", json!("client_disconnected"))
+        .expect("/exit", json!({"signal": "TERM", "core_dumped": false}));
+}
+
+#[test]
+fn consumer_that_goes_away_is_noticed_while_the_helper_is_silent() {
+    let mut run = Call::sh("echo READY; exec sleep 60").start();
+    run.wait_for_line("READY");
+    drop(run.take_stdout());
+    let done = run.finish();
+    done.expect_state("cancelled_after_dispatch", 141)
+        .expect("/cancel_reason", json!("client_disconnected"));
+}
+
+#[test]
+fn stopped_helper_still_ends_at_the_deadline() {
+    let done = Call::sh("kill -STOP $$").opt(&["--timeout", "0.3s"]).run();
+    done.expect_state("timed_out", 124)
+        .expect("/exit", json!({"signal": "TERM", "core_dumped": false}));
+}
+
+#[test]
+fn exit_code_matrix() {
+    let cases: &[(&[&str], i32, Value)] = &[
+        (&["true"], 0, json!({"code": 0})),
+        (&["false"], 1, json!({"code": 1})),
+        (&["sh", "-c", "exit 7"], 7, json!({"code": 7})),
+        (
+            &["sh", "-c", "kill -USR1 $$"],
+            138,
+            json!({"signal": "USR1", "core_dumped": false}),
+        ),
+    ];
+    for (helper, code, exit) in cases {
+        Call::new(helper)
+            .run()
+            .expect_state("completed", *code)
+            .expect("/exit", exit.clone());
+    }
+}
+
+#[test]
+fn helper_not_found_is_127_and_not_executable_is_126() {
+    let done = Call::new(&["/nonexistent/helper"]).run();
+    done.expect_state("failed_before_dispatch", 127)
+        .expect("/exit", Value::Null)
+        .expect("/pid", Value::Null);
+    done.check(
+        done.stderr_text()
+            .starts_with("mcp-bound: /nonexistent/helper: command not found"),
+        "one clear line",
+    );
+
+    let call = Call::new(&[]);
+    let script = call.path("not-executable.sh");
+    std::fs::write(&script, "#!/bin/sh\necho hi\n").unwrap();
+    let done = Call::new(&[script.to_str().unwrap()]).run();
+    done.expect_state("failed_before_dispatch", 126)
+        .expect("/exit", Value::Null);
+    done.check(done.stderr_text().contains("cannot run"), "one clear line");
+}
+
+#[test]
+fn record_is_written_before_dispatch_and_replaced_at_the_end() {
+    let call = Call::sh("cat \"$RECORD_PATH\"");
+    let record_path = call.record_path();
+    let done = call.env("RECORD_PATH", record_path.to_str().unwrap()).run();
+    let in_flight: Value = serde_json::from_slice(&done.stdout).expect("helper saw a record");
+    done.check(in_flight["state"] == "dispatched", "in-flight state");
+    done.check(in_flight["exit"].is_null(), "in-flight exit is null");
+    done.check(
+        in_flight["exit_code"].is_null(),
+        "in-flight exit_code is null",
+    );
+    done.check(
+        in_flight["call_id"] == done.record()["call_id"],
+        "same call",
+    );
+    done.expect_state("completed", 0);
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&record_path)
+        .unwrap()
+        .permissions()
+        .mode();
+    done.check(mode & 0o777 == 0o600, "record mode 0600");
+    let leftovers: Vec<_> = std::fs::read_dir(record_path.parent().unwrap())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+        .collect();
+    done.check(leftovers.is_empty(), "no temporary files left");
+}
+
+#[test]
+fn sigkilled_supervisor_leaves_an_in_flight_record_and_no_helper() {
+    let mut run = Call::sh("echo READY; exec sleep 60").start();
+    run.wait_for_line("READY");
+    run.signal("KILL");
+    let done = run.finish();
+    done.check(done.status.code().is_none(), "mcp-bound died of SIGKILL");
+    done.expect("/state", json!("dispatched"))
+        .expect("/exit", Value::Null)
+        .expect("/exit_code", Value::Null);
+}
+
+#[test]
+fn record_fd_gets_the_same_record_as_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let fd_path = dir.path().join("fd-record.json");
+    let file_path = dir.path().join("file-record.json");
+    let tag = format!("record-fd-{}", std::process::id());
+    let output = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "{} --record {} --record-fd 3 -- sh -c 'ls -l /proc/$$/fd/3 2>&1; exit 5' 3>{}",
+            util::BIN,
+            file_path.display(),
+            fd_path.display()
+        ))
+        .env("MCP_BOUND_TEST_TAG", &tag)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(5));
+    let text = std::fs::read_to_string(&fd_path).unwrap();
+    assert_eq!(text.lines().count(), 1, "one line: {text}");
+    let record: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(record["exit"], json!({"code": 5}));
+    assert_eq!(record["state"], "completed");
+    let file_record: Value =
+        serde_json::from_str(&std::fs::read_to_string(&file_path).unwrap()).unwrap();
+    assert_eq!(record, file_record, "both routes carry the same record");
+    assert!(
+        String::from_utf8_lossy(&output.stdout).contains("No such file"),
+        "the helper did not inherit the record descriptor: {}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    assert!(
+        util::tagged_processes(&tag).is_empty(),
+        "nothing left running"
+    );
+}
+
+#[test]
+fn echo_modes() {
+    let always = Call::sh("echo diag >&2").opt(&["--echo", "always"]).run();
+    always.expect_state("completed", 0);
+    always.check(always.stderr_text().starts_with("diag\n"), "always echoes");
+    always.check(
+        always.stderr_text().contains("mcp-bound: completed"),
+        "summary line",
+    );
+
+    let quiet = Call::sh("echo diag >&2").run();
+    quiet.check(quiet.stderr.is_empty(), "on-failure is quiet on success");
+
+    let failing = Call::sh("echo diag >&2; exit 2").run();
+    failing.expect_state("completed", 2);
+    failing.check(
+        failing.stderr_text().starts_with("diag\n"),
+        "on-failure echoes",
+    );
+
+    let never = Call::sh("echo diag >&2; exit 2")
+        .opt(&["--echo", "never"])
+        .run();
+    never.check(never.stderr.is_empty(), "never is quiet");
+}
+
+#[test]
+fn signal_option_and_environment_defaults() {
+    let done = Call::new(&["sleep", "30"])
+        .opt(&["-s", "int", "--timeout", "0.2"])
+        .run();
+    done.expect_state("timed_out", 124)
+        .expect("/exit", json!({"signal": "INT", "core_dumped": false}))
+        .expect("/limits/signal", json!("INT"));
+
+    let done = Call::new(&["sleep", "30"])
+        .env("MCP_BOUND_TIMEOUT", "200ms")
+        .env("MCP_BOUND_SIGNAL", "SIGHUP")
+        .env("MCP_BOUND_CALL_ID", "call-from-env")
+        .env("MCP_BOUND_SESSION_ID", "session-7")
+        .run();
+    done.expect_state("timed_out", 124)
+        .expect("/exit", json!({"signal": "HUP", "core_dumped": false}))
+        .expect("/call_id", json!("call-from-env"))
+        .expect("/session_id", json!("session-7"))
+        .expect("/limits/timeout_ms", json!(200));
+}
+
+#[test]
+fn zero_timeout_means_no_deadline() {
+    Call::new(&["sh", "-c", "sleep 0.3"])
+        .opt(&["--timeout", "0"])
+        .run()
+        .expect_state("completed", 0)
+        .expect("/limits/timeout_ms", Value::Null);
+}
+
+#[test]
+fn invalid_options_exit_125_and_start_nothing() {
+    let cases: &[&[&str]] = &[
+        &["--timeout", "abc"],
+        &["--timeout", "-1"],
+        &["--timeout", "1D"],
+        &["--timeout", "inf"],
+        &["--signal", "FOO"],
+        &["--signal", "0"],
+        &["--grace", "soon"],
+        &["--kill-after", "-3"],
+        &["--wait-delay", "x"],
+        &["--head-bytes", "lots"],
+        &["--head-bytes", "2G"],
+        &["--tail-bytes", "-1"],
+        &["--excerpt-bytes", "1.5K"],
+        &["--echo", "sometimes"],
+        &["--record-fd", "1"],
+        &["--record-fd", "0"],
+        &["--record-fd", "77"],
+        &["--record-fd", "abc"],
+        &["--call-id", ""],
+        &["--call-id", "a b"],
+        &["--session-id", "x\ty"],
+        &["--no-such-option"],
+        &["--preserve-status=maybe"],
+    ];
+    for options in cases {
+        let call = Call::new(&[]).without_record();
+        let marker = call.path("helper-ran");
+        let done = Call::new(&["touch", marker.to_str().unwrap()])
+            .without_record()
+            .opt(options)
+            .run();
+        done.expect_code(125);
+        let stderr = done.stderr_text();
+        done.check(
+            stderr.starts_with("mcp-bound: ") && stderr.trim_end().lines().count() == 1,
+            &format!("one clear line for {options:?}"),
+        );
+        done.check(!exists(&marker), "the helper was not started");
+    }
+}
+
+#[test]
+fn invalid_environment_values_exit_125() {
+    for (key, value) in [
+        ("MCP_BOUND_TIMEOUT", "soon"),
+        ("MCP_BOUND_SIGNAL", "NOPE"),
+        ("MCP_BOUND_TAIL_BYTES", "many"),
+        ("MCP_BOUND_ECHO", "loud"),
+        ("MCP_BOUND_PRESERVE_STATUS", "perhaps"),
+    ] {
+        let done = Call::new(&["true"]).without_record().env(key, value).run();
+        done.expect_code(125);
+        done.check(done.stderr_text().starts_with("mcp-bound: "), key);
+    }
+}
+
+#[test]
+fn missing_command_is_a_usage_error() {
+    let done = Call::new(&[]).without_record().run();
+    done.expect_code(125);
+    done.check(
+        done.stderr_text().contains("required"),
+        "names what is missing",
+    );
+}
+
+#[test]
+fn unusable_record_path_means_the_helper_never_runs() {
+    let probe = Call::new(&[]);
+    let marker = probe.path("helper-ran");
+    let link = probe.path("link.json");
+    std::os::unix::fs::symlink(probe.path("target.json"), &link).unwrap();
+    let read_only = probe.path("ro");
+    std::fs::create_dir(&read_only).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&read_only, std::fs::Permissions::from_mode(0o555)).unwrap();
+    let mut paths = vec![
+        "/nonexistent-dir/record.json".to_string(),
+        link.to_str().unwrap().to_string(),
+        probe.path("").to_str().unwrap().to_string(),
+    ];
+    // Root ignores directory permissions; the case only means something
+    // for other users.
+    if !nix_is_root() {
+        paths.push(read_only.join("record.json").to_str().unwrap().to_string());
+    }
+    for path in paths {
+        let done = Call::new(&["touch", marker.to_str().unwrap()])
+            .without_record()
+            .opt(&["--record", &path])
+            .run();
+        done.expect_code(125);
+        done.check(done.stderr_text().contains("--record"), "names the option");
+        done.check(!exists(&marker), "the helper was not started");
+    }
+    assert!(
+        !exists(&probe.path("target.json")),
+        "the symlink was not followed"
+    );
+}
+
+fn nix_is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .map(|s| {
+            s.lines()
+                .any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+#[test]
+fn help_and_version_exit_zero() {
+    let help = Command::new(util::BIN).arg("--help").output().unwrap();
+    assert_eq!(help.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&help.stdout);
+    assert!(
+        text.contains("--timeout") && text.contains("MCP_BOUND_TIMEOUT"),
+        "{text}"
+    );
+    let version = Command::new(util::BIN).arg("--version").output().unwrap();
+    assert_eq!(version.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&version.stdout).starts_with("mcp-bound "));
+}

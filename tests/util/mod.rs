@@ -1,0 +1,512 @@
+//! Test harness: runs the real mcp-bound binary on tiny shell helpers.
+//!
+//! Every run gets a unique tag in its environment (inherited by the helper
+//! and everything it starts), a temporary directory and a `--record` path.
+//! When a run ends, the harness validates the record against the published
+//! JSON Schema and checks that no process carrying the tag is left running.
+//! Any failed check prints the command, the exit status, both streams and
+//! the record.
+
+#![allow(dead_code)]
+
+use std::ffi::OsString;
+use std::fmt;
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
+use std::sync::OnceLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_mcp-bound");
+const TAG_VAR: &str = "MCP_BOUND_TEST_TAG";
+/// A run that takes this long is hung: fail rather than block the suite.
+const WATCHDOG: Duration = Duration::from_secs(120);
+
+fn schema() -> &'static jsonschema::Validator {
+    static VALIDATOR: OnceLock<jsonschema::Validator> = OnceLock::new();
+    VALIDATOR.get_or_init(|| {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/schema/record.schema.json"
+        ))
+        .expect("schema file");
+        let schema: Value = serde_json::from_str(&text).expect("schema is JSON");
+        jsonschema::validator_for(&schema).expect("schema is a valid JSON Schema")
+    })
+}
+
+fn unique_tag() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!(
+        "t{}-{}-{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed),
+        nanos % 1_000_000_007
+    )
+}
+
+pub struct Call {
+    options: Vec<OsString>,
+    helper: Vec<OsString>,
+    env: Vec<(String, String)>,
+    dir: tempfile::TempDir,
+    tag: String,
+    record: bool,
+    stdin: Option<Stdio>,
+}
+
+impl Call {
+    pub fn new(helper: &[&str]) -> Call {
+        Call {
+            options: Vec::new(),
+            helper: helper.iter().map(OsString::from).collect(),
+            env: Vec::new(),
+            dir: tempfile::tempdir().expect("temp dir"),
+            tag: unique_tag(),
+            record: true,
+            stdin: None,
+        }
+    }
+
+    /// A helper written as a `sh -c` one-liner.
+    pub fn sh(script: &str) -> Call {
+        Call::new(&["sh", "-c", script])
+    }
+
+    pub fn opt(mut self, options: &[&str]) -> Call {
+        self.options.extend(options.iter().map(OsString::from));
+        self
+    }
+
+    pub fn env(mut self, key: &str, value: &str) -> Call {
+        self.env.push((key.to_string(), value.to_string()));
+        self
+    }
+
+    pub fn without_record(mut self) -> Call {
+        self.record = false;
+        self
+    }
+
+    pub fn stdin(mut self, stdin: Stdio) -> Call {
+        self.stdin = Some(stdin);
+        self
+    }
+
+    /// A path inside this run's temporary directory.
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    pub fn record_path(&self) -> PathBuf {
+        self.path("record.json")
+    }
+
+    fn argv(&self) -> Vec<OsString> {
+        let mut argv = Vec::new();
+        if self.record {
+            argv.push(OsString::from("--record"));
+            argv.push(self.record_path().into_os_string());
+        }
+        argv.extend(self.options.iter().cloned());
+        if !self.helper.is_empty() {
+            argv.push(OsString::from("--"));
+            argv.extend(self.helper.iter().cloned());
+        }
+        argv
+    }
+
+    fn describe(&self) -> String {
+        let mut text = String::from("mcp-bound");
+        for arg in self.argv() {
+            text.push(' ');
+            let arg = arg.to_string_lossy();
+            if arg.contains([' ', '\'', '"', '$', ';', '&', '|', '>', '<']) {
+                text.push_str(&format!("'{}'", arg.replace('\'', "'\\''")));
+            } else {
+                text.push_str(&arg);
+            }
+        }
+        text
+    }
+
+    fn command(&mut self) -> Command {
+        let mut command = Command::new(BIN);
+        command
+            .args(self.argv())
+            .env(TAG_VAR, &self.tag)
+            .stdin(self.stdin.take().unwrap_or_else(Stdio::null))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for name in [
+            "MCP_BOUND_TIMEOUT",
+            "MCP_BOUND_SIGNAL",
+            "MCP_BOUND_GRACE",
+            "MCP_BOUND_RECORD",
+            "MCP_BOUND_RECORD_FD",
+        ] {
+            command.env_remove(name);
+        }
+        for (key, value) in &self.env {
+            command.env(key, value);
+        }
+        command
+    }
+
+    /// Run to the end, collecting both streams.
+    pub fn run(mut self) -> Done {
+        let child = self.command().spawn().expect("spawn mcp-bound");
+        Started::new(self, child).finish()
+    }
+
+    /// Start, for tests that talk to the run while it goes on.
+    pub fn start(mut self) -> Started {
+        let child = self.command().spawn().expect("spawn mcp-bound");
+        Started::new(self, child)
+    }
+}
+
+pub struct Started {
+    call: Call,
+    child: Child,
+    stdout: Option<BufReader<ChildStdout>>,
+    stdout_seen: Vec<u8>,
+    stderr: mpsc::Receiver<Vec<u8>>,
+    started: Instant,
+}
+
+fn read_all_in_thread<R: Read + Send + 'static>(mut reader: R) -> mpsc::Receiver<Vec<u8>> {
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = reader.read_to_end(&mut bytes);
+        let _ = tx.send(bytes);
+    });
+    rx
+}
+
+impl Started {
+    fn new(call: Call, mut child: Child) -> Started {
+        let stderr = read_all_in_thread(child.stderr.take().unwrap());
+        let stdout = child.stdout.take().map(BufReader::new);
+        Started {
+            call,
+            child,
+            stdout,
+            stdout_seen: Vec::new(),
+            stderr,
+            started: Instant::now(),
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn call(&self) -> &Call {
+        &self.call
+    }
+
+    /// Read stdout lines until one contains `needle` (a readiness handshake).
+    pub fn wait_for_line(&mut self, needle: &str) {
+        let reader = self.stdout.as_mut().expect("stdout already taken");
+        loop {
+            let mut line = Vec::new();
+            let n = reader.read_until(b'\n', &mut line).expect("read stdout");
+            self.stdout_seen.extend_from_slice(&line);
+            if n == 0 {
+                panic!(
+                    "stdout ended before a line containing {needle:?}; command: {}\nstdout so far: {}",
+                    self.call.describe(),
+                    String::from_utf8_lossy(&self.stdout_seen)
+                );
+            }
+            if String::from_utf8_lossy(&line).contains(needle) {
+                return;
+            }
+        }
+    }
+
+    /// Take mcp-bound's stdout, for tests that read it themselves.
+    pub fn take_stdout(&mut self) -> BufReader<ChildStdout> {
+        self.stdout.take().expect("stdout already taken")
+    }
+
+    /// Send a signal to mcp-bound (by name, as `kill -s` takes it).
+    pub fn signal(&self, name: &str) {
+        send_signal(self.child.id(), name);
+    }
+
+    pub fn finish(mut self) -> Done {
+        let stdout_rx = self.stdout.take().map(read_all_in_thread);
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                break status;
+            }
+            if self.started.elapsed() > WATCHDOG {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                kill_tagged(&self.call.tag);
+                panic!("hung: {} ran over {:?}", self.call.describe(), WATCHDOG);
+            }
+            thread::sleep(Duration::from_millis(5));
+        };
+        // Once mcp-bound has exited, nothing may hold its streams open.
+        let limit = Duration::from_secs(10);
+        let mut stdout = std::mem::take(&mut self.stdout_seen);
+        if let Some(rx) = stdout_rx {
+            stdout.extend(
+                rx.recv_timeout(limit)
+                    .expect("stdout still held open after exit"),
+            );
+        }
+        let stderr = self
+            .stderr
+            .recv_timeout(limit)
+            .expect("stderr still held open after exit");
+        let record_text = std::fs::read_to_string(self.call.record_path()).ok();
+        let done = Done {
+            command: self.call.describe(),
+            status,
+            stdout,
+            stderr,
+            record: record_text
+                .as_deref()
+                .and_then(|t| serde_json::from_str(t).ok()),
+            record_text,
+            tag: self.call.tag.clone(),
+            expects_record: self.call.record,
+            call: self.call,
+        };
+        done.check_nothing_left();
+        done.check_record_schema();
+        done
+    }
+}
+
+pub fn send_signal(pid: u32, name: &str) {
+    let status = Command::new("kill")
+        .args(["-s", name, &pid.to_string()])
+        .status()
+        .expect("run kill");
+    assert!(status.success(), "kill -s {name} {pid} failed");
+}
+
+/// Processes whose environment carries `tag`, with their command lines.
+pub fn tagged_processes(tag: &str) -> Vec<(u32, String)> {
+    let needle = format!("{TAG_VAR}={tag}\0");
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+            continue;
+        };
+        if environ
+            .windows(needle.len())
+            .any(|window| window == needle.as_bytes())
+        {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline"))
+                .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+                .unwrap_or_default();
+            found.push((pid, cmdline));
+        }
+    }
+    found
+}
+
+fn kill_tagged(tag: &str) {
+    for (pid, _) in tagged_processes(tag) {
+        let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+    }
+}
+
+pub struct Done {
+    pub command: String,
+    pub status: ExitStatus,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    pub record: Option<Value>,
+    pub record_text: Option<String>,
+    pub tag: String,
+    expects_record: bool,
+    call: Call,
+}
+
+fn clip(bytes: &[u8]) -> String {
+    const MAX: usize = 3000;
+    let text = String::from_utf8_lossy(bytes);
+    if text.len() <= MAX {
+        text.into_owned()
+    } else {
+        let mut cut = text.len() - MAX;
+        while !text.is_char_boundary(cut) {
+            cut += 1;
+        }
+        format!("[... {} bytes not shown ...]{}", cut, &text[cut..])
+    }
+}
+
+impl fmt::Display for Done {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "\n--- command\n{}", self.command)?;
+        writeln!(f, "--- status\n{:?}", self.status)?;
+        writeln!(f, "--- stdout\n{}", clip(&self.stdout))?;
+        writeln!(f, "--- stderr\n{}", clip(&self.stderr))?;
+        let record = match &self.record {
+            Some(value) => {
+                let mut value = value.clone();
+                if let Some(excerpt) = value.pointer_mut("/stderr/excerpt") {
+                    let text = excerpt.as_str().unwrap_or_default().to_string();
+                    *excerpt = Value::String(clip(text.as_bytes()));
+                }
+                serde_json::to_string_pretty(&value).unwrap()
+            }
+            None => format!("(none) {:?}", self.record_text),
+        };
+        writeln!(f, "--- record\n{record}")
+    }
+}
+
+impl Done {
+    /// Fail with the whole context.
+    #[track_caller]
+    pub fn check(&self, ok: bool, what: &str) {
+        if !ok {
+            panic!("check failed: {what}{self}");
+        }
+    }
+
+    #[track_caller]
+    pub fn code(&self) -> i32 {
+        match self.status.code() {
+            Some(code) => code,
+            None => panic!("mcp-bound died of a signal{self}"),
+        }
+    }
+
+    #[track_caller]
+    pub fn expect_code(&self, expected: i32) -> &Self {
+        self.check(
+            self.status.code() == Some(expected),
+            &format!("exit code {expected}"),
+        );
+        self
+    }
+
+    #[track_caller]
+    pub fn record(&self) -> &Value {
+        match &self.record {
+            Some(record) => record,
+            None => panic!("no record{self}"),
+        }
+    }
+
+    #[track_caller]
+    pub fn field(&self, pointer: &str) -> &Value {
+        match self.record().pointer(pointer) {
+            Some(value) => value,
+            None => panic!("record has no {pointer}{self}"),
+        }
+    }
+
+    #[track_caller]
+    pub fn expect(&self, pointer: &str, expected: Value) -> &Self {
+        let actual = self.field(pointer);
+        self.check(
+            *actual == expected,
+            &format!("record {pointer} = {expected}, found {actual}"),
+        );
+        self
+    }
+
+    /// The record's own exit code matches the process's.
+    #[track_caller]
+    pub fn expect_state(&self, state: &str, code: i32) -> &Self {
+        self.expect_code(code);
+        self.expect("/state", Value::from(state));
+        self.expect("/exit_code", Value::from(code));
+        self
+    }
+
+    pub fn events(&self, kind: &str) -> Vec<&Value> {
+        self.record()["events"]
+            .as_array()
+            .map(|events| events.iter().filter(|e| e["event"] == kind).collect())
+            .unwrap_or_default()
+    }
+
+    pub fn signals_sent(&self) -> Vec<(String, String, String)> {
+        self.events("signal_sent")
+            .into_iter()
+            .map(|e| {
+                (
+                    e["signal"].as_str().unwrap_or_default().to_string(),
+                    e["target"].as_str().unwrap_or_default().to_string(),
+                    e["reason"].as_str().unwrap_or_default().to_string(),
+                )
+            })
+            .collect()
+    }
+
+    pub fn stderr_text(&self) -> String {
+        String::from_utf8_lossy(&self.stderr).into_owned()
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.call.path(name)
+    }
+
+    fn check_nothing_left(&self) {
+        let deadline = Instant::now() + Duration::from_secs(3);
+        loop {
+            let left = tagged_processes(&self.tag);
+            if left.is_empty() {
+                return;
+            }
+            if Instant::now() > deadline {
+                kill_tagged(&self.tag);
+                panic!("processes left running after mcp-bound exited: {left:?}{self}");
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn check_record_schema(&self) {
+        if !self.expects_record {
+            return;
+        }
+        let Some(record) = &self.record else {
+            // Usage errors stop before any record: the caller checks that.
+            return;
+        };
+        let errors: Vec<String> = schema()
+            .iter_errors(record)
+            .map(|e| format!("{} at {}", e, e.instance_path()))
+            .collect();
+        if !errors.is_empty() {
+            panic!("record does not match schema/record.schema.json: {errors:?}{self}");
+        }
+    }
+}
+
+pub fn exists(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok()
+}
