@@ -382,4 +382,92 @@ mod tests {
         assert_eq!(leading_continuation_len(b"\x82\xACx"), 2);
         assert_eq!(leading_continuation_len(b"\x80\x80\x80\x80"), 3);
     }
+
+    mod properties {
+        use super::*;
+        use proptest::collection::vec;
+        use proptest::prelude::*;
+
+        /// Text with multibyte characters, or arbitrary bytes.
+        fn stream() -> impl Strategy<Value = Vec<u8>> {
+            prop_oneof![
+                "[a-zé€😀\\n]{0,400}".prop_map(String::into_bytes),
+                vec(any::<u8>(), 0..400),
+            ]
+        }
+
+        fn split<'a>(data: &'a [u8], cuts: &[usize]) -> Vec<&'a [u8]> {
+            let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (data.len() + 1)).collect();
+            cuts.sort_unstable();
+            let mut chunks = Vec::new();
+            let mut from = 0;
+            for cut in cuts {
+                chunks.push(&data[from..cut]);
+                from = cut;
+            }
+            chunks.push(&data[from..]);
+            chunks
+        }
+
+        proptest! {
+            #[test]
+            fn every_split_retains_the_same(
+                data in stream(),
+                head in 0usize..40,
+                tail in 0usize..40,
+                cuts in vec(0usize..1000, 0..12),
+                budget in 0usize..100,
+            ) {
+                let whole = fed(head, tail, &[&data]);
+                let pieces = fed(head, tail, &split(&data, &cuts));
+                prop_assert_eq!(whole.head(), pieces.head());
+                prop_assert_eq!(whole.tail(), pieces.tail());
+                prop_assert_eq!(whole.bytes_seen(), data.len() as u64);
+                prop_assert_eq!(pieces.bytes_seen(), data.len() as u64);
+                prop_assert_eq!(whole.bytes_retained(), pieces.bytes_retained());
+                prop_assert_eq!(whole.excerpt(budget), pieces.excerpt(budget));
+            }
+
+            #[test]
+            fn limits_and_cut_rules_hold(
+                data in stream(),
+                head in 0usize..40,
+                tail in 0usize..40,
+                budget in 0usize..100,
+            ) {
+                let capture = fed(head, tail, &[&data]);
+                let retained = capture.bytes_retained() as usize;
+                prop_assert!(retained <= head + tail);
+                prop_assert_eq!(retained, capture.head().len() + capture.tail().len());
+                prop_assert_eq!(capture.truncated(), retained < data.len());
+                // Head is a prefix, tail a suffix. When the stream is valid
+                // UTF-8, no cut splits a character: both stay valid, and the
+                // text has no U+FFFD that the stream did not have.
+                let tail = capture.tail();
+                prop_assert!(data.starts_with(capture.head()));
+                prop_assert!(data.ends_with(&tail));
+                if let Ok(text) = std::str::from_utf8(&data) {
+                    prop_assert!(std::str::from_utf8(capture.head()).is_ok());
+                    prop_assert!(std::str::from_utf8(&tail).is_ok());
+                    let replacement = char::REPLACEMENT_CHARACTER;
+                    let replaced = capture.excerpt(budget).text.contains(replacement);
+                    prop_assert!(!replaced || text.contains(replacement), "cut split a character");
+                }
+                // While the stream fits (with room for one cut character),
+                // nothing is lost and nothing is marked.
+                if data.len() + 3 <= head + capture.tail_limit() {
+                    prop_assert!(!capture.truncated());
+                }
+                let excerpt = capture.excerpt(budget);
+                prop_assert!(excerpt.head_shown + excerpt.tail_shown <= budget);
+                prop_assert_eq!(
+                    excerpt.truncated,
+                    excerpt.head_shown + excerpt.tail_shown < data.len()
+                );
+                if excerpt.truncated {
+                    prop_assert!(excerpt.text.starts_with("[stderr truncated: kept "));
+                }
+            }
+        }
+    }
 }

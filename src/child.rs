@@ -134,10 +134,13 @@ pub struct Sweep {
 /// follows, unless the signal is KILL (which needs no help) or CONT.
 pub fn sweep(helper_pid: i32, signo: i32, seen: &mut HashSet<i32>) -> Sweep {
     let pgid = helper_pid;
+    // Scan before signalling: a process that dies of the signal at once is
+    // a zombie by the time a later scan runs, and would go uncounted.
+    let live = live_descendants(helper_pid);
     let group_signalled = signal_group(pgid, signo);
     let mut outside_group = 0;
     let mut outsiders = Vec::new();
-    for process in live_descendants(helper_pid) {
+    for process in live {
         seen.insert(process.pid);
         if process.pgid != pgid && signal_pid(process.pid, signo) {
             outside_group += 1;

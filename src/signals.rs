@@ -85,9 +85,18 @@ impl SignalPipe {
                 unsafe { sigaction(signal, &ignore) }.map_err(io::Error::from)?;
             }
         }
-        // SAFETY: as above.
+        // SAFETY: as above. Our handler also replaces an inherited SIG_IGN
+        // for SIGCHLD, under which exited children would vanish unobserved.
         unsafe { sigaction(Signal::SIGCHLD, &handler) }.map_err(io::Error::from)?;
         unsafe { sigaction(Signal::SIGPIPE, &ignore) }.map_err(io::Error::from)?;
+        // A mask inherited from our parent would keep these from ever
+        // arriving; a signal already pending is delivered right here.
+        let mut handled = SigSet::empty();
+        handled.add(Signal::SIGCHLD);
+        for signo in TERMINATING {
+            handled.add(Signal::try_from(signo).map_err(io::Error::from)?);
+        }
+        handled.thread_unblock().map_err(io::Error::from)?;
         Ok(SignalPipe {
             read,
             _write: write,

@@ -185,10 +185,13 @@ impl Loop<'_> {
                 write: false,
             });
             let buffered = self.out_start < self.out_end;
-            let out_slot = self.out.fd().map(|fd| {
+            // While bytes wait for our reader, the helper's stdout stays out
+            // of the set entirely: a closed pipe reports POLLHUP even with no
+            // events requested, and would turn the wait into a spin.
+            let out_slot = self.out.fd().filter(|_| !buffered).map(|fd| {
                 interests.push(Interest {
                     fd,
-                    read: !buffered,
+                    read: true,
                     write: false,
                 });
                 interests.len() - 1
@@ -239,7 +242,7 @@ impl Loop<'_> {
             }
             if let Some(slot) = out_slot {
                 let r = ready[slot];
-                if (r.readable || r.hangup || r.error) && self.out_start == self.out_end {
+                if r.readable || r.hangup || r.error {
                     self.read_stdout(now);
                 }
             }

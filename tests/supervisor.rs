@@ -81,7 +81,13 @@ fn preserve_status_returns_the_helpers_own_status() {
 
 #[test]
 fn success_then_flood_then_cancel_is_cancelled_after_dispatch() {
-    let mut run = Call::sh("echo action-done; yes cleanup-diagnostic 1>&2").start();
+    // 100 KB of diagnostics are in the pipe before the result is printed,
+    // so the capture must have truncated whatever comes after.
+    let mut run = Call::sh(
+        "head -c 100000 /dev/zero | tr '\\0' d >&2; echo action-done; \
+         yes cleanup-diagnostic 1>&2",
+    )
+    .start();
     run.wait_for_line("action-done");
     run.signal("TERM");
     let done = run.finish();
@@ -630,4 +636,63 @@ fn help_and_version_exit_zero() {
     let version = Command::new(util::BIN).arg("--version").output().unwrap();
     assert_eq!(version.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&version.stdout).starts_with("mcp-bound "));
+}
+
+#[test]
+fn signal_pending_at_start_cancels_before_dispatch() {
+    // A parent that blocked TERM and raised it hands mcp-bound a pending
+    // TERM; it is delivered when mcp-bound unblocks it, before dispatch.
+    let call = Call::new(&[]);
+    let marker = call.path("helper-ran");
+    let record = call.path("record.json");
+    let script = format!(
+        "import os, signal\n\
+         signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGTERM])\n\
+         os.kill(os.getpid(), signal.SIGTERM)\n\
+         os.execv({bin:?}, [{bin:?}, '--record', {record:?}, '--', 'touch', {marker:?}])\n",
+        bin = util::BIN,
+        record = record.to_str().unwrap(),
+        marker = marker.to_str().unwrap(),
+    );
+    let output = Command::new("python3")
+        .args(["-c", &script])
+        .stdin(Stdio::null())
+        .output()
+        .expect("python3 runs");
+    assert_eq!(output.status.code(), Some(143), "{output:?}");
+    assert!(!exists(&marker), "the helper never ran");
+    let record: Value = serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();
+    assert_eq!(record["state"], "cancelled_before_dispatch");
+    assert_eq!(record["cancel_signal"], "TERM");
+    assert_eq!(record["exit"], Value::Null);
+    assert_eq!(record["pid"], Value::Null);
+    assert_eq!(record["exit_code"], 143);
+}
+
+#[test]
+fn slow_reader_after_the_helper_closed_stdout_costs_no_spin() {
+    // The helper writes more than our buffer and exits at once; the reader
+    // waits before reading. mcp-bound must wait in poll, not spin: its CPU
+    // time stays far below the wall time of the pause.
+    let mut run = Call::sh("head -c 3000000 /dev/zero").start();
+    let pid = run.pid();
+    thread::sleep(std::time::Duration::from_millis(600));
+    let cpu_ticks = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|stat| {
+            let fields: Vec<&str> = stat[stat.rfind(')').unwrap() + 2..].split(' ').collect();
+            fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+        })
+        .unwrap();
+    let mut stdout = run.take_stdout();
+    let mut all = Vec::new();
+    stdout.read_to_end(&mut all).unwrap();
+    drop(stdout);
+    let done = run.finish();
+    done.expect_state("completed", 0)
+        .expect("/stdout/bytes_forwarded", json!(3_000_000));
+    // 600 ms of spinning would be ~60 ticks; a waiting loop uses ~0.
+    done.check(
+        cpu_ticks < 20,
+        &format!("mcp-bound used {cpu_ticks} ticks while waiting"),
+    );
 }
