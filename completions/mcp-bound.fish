@@ -1,17 +1,54 @@
-complete -c mcp-bound -l timeout -d 'Deadline for the helper, from its start; 0 means none. GNU syntax: 10, 1.5, 1e-3, 500ms, 30s, 5m, 1h, 1d' -r
-complete -c mcp-bound -s s -l signal -d 'Signal sent to the helper\'s group at the deadline: a name (any case, SIG optional) or a number' -r
-complete -c mcp-bound -s k -l grace -l kill-after -d 'Time between the first signal and SIGKILL to the whole tree; 0 kills at once' -r
-complete -c mcp-bound -l wait-delay -d 'After the helper exits, how long to wait for descendants to release its pipes before terminating them; also the wait for EOF after the final KILL' -r
-complete -c mcp-bound -l head-bytes -d 'Bytes of the start of stderr to keep' -r
-complete -c mcp-bound -l tail-bytes -d 'Bytes of the end of stderr to keep (a ring: memory stays constant)' -r
-complete -c mcp-bound -l excerpt-bytes -d 'Most bytes of captured stderr that mcp-bound prints to its own stderr at exit' -r
-complete -c mcp-bound -l echo -d 'When to print the stderr excerpt to mcp-bound\'s stderr at exit' -r -f -a "never\t''
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_mcp_bound_global_optspecs
+    string join \n timeout= s/signal= k/grace= wait-delay= preserve-status head-bytes= tail-bytes= excerpt-bytes= echo= record= record-fd= call-id= session-id= journal= journal-excerpt-bytes= journal-key= h/help V/version
+end
+
+function __fish_mcp_bound_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_mcp_bound_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_mcp_bound_using_subcommand
+    set -l cmd (__fish_mcp_bound_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l timeout -d 'Deadline for the helper, from its start; 0 means none. GNU syntax: 10, 1.5, 1e-3, 500ms, 30s, 5m, 1h, 1d' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -s s -l signal -d 'Signal sent to the helper\'s group at the deadline: a name (any case, SIG optional) or a number' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -s k -l grace -l kill-after -d 'Time between the first signal and SIGKILL to the whole tree; 0 kills at once' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l wait-delay -d 'After the helper exits, how long to wait for descendants to release its pipes before terminating them; also the wait for EOF after the final KILL' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l head-bytes -d 'Bytes of the start of stderr to keep' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l tail-bytes -d 'Bytes of the end of stderr to keep (a ring: memory stays constant)' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l excerpt-bytes -d 'Most bytes of captured stderr that mcp-bound prints to its own stderr at exit' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l echo -d 'When to print the stderr excerpt to mcp-bound\'s stderr at exit' -r -f -a "never\t''
 on-failure\t''
 always\t''"
-complete -c mcp-bound -l record -d 'Write the record to PATH: "dispatched" before the helper starts, replaced atomically at the end (mode 0600; a symlink is refused)' -r -F
-complete -c mcp-bound -l record-fd -d 'Write the record as one line to descriptor N at the end (not 0 or 1: stdout belongs to the helper)' -r
-complete -c mcp-bound -l call-id -d 'The call\'s id in the record (default: a random id)' -r
-complete -c mcp-bound -l session-id -d 'The session\'s id in the record' -r
-complete -c mcp-bound -l preserve-status -d 'On timeout, exit with the helper\'s own status instead of 124'
-complete -c mcp-bound -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c mcp-bound -s V -l version -d 'Print version'
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l record -d 'Write the record to PATH: "dispatched" before the helper starts, replaced atomically at the end (mode 0600; a symlink is refused)' -r -F
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l record-fd -d 'Write the record as one line to descriptor N at the end (not 0 or 1: stdout belongs to the helper)' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l call-id -d 'The call\'s id in the record (default: a random id)' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l session-id -d 'The session\'s id in the record' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l journal -d 'Append an intent (before dispatch, synced) and a terminal entry to this hash-chained journal. If the intent cannot be written, the helper is not started' -r -F
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l journal-excerpt-bytes -d 'Most bytes of stderr excerpt in the journal\'s terminal entry; 0 for none' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l journal-key -d 'Key the journal: h becomes HMAC-SHA256 with the key in FILE (at least 16 bytes), so an append forged without the key fails verification' -r -F
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l preserve-status -d 'On timeout, exit with the helper\'s own status instead of 124'
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -s V -l version -d 'Print version'
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -a "verify" -d 'Check a journal offline: hashes, chain, order, pairing. Exit 0 intact (warnings allowed), 1 integrity failure, 2 usage or I/O error'
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand verify" -l anchor -d 'A head h recorded earlier (from "OK: ... h=<hex>"): it must still be in the journal' -r
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand verify" -l key -d 'The key of a keyed journal' -r -F
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand verify" -l json -d 'Print the report as one JSON object'
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand verify" -s h -l help -d 'Print help'
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand help; and not __fish_seen_subcommand_from verify help" -f -a "verify" -d 'Check a journal offline: hashes, chain, order, pairing. Exit 0 intact (warnings allowed), 1 integrity failure, 2 usage or I/O error'
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand help; and not __fish_seen_subcommand_from verify help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::builder::BoolishValueParser;
-use clap::{CommandFactory, Parser, ValueEnum};
+use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 
 use crate::error::Error;
 use crate::{signals, units};
@@ -111,9 +111,14 @@ head and tail of it are kept, what is dropped is counted and marked. A deadline 
 signal ends the helper's whole process tree: signal, grace, then KILL. At the end one JSON \
 record states what was observed.",
     after_help = AFTER_HELP,
-    max_term_width = 100
+    max_term_width = 100,
+    subcommand_negates_reqs = true,
+    args_conflicts_with_subcommands = true
 )]
 pub struct Cli {
+    #[command(subcommand)]
+    pub subcommand: Option<Sub>,
+
     /// Deadline for the helper, from its start; 0 means none. GNU syntax: 10, 1.5, 1e-3, 500ms, 30s, 5m, 1h, 1d.
     #[arg(long, value_name = "DURATION", env = "MCP_BOUND_TIMEOUT", value_parser = units::parse_duration, help_heading = "Deadline")]
     pub timeout: Option<Duration>,
@@ -178,9 +183,72 @@ pub struct Cli {
     #[arg(long, value_name = "ID", env = "MCP_BOUND_SESSION_ID", value_parser = parse_id, help_heading = "Record")]
     pub session_id: Option<String>,
 
+    /// Append an intent (before dispatch, synced) and a terminal entry to this hash-chained journal. If the intent cannot be written, the helper is not started.
+    #[arg(
+        long,
+        value_name = "PATH",
+        env = "MCP_BOUND_JOURNAL",
+        help_heading = "Journal"
+    )]
+    pub journal: Option<PathBuf>,
+
+    /// Most bytes of stderr excerpt in the journal's terminal entry; 0 for none.
+    #[arg(long, value_name = "BYTES", env = "MCP_BOUND_JOURNAL_EXCERPT_BYTES", default_value = "1024", value_parser = units::parse_capture_bytes, help_heading = "Journal")]
+    pub journal_excerpt_bytes: usize,
+
+    /// Key the journal: h becomes HMAC-SHA256 with the key in FILE (at least 16 bytes), so an append forged without the key fails verification.
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "MCP_BOUND_JOURNAL_KEY",
+        help_heading = "Journal"
+    )]
+    pub journal_key: Option<PathBuf>,
+
     /// The helper and its arguments (after --).
     #[arg(value_name = "COMMAND", required = true, num_args = 1.., trailing_var_arg = true)]
     pub command: Vec<OsString>,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Sub {
+    /// Check a journal offline: hashes, chain, order, pairing. Exit 0 intact (warnings allowed), 1 integrity failure, 2 usage or I/O error.
+    #[command(after_help = VERIFY_AFTER_HELP)]
+    Verify(VerifyArgs),
+}
+
+const VERIFY_AFTER_HELP: &str = "\
+What a pass proves: every line is intact, in order and linked to the one before, and every \
+terminal entry has its intent. What it cannot prove alone: a cut tail, a rollback or a whole \
+rewritten file pass unless checked with --anchor (a head h kept elsewhere); a correctly chained \
+forged append passes unless the journal is keyed (--journal-key) and the forger lacks the key.";
+
+#[derive(Args, Debug)]
+pub struct VerifyArgs {
+    /// The journal file.
+    #[arg(value_name = "JOURNAL")]
+    pub journal: PathBuf,
+
+    /// A head h recorded earlier (from "OK: ... h=<hex>"): it must still be in the journal.
+    #[arg(long, value_name = "HEX", value_parser = parse_anchor)]
+    pub anchor: Option<String>,
+
+    /// Print the report as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+
+    /// The key of a keyed journal.
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+}
+
+fn parse_anchor(text: &str) -> Result<String, String> {
+    let hex = text.trim().to_ascii_lowercase();
+    if hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(hex)
+    } else {
+        Err("an anchor is 64 hex digits (the h printed by verify)".into())
+    }
 }
 
 /// An id is printable and short: it ends up in file names and log lines.
@@ -201,6 +269,7 @@ pub fn command() -> clap::Command {
 /// What the command line asks for.
 pub enum Parsed {
     Run(Box<Cli>),
+    Verify(VerifyArgs),
     /// --help or --version: print this to stdout and exit 0.
     Print(String),
 }
@@ -211,12 +280,19 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
-    match Cli::try_parse_from(args) {
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    let verifying = args.get(1).is_some_and(|arg| arg == "verify");
+    match Cli::try_parse_from(&args) {
+        Ok(Cli {
+            subcommand: Some(Sub::Verify(verify)),
+            ..
+        }) => Ok(Parsed::Verify(verify)),
         Ok(cli) => Ok(Parsed::Run(Box::new(cli))),
         Err(err) => match err.kind() {
             clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
                 Ok(Parsed::Print(err.render().to_string()))
             }
+            _ if verifying => Err(Error::VerifyUsage(one_line(&err.render().to_string()))),
             _ => Err(Error::Usage(one_line(&err.render().to_string()))),
         },
     }

@@ -13,6 +13,8 @@ pub enum Error {
     NotFound(String),
     /// The helper was found but could not be run. Exit 126.
     NotExecutable(String),
+    /// `verify` could not check the journal (usage, I/O, key). Exit 2.
+    VerifyUsage(String),
 }
 
 /// GNU timeout's codes, which our users already know.
@@ -23,6 +25,12 @@ pub mod code {
     pub const NOT_FOUND: i32 = 127;
     /// 128 + SIGPIPE: our stdout's reader went away.
     pub const CLIENT_DISCONNECTED: i32 = 141;
+    /// `verify`: the journal is intact (warnings allowed).
+    pub const VERIFY_OK: i32 = 0;
+    /// `verify`: an integrity failure was found.
+    pub const VERIFY_BROKEN: i32 = 1;
+    /// `verify`: usage, I/O or key error; nothing was checked.
+    pub const VERIFY_UNUSABLE: i32 = 2;
 }
 
 impl Error {
@@ -31,6 +39,7 @@ impl Error {
             Error::Usage(_) | Error::Setup(_) => code::OWN_FAILURE,
             Error::NotFound(_) => code::NOT_FOUND,
             Error::NotExecutable(_) => code::NOT_EXECUTABLE,
+            Error::VerifyUsage(_) => code::VERIFY_UNUSABLE,
         }
     }
 }
@@ -41,7 +50,8 @@ impl fmt::Display for Error {
             Error::Usage(text)
             | Error::Setup(text)
             | Error::NotFound(text)
-            | Error::NotExecutable(text) => f.write_str(text),
+            | Error::NotExecutable(text)
+            | Error::VerifyUsage(text) => f.write_str(text),
         }
     }
 }

@@ -4,12 +4,14 @@
 //! Pure modules (no I/O, tested without processes): `capture`,
 //! `termination`, `record`, `units`. OS-facing: `signals`, `child`, `sys`
 //! (the only users of nix), `sink`. `supervise` is the one poll loop; `run`
-//! orchestrates one call.
+//! orchestrates one call. `journal` appends and verifies the audit chain;
+//! `verify` is its command.
 
 pub mod capture;
 pub mod child;
 pub mod cli;
 pub mod error;
+pub mod journal;
 pub mod record;
 pub mod run;
 pub mod signals;
@@ -18,3 +20,4 @@ pub mod supervise;
 pub mod sys;
 pub mod termination;
 pub mod units;
+pub mod verify;

@@ -10,6 +10,10 @@ fn main() {
             let _ = std::io::stdout().write_all(text.as_bytes());
             0
         }
+        Ok(Parsed::Verify(args)) => mcp_bound::verify::run(&args).unwrap_or_else(|err| {
+            eprintln!("mcp-bound verify: {err}");
+            err.exit_code()
+        }),
         Ok(Parsed::Run(args)) => mcp_bound::run::run(*args).unwrap_or_else(|err| {
             eprintln!("mcp-bound: {err}");
             err.exit_code()

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant, SystemTime};
 use crate::child::{self, ExitObs};
 use crate::cli::{Cli, Echo};
 use crate::error::{Error, code};
+use crate::journal::{self, Journal};
 use crate::record::{
     CancelReason, Event, EventKind, Limits, Record, SCHEMA, State, StderrFacts, Supervisor,
 };
@@ -42,15 +43,54 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
         sys::set_cloexec(borrowed).map_err(|e| setup("--record-fd", e))?;
     }
     sys::become_subreaper().map_err(|e| setup("cannot become a child subreaper", e))?;
+    let journal = match &cli.journal {
+        Some(path) => {
+            let key = match &cli.journal_key {
+                Some(key_path) => journal::Key::load(key_path).map_err(|e| {
+                    Error::Usage(format!("--journal-key {}: {e}", key_path.display()))
+                })?,
+                None => journal::Key::Plain,
+            };
+            Some(Journal::new(path.clone(), key))
+        }
+        None => None,
+    };
 
     let mut record = initial_record(&cli, started_at);
-    if let Some(path) = &cli.record {
-        write_record_file(path, &record).map_err(|e| {
-            Error::Setup(format!(
-                "--record {}: cannot write the record before dispatch: {e}",
-                path.display()
-            ))
-        })?;
+    let mut call = Finish {
+        cli: &cli,
+        origin,
+        journal: None,
+    };
+    // Fail closed: no intent in the journal, no helper.
+    if let Some(journal) = &journal {
+        let intent = journal::Intent {
+            call_id: record.call_id.clone(),
+            session_id: record.session_id.clone(),
+            argv: record.argv.clone(),
+            cwd: record.cwd.clone(),
+            uid: sys::current_uid(),
+            host: sys::hostname(),
+            pid: std::process::id(),
+            limits: record.limits.clone(),
+        };
+        if let Err(err) = journal.append(journal::Entry::Intent(&intent)) {
+            let error = format!(
+                "--journal {}: cannot write the intent: {err}; the helper was not started",
+                journal.path.display()
+            );
+            return Ok(call.fail_before_dispatch(record, error, code::OWN_FAILURE));
+        }
+        call.journal = Some(journal);
+    }
+    if let Some(path) = &cli.record
+        && let Err(err) = write_record_file(path, &record)
+    {
+        let error = format!(
+            "--record {}: cannot write the record before dispatch: {err}; the helper was not started",
+            path.display()
+        );
+        return Ok(call.fail_before_dispatch(record, error, code::OWN_FAILURE));
     }
 
     let pending = signals.take();
@@ -58,7 +98,7 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
         record.state = State::CancelledBeforeDispatch;
         record.cancel_reason = Some(CancelReason::Signal);
         record.cancel_signal = Some(signals::name(signo));
-        return Ok(finish(&cli, record, origin, 128 + signo, None));
+        return Ok(call.finish(record, 128 + signo, None));
     }
 
     let mut stdout = Sink::stdout();
@@ -77,10 +117,7 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
                     code::NOT_EXECUTABLE,
                 ),
             };
-            record.state = State::FailedBeforeDispatch;
-            record.error = Some(error.to_string());
-            eprintln!("mcp-bound: {error}");
-            return Ok(finish(&cli, record, origin, exit_code, None));
+            return Ok(call.fail_before_dispatch(record, error.to_string(), exit_code));
         }
     };
     record.pid = Some(helper.pid as u32);
@@ -100,7 +137,7 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
     )
     .map_err(|e| setup("poll failed", e))?;
     let exit_code = decide(&cli, &outcome, &mut record);
-    Ok(finish(&cli, record, origin, exit_code, Some(outcome)))
+    Ok(call.finish(record, exit_code, Some(outcome)))
 }
 
 fn setup(what: &str, err: io::Error) -> Error {
@@ -207,67 +244,97 @@ fn decide(cli: &Cli, outcome: &Outcome, record: &mut Record) -> i32 {
     exit_code
 }
 
-/// Complete the record, write it everywhere asked, echo, return the code.
-fn finish(
-    cli: &Cli,
-    mut record: Record,
+/// The end of a call, whichever way it ends.
+struct Finish<'a> {
+    cli: &'a Cli,
     origin: Instant,
-    exit_code: i32,
-    outcome: Option<Outcome>,
-) -> i32 {
-    record.exit_code = Some(exit_code);
-    record.ended_at = Some(rfc3339(SystemTime::now()));
-    record.duration_ms = Some(millis(origin.elapsed()));
-    let mut echo_text = None;
-    if let Some(outcome) = outcome {
-        let capture = &outcome.capture;
-        let retained = capture.head_limit() + capture.tail_limit();
-        record.stderr = StderrFacts {
-            bytes_seen: capture.bytes_seen(),
-            bytes_retained: capture.bytes_retained(),
-            truncated: capture.truncated(),
-            head_bytes: capture.head_limit() as u64,
-            tail_bytes: capture.tail_limit() as u64,
-            excerpt: capture.excerpt(retained).text,
-        };
-        record.events = outcome.events;
-        echo_text = Some(capture.excerpt(cli.excerpt_bytes).text);
-    }
-    record.events.sort_by_key(|event: &Event| event.t_ms);
+    /// Set once the intent is in the journal: then a terminal entry is owed.
+    journal: Option<&'a Journal>,
+}
 
-    let mut stderr = Sink::stderr();
-    // A failure before dispatch already printed its one line.
-    let echo = match cli.echo {
-        _ if record.state == State::FailedBeforeDispatch => false,
-        Echo::Never => false,
-        Echo::OnFailure => exit_code != 0,
-        Echo::Always => true,
-    };
-    if echo {
-        let mut text = echo_text.unwrap_or_default();
-        if !text.is_empty() && !text.ends_with('\n') {
-            text.push('\n');
+impl Finish<'_> {
+    /// Nothing was started: say so in one line, and in the record and
+    /// journal where those exist.
+    fn fail_before_dispatch(&self, mut record: Record, error: String, exit_code: i32) -> i32 {
+        eprintln!("mcp-bound: {error}");
+        record.state = State::FailedBeforeDispatch;
+        record.error = Some(error);
+        self.finish(record, exit_code, None)
+    }
+
+    /// Complete the record, write it everywhere asked, echo, return the code.
+    fn finish(&self, mut record: Record, exit_code: i32, outcome: Option<Outcome>) -> i32 {
+        let cli = self.cli;
+        record.exit_code = Some(exit_code);
+        record.ended_at = Some(rfc3339(SystemTime::now()));
+        record.duration_ms = Some(millis(self.origin.elapsed()));
+        let mut echo_text = None;
+        let mut journal_excerpt = None;
+        if let Some(outcome) = outcome {
+            let capture = &outcome.capture;
+            let retained = capture.head_limit() + capture.tail_limit();
+            record.stderr = StderrFacts {
+                bytes_seen: capture.bytes_seen(),
+                bytes_retained: capture.bytes_retained(),
+                truncated: capture.truncated(),
+                head_bytes: capture.head_limit() as u64,
+                tail_bytes: capture.tail_limit() as u64,
+                excerpt: capture.excerpt(retained).text,
+            };
+            record.events = outcome.events;
+            echo_text = Some(capture.excerpt(cli.excerpt_bytes).text);
+            if cli.journal_excerpt_bytes > 0 {
+                journal_excerpt = Some(capture.excerpt(cli.journal_excerpt_bytes).text);
+            }
         }
-        text.push_str(&summary(&record));
-        let _ = stderr.write_all_within(text.as_bytes(), EXIT_WRITE_LIMIT);
-    }
-    if let Some(path) = &cli.record
-        && let Err(err) = write_record_file(path, &record)
-    {
-        let line = format!(
-            "mcp-bound: --record {}: cannot write the final record: {err}\n",
-            path.display()
-        );
-        let _ = stderr.write_all_within(line.as_bytes(), EXIT_WRITE_LIMIT);
-    }
-    if let Some(fd) = cli.record_fd {
-        let line = record.to_line();
-        if let Err(err) = Sink::for_fd(fd).write_all_within(line.as_bytes(), EXIT_WRITE_LIMIT) {
-            let line = format!("mcp-bound: --record-fd {fd}: cannot write the record: {err}\n");
+        record.events.sort_by_key(|event: &Event| event.t_ms);
+
+        let mut stderr = Sink::stderr();
+        let mut complain = |line: String| {
             let _ = stderr.write_all_within(line.as_bytes(), EXIT_WRITE_LIMIT);
+        };
+        // A failure before dispatch already printed its one line.
+        let echo = match cli.echo {
+            _ if record.state == State::FailedBeforeDispatch => false,
+            Echo::Never => false,
+            Echo::OnFailure => exit_code != 0,
+            Echo::Always => true,
+        };
+        if echo {
+            let mut text = echo_text.unwrap_or_default();
+            if !text.is_empty() && !text.ends_with('\n') {
+                text.push('\n');
+            }
+            text.push_str(&summary(&record));
+            complain(text);
         }
+        if let Some(path) = &cli.record
+            && let Err(err) = write_record_file(path, &record)
+        {
+            complain(format!(
+                "mcp-bound: --record {}: cannot write the final record: {err}\n",
+                path.display()
+            ));
+        }
+        if let Some(journal) = self.journal {
+            let terminal = journal::Terminal::from_record(&record, journal_excerpt);
+            if let Err(err) = journal.append(journal::Entry::Terminal(&terminal)) {
+                complain(format!(
+                    "mcp-bound: --journal {}: cannot write the terminal entry: {err}\n",
+                    journal.path.display()
+                ));
+            }
+        }
+        if let Some(fd) = cli.record_fd {
+            let line = record.to_line();
+            if let Err(err) = Sink::for_fd(fd).write_all_within(line.as_bytes(), EXIT_WRITE_LIMIT) {
+                complain(format!(
+                    "mcp-bound: --record-fd {fd}: cannot write the record: {err}\n"
+                ));
+            }
+        }
+        exit_code
     }
-    exit_code
 }
 
 /// One line that says what happened, after the excerpt.
@@ -357,7 +424,7 @@ fn rfc3339(time: SystemTime) -> String {
     humantime::format_rfc3339_millis(time).to_string()
 }
 
-fn random_hex(bytes: usize) -> String {
+pub(crate) fn random_hex(bytes: usize) -> String {
     let mut buf = vec![0u8; bytes];
     let filled = fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut buf))

@@ -327,3 +327,88 @@ pub use linux::{
     become_subreaper, children_of_self, descendants, die_with_parent, grow_pipe,
     reopen_fifo_nonblocking,
 };
+
+/// Open (or create, mode 0600) a file for appending, never through a
+/// symlink. Returns the file and whether this call created it.
+pub fn open_append_private(path: &Path) -> io::Result<(File, bool)> {
+    let c_path = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))?;
+    let base = libc::O_RDWR | libc::O_APPEND | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    // SAFETY: valid C string; O_EXCL tells us whether we created it.
+    let fd = unsafe {
+        libc::open(
+            c_path.as_ptr(),
+            base | libc::O_CREAT | libc::O_EXCL,
+            0o600 as libc::c_uint,
+        )
+    };
+    let (fd, created) = if fd >= 0 {
+        (fd, true)
+    } else if io::Error::last_os_error().raw_os_error() == Some(libc::EEXIST) {
+        // SAFETY: as above.
+        (unsafe { libc::open(c_path.as_ptr(), base) }, false)
+    } else {
+        (fd, false)
+    };
+    if fd < 0 {
+        let err = io::Error::last_os_error();
+        if err.raw_os_error() == Some(libc::ELOOP) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "is a symlink; refusing to follow it",
+            ));
+        }
+        return Err(err);
+    }
+    // SAFETY: a fresh descriptor we own.
+    Ok((File::from(unsafe { OwnedFd::from_raw_fd(fd) }), created))
+}
+
+/// Make a new directory entry durable.
+pub fn fsync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+/// Exclusive flock(2), waiting at most `limit`. flock (not fcntl locks,
+/// which vanish when any descriptor to the file is closed) and per open
+/// file description, so two appenders in one process exclude each other too.
+/// The wait backs off from 1 ms to 20 ms; it is a short wait on other
+/// appenders, never the supervisor's loop.
+pub fn lock_exclusive(file: &File, limit: Duration) -> io::Result<()> {
+    let deadline = std::time::Instant::now() + limit;
+    let mut pause = Duration::from_millis(1);
+    loop {
+        // SAFETY: flock on a descriptor we own.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            return Ok(());
+        }
+        let err = io::Error::last_os_error();
+        if err.raw_os_error() != Some(libc::EWOULDBLOCK) && err.kind() != io::ErrorKind::Interrupted
+        {
+            return Err(err);
+        }
+        if std::time::Instant::now() >= deadline {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("could not lock it within {} ms", limit.as_millis()),
+            ));
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(20));
+    }
+}
+
+pub fn unlock(file: &File) {
+    // SAFETY: flock on a descriptor we own.
+    unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_UN) };
+}
+
+pub fn current_uid() -> u32 {
+    nix::unistd::getuid().as_raw()
+}
+
+pub fn hostname() -> Option<String> {
+    nix::unistd::gethostname()
+        .ok()
+        .map(|name| name.to_string_lossy().into_owned())
+}

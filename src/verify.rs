@@ -1,0 +1,80 @@
+//! The `verify` command: run the journal check and report it, as text or
+//! as one JSON object.
+
+use std::fmt::Write as _;
+
+use crate::cli::VerifyArgs;
+use crate::error::{Error, code};
+use crate::journal::{self, Key, Report, VerifyError};
+
+/// Verify and print; the result is the exit code.
+pub fn run(args: &VerifyArgs) -> Result<i32, Error> {
+    let key = match &args.key {
+        Some(path) => Some(
+            Key::load(path)
+                .map_err(|e| Error::VerifyUsage(format!("--key {}: {e}", path.display())))?,
+        ),
+        None => None,
+    };
+    let report =
+        journal::verify(&args.journal, key.as_ref(), args.anchor.as_deref()).map_err(|err| {
+            match err {
+                VerifyError::Io(e) => {
+                    Error::VerifyUsage(format!("{}: {e}", args.journal.display()))
+                }
+                VerifyError::Key(text) => {
+                    Error::VerifyUsage(format!("{}: {text}", args.journal.display()))
+                }
+            }
+        })?;
+    let text = if args.json {
+        let mut line = serde_json::to_string(&report).expect("a report serializes");
+        line.push('\n');
+        line
+    } else {
+        render(&report)
+    };
+    print!("{text}");
+    Ok(if report.ok {
+        code::VERIFY_OK
+    } else {
+        code::VERIFY_BROKEN
+    })
+}
+
+/// Warnings first, then the verdict on the last line.
+pub fn render(report: &Report) -> String {
+    let mut out = String::new();
+    for call in &report.unfinished {
+        let pid = call.pid.map_or("?".to_string(), |p| p.to_string());
+        let _ = writeln!(
+            out,
+            "WARNING: unfinished call {} (pid {pid}, intent at {}, line {}): no terminal entry; its outcome is unknown",
+            call.call_id, call.ts, call.line
+        );
+    }
+    match (&report.broken, &report.head) {
+        (Some(broken), _) => {
+            let _ = writeln!(
+                out,
+                "FAILED: line {}: {}: {} (lines 1-{} verified)",
+                broken.line,
+                broken.kind.as_str(),
+                broken.detail,
+                report.validated_lines
+            );
+        }
+        (None, Some(head)) => {
+            let _ = writeln!(
+                out,
+                "OK: {} entries, journal {}, head seq={} h={}",
+                report.entries,
+                report.journal_id.as_deref().unwrap_or("?"),
+                head.seq,
+                head.h
+            );
+        }
+        (None, None) => {}
+    }
+    out
+}

@@ -1,0 +1,569 @@
+//! The audit journal: concurrent appends, fail-closed intents, SIGKILL
+//! between intent and terminal, torn tails, keyed mode, and every kind of
+//! tampering reported at the right line.
+
+mod util;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::thread;
+
+use mcp_bound::journal::{self, Entry, Intent, Journal, Key};
+use mcp_bound::record::Limits;
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use util::{Call, exists};
+
+struct Verified {
+    code: i32,
+    text: String,
+    report: Value,
+}
+
+fn verify(path: &Path, extra: &[&str]) -> Verified {
+    let text = Command::new(util::BIN)
+        .arg("verify")
+        .arg(path)
+        .args(extra)
+        .output()
+        .unwrap();
+    let json = Command::new(util::BIN)
+        .arg("verify")
+        .arg("--json")
+        .arg(path)
+        .args(extra)
+        .output()
+        .unwrap();
+    assert_eq!(
+        text.status.code(),
+        json.status.code(),
+        "text and JSON agree"
+    );
+    let report = serde_json::from_slice(&json.stdout).unwrap_or(Value::Null);
+    Verified {
+        code: text.status.code().unwrap(),
+        text: format!(
+            "{}{}",
+            String::from_utf8_lossy(&text.stdout),
+            String::from_utf8_lossy(&text.stderr)
+        ),
+        report,
+    }
+}
+
+#[track_caller]
+fn expect_break(path: &Path, line: u64, kind: &str) {
+    let verified = verify(path, &[]);
+    assert_eq!(
+        verified.code, 1,
+        "integrity failure expected: {}",
+        verified.text
+    );
+    assert_eq!(
+        verified.report["break"]["kind"],
+        kind,
+        "kind: {}\n{}",
+        verified.text,
+        std::fs::read_to_string(path).unwrap_or_default()
+    );
+    assert_eq!(
+        verified.report["break"]["line"], line,
+        "line: {}",
+        verified.text
+    );
+    assert!(
+        verified
+            .text
+            .contains(&format!("FAILED: line {line}: {kind}")),
+        "{}",
+        verified.text
+    );
+}
+
+/// A journal written by real runs: genesis + an intent and a terminal per call.
+fn journal_with_calls(calls: usize) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    for i in 0..calls {
+        Call::sh(&format!("echo call-{i} >&2; exit {}", i % 3))
+            .opt(&["--journal", path.to_str().unwrap()])
+            .run()
+            .expect_code((i % 3) as i32);
+    }
+    (dir, path)
+}
+
+fn lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+fn write_lines(path: &Path, lines: &[String]) {
+    let mut text = lines.join("\n");
+    text.push('\n');
+    std::fs::write(path, text).unwrap();
+}
+
+/// Recompute a line's h after editing it, as a forger without a key can.
+fn rehash(line: &str) -> String {
+    let cut = line.rfind(",\"h\":\"").unwrap();
+    let prefix = &line[..cut];
+    format!(
+        "{prefix},\"h\":\"{}\"}}",
+        journal::hex(&Sha256::digest(prefix.as_bytes()))
+    )
+}
+
+#[test]
+fn calls_append_intent_and_terminal_and_verify_clean() {
+    let (_dir, path) = journal_with_calls(3);
+    let all = lines(&path);
+    assert_eq!(all.len(), 7);
+    let kinds: Vec<String> = all
+        .iter()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["kind"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "genesis", "intent", "terminal", "intent", "terminal", "intent", "terminal"
+        ]
+    );
+    for line in &all {
+        assert!(line.starts_with(r#"{"v":1,"seq":"#), "field order: {line}");
+    }
+    let terminal: Value = serde_json::from_str(&all[2]).unwrap();
+    assert_eq!(terminal["state"], "completed");
+    assert_eq!(terminal["exit"], json!({"code": 0}));
+    assert_eq!(terminal["excerpt"], "call-0\n");
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    let verified = verify(&path, &[]);
+    assert_eq!(verified.code, 0, "{}", verified.text);
+    assert!(
+        verified.text.starts_with("OK: 7 entries, journal j_"),
+        "{}",
+        verified.text
+    );
+    assert_eq!(verified.report["head"]["seq"], 6);
+}
+
+#[test]
+fn fifty_concurrent_writers_keep_one_chain() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("shared.jsonl");
+    let runs: Vec<_> = (0..50)
+        .map(|i| {
+            Call::sh(&format!("echo writer-{i} >&2"))
+                .opt(&["--journal", path.to_str().unwrap()])
+                .start()
+        })
+        .collect();
+    for run in runs {
+        run.finish().expect_state("completed", 0);
+    }
+    let verified = verify(&path, &[]);
+    assert_eq!(verified.code, 0, "{}", verified.text);
+    let all = lines(&path);
+    let count = |kind: &str| {
+        all.iter()
+            .filter(|l| l.contains(&format!("\"kind\":\"{kind}\"")))
+            .count()
+    };
+    assert_eq!(count("intent"), 50);
+    assert_eq!(count("terminal"), 50);
+    assert_eq!(count("genesis"), 1);
+    assert_eq!(verified.report["unfinished"], json!([]));
+}
+
+fn intent(call_id: &str) -> Intent {
+    Intent {
+        call_id: call_id.to_string(),
+        session_id: None,
+        argv: vec!["true".into()],
+        cwd: None,
+        uid: 0,
+        host: None,
+        pid: 1,
+        limits: Limits {
+            timeout_ms: None,
+            signal: "TERM".into(),
+            grace_ms: 0,
+            wait_delay_ms: 0,
+            head_bytes: 0,
+            tail_bytes: 0,
+            excerpt_bytes: 0,
+        },
+    }
+}
+
+fn hammer(path: &Path, lock: bool) {
+    let threads: Vec<_> = (0..16)
+        .map(|t| {
+            let mut journal = Journal::new(path.to_path_buf(), Key::Plain);
+            journal.lock = lock;
+            journal.sync = false;
+            let journal = Arc::new(journal);
+            thread::spawn(move || {
+                for i in 0..40 {
+                    journal
+                        .append(Entry::Intent(&intent(&format!("c-{t}-{i}"))))
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().unwrap();
+    }
+}
+
+#[test]
+fn the_lock_is_what_keeps_the_chain_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    // Without the lock, O_APPEND keeps lines whole but two writers read the
+    // same last line and fork the chain. Races are not certain in one round,
+    // so several rounds are allowed; one fork is the proof.
+    let mut forked = None;
+    for round in 0..20 {
+        let path = dir.path().join(format!("unlocked-{round}.jsonl"));
+        // Seeded under the lock, so the race is in the middle of the chain
+        // rather than two writers each starting a genesis.
+        Journal::new(path.clone(), Key::Plain)
+            .append(Entry::Intent(&intent("seed")))
+            .unwrap();
+        hammer(&path, false);
+        let verified = verify(&path, &[]);
+        if verified.code == 1 {
+            forked = Some(verified);
+            break;
+        }
+    }
+    let forked = forked.expect("appends without the lock never forked the chain");
+    let kind = forked.report["break"]["kind"].as_str().unwrap().to_string();
+    assert!(
+        ["SEQ_ORDER", "CHAIN_BREAK", "SEQ_GAP"].contains(&kind.as_str()),
+        "a fork shows as a sequence or chain break: {}",
+        forked.text
+    );
+
+    let path = dir.path().join("locked.jsonl");
+    hammer(&path, true);
+    let verified = verify(&path, &[]);
+    assert_eq!(verified.code, 0, "{}", verified.text);
+    assert_eq!(verified.report["entries"], 16 * 40 + 1);
+}
+
+#[test]
+fn sigkill_between_intent_and_terminal_leaves_one_unfinished_call() {
+    let (_dir, path) = journal_with_calls(1);
+    let mut run = Call::sh("echo READY; exec sleep 60")
+        .opt(&[
+            "--journal",
+            path.to_str().unwrap(),
+            "--call-id",
+            "killed-call",
+        ])
+        .start();
+    run.wait_for_line("READY");
+    run.signal("KILL");
+    let done = run.finish();
+    done.check(done.status.code().is_none(), "mcp-bound was SIGKILLed");
+    let verified = verify(&path, &[]);
+    assert_eq!(verified.code, 0, "warnings do not fail: {}", verified.text);
+    let unfinished = verified.report["unfinished"].as_array().unwrap();
+    assert_eq!(unfinished.len(), 1, "{}", verified.text);
+    assert_eq!(unfinished[0]["call_id"], "killed-call");
+    assert!(unfinished[0]["pid"].as_u64().is_some());
+    assert!(
+        verified
+            .text
+            .contains("WARNING: unfinished call killed-call"),
+        "{}",
+        verified.text
+    );
+    // The chain goes on after the unfinished call.
+    Call::new(&["true"])
+        .opt(&["--journal", path.to_str().unwrap()])
+        .run()
+        .expect_state("completed", 0);
+    assert_eq!(verify(&path, &[]).code, 0);
+}
+
+#[test]
+fn a_byte_flipped_is_a_hash_mismatch_at_its_line() {
+    let (_dir, path) = journal_with_calls(3);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let starts: Vec<usize> = std::iter::once(0)
+        .chain(
+            bytes
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| **b == b'\n')
+                .map(|(i, _)| i + 1),
+        )
+        .collect();
+    // Inside line 4's call_id value, well before its hash.
+    let line4 = &bytes[starts[3]..starts[4]];
+    let at = starts[3]
+        + String::from_utf8_lossy(line4)
+            .find("\"call_id\":\"c_")
+            .unwrap()
+        + 14;
+    bytes[at] ^= 0x01;
+    std::fs::write(&path, bytes).unwrap();
+    expect_break(&path, 4, "HASH_MISMATCH");
+}
+
+#[test]
+fn a_line_edited_and_rehashed_breaks_the_chain_at_the_next_line() {
+    let (_dir, path) = journal_with_calls(3);
+    let mut all = lines(&path);
+    all[2] = rehash(&all[2].replace("\"exit_code\":0", "\"exit_code\":9"));
+    write_lines(&path, &all);
+    expect_break(&path, 4, "CHAIN_BREAK");
+}
+
+#[test]
+fn a_middle_line_deleted_is_a_sequence_gap() {
+    let (_dir, path) = journal_with_calls(3);
+    let mut all = lines(&path);
+    all.remove(3);
+    write_lines(&path, &all);
+    expect_break(&path, 4, "SEQ_GAP");
+}
+
+#[test]
+fn two_lines_swapped_are_out_of_order() {
+    let (_dir, path) = journal_with_calls(3);
+    let mut all = lines(&path);
+    all.swap(3, 4);
+    write_lines(&path, &all);
+    expect_break(&path, 4, "SEQ_ORDER");
+}
+
+#[test]
+fn a_line_duplicated_is_out_of_order() {
+    let (_dir, path) = journal_with_calls(3);
+    let mut all = lines(&path);
+    let copy = all[3].clone();
+    all.insert(4, copy);
+    write_lines(&path, &all);
+    expect_break(&path, 5, "SEQ_ORDER");
+}
+
+#[test]
+fn a_tail_cut_mid_line_is_torn_and_the_next_append_recovers_it() {
+    let (_dir, path) = journal_with_calls(2);
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::write(&path, &bytes[..bytes.len() - 40]).unwrap();
+    expect_break(&path, 5, "TORN_TAIL");
+
+    // The next writer keeps the torn bytes and accounts for them.
+    Call::new(&["true"])
+        .opt(&["--journal", path.to_str().unwrap()])
+        .run()
+        .expect_state("completed", 0);
+    let verified = verify(&path, &[]);
+    assert_eq!(verified.code, 0, "{}", verified.text);
+    let all = lines(&path);
+    let recover: Value = serde_json::from_str(&all[5]).unwrap();
+    assert_eq!(recover["kind"], "recover");
+    assert_eq!(recover["torn_length"], all[4].len());
+    assert!(
+        std::fs::read(&path)
+            .unwrap()
+            .starts_with(&bytes[..bytes.len() - 40]),
+        "nothing deleted"
+    );
+    // The torn call's intent remains without a terminal: unfinished.
+    assert_eq!(verified.report["unfinished"].as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn forged_appends_plain_and_keyed() {
+    let (_dir, path) = journal_with_calls(1);
+    let all = lines(&path);
+    let last: Value = serde_json::from_str(all.last().unwrap()).unwrap();
+    let forged_prefix = format!(
+        r#"{{"v":1,"seq":3,"prev":"{}","kind":"intent","ts":"2026-01-01T00:00:00.000Z","call_id":"forged","session_id":null,"argv":["rm","-rf","/"],"cwd":null,"uid":0,"host":null,"pid":1,"limits":{{}}"#,
+        last["h"].as_str().unwrap()
+    );
+    // A forger who gets the hash wrong is caught at that line.
+    let mut naive = all.clone();
+    naive.push(format!("{forged_prefix},\"h\":\"{}\"}}", "ab".repeat(32)));
+    write_lines(&path, &naive);
+    expect_break(&path, 4, "HASH_MISMATCH");
+    // A correctly chained forgery passes a plain journal: the documented limit.
+    let mut chained = all.clone();
+    chained.push(rehash(&format!(
+        "{forged_prefix},\"h\":\"{}\"}}",
+        "0".repeat(64)
+    )));
+    write_lines(&path, &chained);
+    assert_eq!(verify(&path, &[]).code, 0);
+
+    // Keyed: the same forgery fails, because the forger lacks the key.
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("journal.key");
+    std::fs::write(&key, "a-secret-key-of-32-bytes-length!").unwrap();
+    let keyed = dir.path().join("keyed.jsonl");
+    Call::new(&["true"])
+        .opt(&[
+            "--journal",
+            keyed.to_str().unwrap(),
+            "--journal-key",
+            key.to_str().unwrap(),
+        ])
+        .run()
+        .expect_state("completed", 0);
+    let ok = verify(&keyed, &["--key", key.to_str().unwrap()]);
+    assert_eq!(ok.code, 0, "{}", ok.text);
+    assert_eq!(ok.report["keyed"], true);
+    let mut all = lines(&keyed);
+    let last: Value = serde_json::from_str(all.last().unwrap()).unwrap();
+    let prefix = forged_prefix.replace(
+        &forged_prefix[forged_prefix.find("\"prev\":\"").unwrap() + 8..][..64],
+        last["h"].as_str().unwrap(),
+    );
+    all.push(rehash(&format!("{prefix},\"h\":\"{}\"}}", "0".repeat(64))));
+    write_lines(&keyed, &all);
+    let forged = verify(&keyed, &["--key", key.to_str().unwrap()]);
+    assert_eq!(forged.code, 1, "{}", forged.text);
+    assert_eq!(forged.report["break"]["kind"], "HASH_MISMATCH");
+    assert_eq!(forged.report["break"]["line"], 4);
+    // Without the key, or with the wrong one, verify cannot check: exit 2.
+    assert_eq!(verify(&keyed, &[]).code, 2);
+    let wrong = dir.path().join("wrong.key");
+    std::fs::write(&wrong, "another-secret-key-32-bytes-long").unwrap();
+    assert_eq!(verify(&keyed, &["--key", wrong.to_str().unwrap()]).code, 2);
+    // A writer with the wrong key refuses to extend the chain.
+    let marker = dir.path().join("ran");
+    let done = Call::new(&["touch", marker.to_str().unwrap()])
+        .opt(&[
+            "--journal",
+            keyed.to_str().unwrap(),
+            "--journal-key",
+            wrong.to_str().unwrap(),
+        ])
+        .run();
+    done.expect_state("failed_before_dispatch", 125);
+    assert!(!exists(&marker));
+}
+
+#[test]
+fn anchor_catches_a_cut_tail_and_a_rollback() {
+    let (_dir, path) = journal_with_calls(2);
+    let head = verify(&path, &[]).report["head"]["h"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(verify(&path, &["--anchor", &head]).code, 0);
+    // Whole lines cut from the end: still a valid chain, caught only by the anchor.
+    let mut all = lines(&path);
+    all.truncate(3);
+    write_lines(&path, &all);
+    assert_eq!(verify(&path, &[]).code, 0);
+    let cut = verify(&path, &["--anchor", &head]);
+    assert_eq!(cut.code, 1, "{}", cut.text);
+    assert_eq!(cut.report["break"]["kind"], "ANCHOR_MISSING");
+    // Appends after the anchor are fine.
+    let (_dir2, grown) = journal_with_calls(1);
+    let head = verify(&grown, &[]).report["head"]["h"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    Call::new(&["true"])
+        .opt(&["--journal", grown.to_str().unwrap()])
+        .run()
+        .expect_state("completed", 0);
+    assert_eq!(verify(&grown, &["--anchor", &head]).code, 0);
+}
+
+#[test]
+fn duplicate_and_orphan_calls_are_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("dup.jsonl");
+    let journal = Journal::new(path.clone(), Key::Plain);
+    journal.append(Entry::Intent(&intent("same"))).unwrap();
+    journal.append(Entry::Intent(&intent("same"))).unwrap();
+    expect_break(&path, 3, "DUPLICATE_CALL");
+
+    let path = dir.path().join("orphan.jsonl");
+    let (_d, real) = journal_with_calls(1);
+    // A terminal moved into a journal with no matching intent.
+    let terminal_line = lines(&real)[2].clone();
+    let journal = Journal::new(path.clone(), Key::Plain);
+    journal.append(Entry::Intent(&intent("other"))).unwrap();
+    let mut all = lines(&path);
+    let last: Value = serde_json::from_str(&all[1]).unwrap();
+    let value: Value = serde_json::from_str(&terminal_line).unwrap();
+    // Same seq (2) in both journals; only prev needs relinking.
+    let moved = terminal_line.replace(value["prev"].as_str().unwrap(), last["h"].as_str().unwrap());
+    all.push(rehash(&moved));
+    write_lines(&path, &all);
+    expect_break(&path, 3, "ORPHAN_TERMINAL");
+}
+
+#[test]
+fn an_unwritable_journal_means_the_helper_never_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("helper-ran");
+    let link = dir.path().join("link.jsonl");
+    std::os::unix::fs::symlink(dir.path().join("target.jsonl"), &link).unwrap();
+    let damaged = dir.path().join("damaged.jsonl");
+    std::fs::write(&damaged, "this is not a journal\n").unwrap();
+    let as_dir = dir.path().join("a-directory");
+    std::fs::create_dir(&as_dir).unwrap();
+    for path in [
+        PathBuf::from("/nonexistent-dir/audit.jsonl"),
+        link.clone(),
+        damaged,
+        as_dir,
+        PathBuf::from("/dev/full"),
+    ] {
+        let done = Call::new(&["touch", marker.to_str().unwrap()])
+            .opt(&["--journal", path.to_str().unwrap()])
+            .run();
+        done.expect_state("failed_before_dispatch", 125);
+        done.check(!exists(&marker), "the helper never ran");
+        done.check(
+            done.stderr_text().contains("cannot write the intent"),
+            "one clear line",
+        );
+    }
+    assert!(
+        !exists(&dir.path().join("target.jsonl")),
+        "the symlink was not followed"
+    );
+}
+
+#[test]
+fn verify_usage_and_io_errors_exit_2() {
+    let missing = verify(Path::new("/nonexistent/journal.jsonl"), &[]);
+    assert_eq!(missing.code, 2, "{}", missing.text);
+    let (_dir, path) = journal_with_calls(1);
+    let bad_anchor = Command::new(util::BIN)
+        .args(["verify", path.to_str().unwrap(), "--anchor", "xyz"])
+        .output()
+        .unwrap();
+    assert_eq!(bad_anchor.status.code(), Some(2));
+    let no_path = Command::new(util::BIN).arg("verify").output().unwrap();
+    assert_eq!(no_path.status.code(), Some(2));
+    // An empty file is not an intact journal.
+    let empty = path.with_file_name("empty.jsonl");
+    std::fs::write(&empty, "").unwrap();
+    assert_eq!(verify(&empty, &[]).code, 1);
+}
