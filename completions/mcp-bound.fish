@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_mcp_bound_global_optspecs
-    string join \n timeout= s/signal= k/grace= wait-delay= preserve-status head-bytes= tail-bytes= excerpt-bytes= echo= record= record-fd= call-id= session-id= journal= journal-excerpt-bytes= journal-key= h/help V/version
+    string join \n timeout= s/signal= k/grace= wait-delay= preserve-status head-bytes= tail-bytes= excerpt-bytes= echo= record= record-fd= call-id= session-id= mcp stdout-guard= max-message-bytes= live= live-rate= live-burst= stdin-close-grace= journal= journal-excerpt-bytes= journal-key= h/help V/version
 end
 
 function __fish_mcp_bound_needs_command
@@ -26,8 +26,8 @@ end
 
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l timeout -d 'Deadline for the helper, from its start; 0 means none. GNU syntax: 10, 1.5, 1e-3, 500ms, 30s, 5m, 1h, 1d' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -s s -l signal -d 'Signal sent to the helper\'s group at the deadline: a name (any case, SIG optional) or a number' -r
-complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -s k -l grace -l kill-after -d 'Time between the first signal and SIGKILL to the whole tree; 0 kills at once' -r
-complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l wait-delay -d 'After the helper exits, how long to wait for descendants to release its pipes before terminating them; also the wait for EOF after the final KILL' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -s k -l grace -l kill-after -d 'Time between the first signal and SIGKILL to the whole tree; 0 kills at once [default: 5s; 1s with --mcp]' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l wait-delay -d 'After the helper exits, how long to wait for descendants to release its pipes before terminating them; also the wait for EOF after the final KILL [default: 1s; 500ms with --mcp]' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l head-bytes -d 'Bytes of the start of stderr to keep' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l tail-bytes -d 'Bytes of the end of stderr to keep (a ring: memory stays constant)' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l excerpt-bytes -d 'Most bytes of captured stderr that mcp-bound prints to its own stderr at exit' -r
@@ -38,10 +38,19 @@ complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l record -d 'Write th
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l record-fd -d 'Write the record as one line to descriptor N at the end (not 0 or 1: stdout belongs to the helper)' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l call-id -d 'The call\'s id in the record (default: a random id)' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l session-id -d 'The session\'s id in the record' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l stdout-guard -d 'Let through only complete stdout lines that are one JSON object; divert everything else into the stderr capture [default: off; jsonrpc with --mcp]' -r -f -a "off\t''
+jsonrpc\t''"
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l max-message-bytes -d 'With the guard, a longer stdout line is diverted, never held' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l live -d 'Forward the helper\'s stderr to ours as it arrives, within --live-rate and --live-burst; drops are counted and announced [default: off; on with --mcp]' -r -f -a "true\t''
+false\t''"
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l live-rate -d 'Live stderr budget: bytes per second' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l live-burst -d 'Live stderr budget: most bytes at once (also the bound on what waits to be written)' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l stdin-close-grace -d 'Watch our stdin for hang-up (without reading it); then give the helper this long to exit before terminating it [default: off; 2s with --mcp]' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l journal -d 'Append an intent (before dispatch, synced) and a terminal entry to this hash-chained journal. If the intent cannot be written, the helper is not started' -r -F
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l journal-excerpt-bytes -d 'Most bytes of stderr excerpt in the journal\'s terminal entry; 0 for none' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l journal-key -d 'Key the journal: h becomes HMAC-SHA256 with the key in FILE (at least 16 bytes), so an append forged without the key fails verification' -r -F
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l preserve-status -d 'On timeout, exit with the helper\'s own status instead of 124'
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l mcp -d 'MCP stdio server mode: --stdout-guard jsonrpc, --live, --stdin-close-grace 2s, --grace 1s, --wait-delay 500ms (each can still be set on its own)'
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -s V -l version -d 'Print version'
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -a "verify" -d 'Check a journal offline: hashes, chain, order, pairing. Exit 0 intact (warnings allowed), 1 integrity failure, 2 usage or I/O error'

@@ -127,13 +127,13 @@ pub struct Cli {
     #[arg(short = 's', long, value_name = "SIGNAL", env = "MCP_BOUND_SIGNAL", default_value = "TERM", value_parser = signals::parse, help_heading = "Deadline")]
     pub signal: i32,
 
-    /// Time between the first signal and SIGKILL to the whole tree; 0 kills at once.
-    #[arg(short = 'k', long, visible_alias = "kill-after", value_name = "DURATION", env = "MCP_BOUND_GRACE", default_value = "5s", value_parser = units::parse_duration, help_heading = "Deadline")]
-    pub grace: Duration,
+    /// Time between the first signal and SIGKILL to the whole tree; 0 kills at once [default: 5s; 1s with --mcp].
+    #[arg(short = 'k', long, visible_alias = "kill-after", value_name = "DURATION", env = "MCP_BOUND_GRACE", value_parser = units::parse_duration, help_heading = "Deadline")]
+    pub grace: Option<Duration>,
 
-    /// After the helper exits, how long to wait for descendants to release its pipes before terminating them; also the wait for EOF after the final KILL.
-    #[arg(long, value_name = "DURATION", env = "MCP_BOUND_WAIT_DELAY", default_value = "1s", value_parser = units::parse_duration, help_heading = "Deadline")]
-    pub wait_delay: Duration,
+    /// After the helper exits, how long to wait for descendants to release its pipes before terminating them; also the wait for EOF after the final KILL [default: 1s; 500ms with --mcp].
+    #[arg(long, value_name = "DURATION", env = "MCP_BOUND_WAIT_DELAY", value_parser = units::parse_duration, help_heading = "Deadline")]
+    pub wait_delay: Option<Duration>,
 
     /// On timeout, exit with the helper's own status instead of 124.
     #[arg(long, env = "MCP_BOUND_PRESERVE_STATUS", value_parser = BoolishValueParser::new(), default_value_t = false, num_args = 0, default_missing_value = "true", help_heading = "Deadline")]
@@ -182,6 +182,40 @@ pub struct Cli {
     /// The session's id in the record.
     #[arg(long, value_name = "ID", env = "MCP_BOUND_SESSION_ID", value_parser = parse_id, help_heading = "Record")]
     pub session_id: Option<String>,
+
+    /// MCP stdio server mode: --stdout-guard jsonrpc, --live, --stdin-close-grace 2s, --grace 1s, --wait-delay 500ms (each can still be set on its own).
+    #[arg(long, env = "MCP_BOUND_MCP", value_parser = BoolishValueParser::new(), default_value_t = false, num_args = 0, default_missing_value = "true", help_heading = "MCP server mode")]
+    pub mcp: bool,
+
+    /// Let through only complete stdout lines that are one JSON object; divert everything else into the stderr capture [default: off; jsonrpc with --mcp].
+    #[arg(
+        long,
+        value_name = "MODE",
+        env = "MCP_BOUND_STDOUT_GUARD",
+        value_enum,
+        help_heading = "MCP server mode"
+    )]
+    pub stdout_guard: Option<GuardMode>,
+
+    /// With the guard, a longer stdout line is diverted, never held.
+    #[arg(long, value_name = "BYTES", env = "MCP_BOUND_MAX_MESSAGE_BYTES", default_value = "16MiB", value_parser = units::parse_capture_bytes, help_heading = "MCP server mode")]
+    pub max_message_bytes: usize,
+
+    /// Forward the helper's stderr to ours as it arrives, within --live-rate and --live-burst; drops are counted and announced [default: off; on with --mcp].
+    #[arg(long, value_name = "BOOL", env = "MCP_BOUND_LIVE", value_parser = BoolishValueParser::new(), num_args = 0..=1, default_missing_value = "true", require_equals = true, help_heading = "MCP server mode")]
+    pub live: Option<bool>,
+
+    /// Live stderr budget: bytes per second.
+    #[arg(long, value_name = "BYTES", env = "MCP_BOUND_LIVE_RATE", default_value = "16KiB", value_parser = units::parse_bytes, help_heading = "MCP server mode")]
+    pub live_rate: u64,
+
+    /// Live stderr budget: most bytes at once (also the bound on what waits to be written).
+    #[arg(long, value_name = "BYTES", env = "MCP_BOUND_LIVE_BURST", default_value = "256KiB", value_parser = units::parse_capture_bytes, help_heading = "MCP server mode")]
+    pub live_burst: usize,
+
+    /// Watch our stdin for hang-up (without reading it); then give the helper this long to exit before terminating it [default: off; 2s with --mcp].
+    #[arg(long, value_name = "DURATION", env = "MCP_BOUND_STDIN_CLOSE_GRACE", value_parser = units::parse_duration, help_heading = "MCP server mode")]
+    pub stdin_close_grace: Option<Duration>,
 
     /// Append an intent (before dispatch, synced) and a terminal entry to this hash-chained journal. If the intent cannot be written, the helper is not started.
     #[arg(
@@ -248,6 +282,52 @@ fn parse_anchor(text: &str) -> Result<String, String> {
         Ok(hex)
     } else {
         Err("an anchor is 64 hex digits (the h printed by verify)".into())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GuardMode {
+    Off,
+    Jsonrpc,
+}
+
+impl Cli {
+    pub fn grace(&self) -> Duration {
+        self.grace.unwrap_or(if self.mcp {
+            Duration::from_secs(1)
+        } else {
+            Duration::from_secs(5)
+        })
+    }
+
+    pub fn wait_delay(&self) -> Duration {
+        self.wait_delay.unwrap_or(if self.mcp {
+            Duration::from_millis(500)
+        } else {
+            Duration::from_secs(1)
+        })
+    }
+
+    pub fn stdin_close_grace(&self) -> Option<Duration> {
+        self.stdin_close_grace
+            .or(self.mcp.then_some(Duration::from_secs(2)))
+    }
+
+    /// Some(max message bytes) when stdout is guarded.
+    pub fn guard(&self) -> Option<usize> {
+        let mode = self.stdout_guard.unwrap_or(if self.mcp {
+            GuardMode::Jsonrpc
+        } else {
+            GuardMode::Off
+        });
+        (mode == GuardMode::Jsonrpc).then_some(self.max_message_bytes)
+    }
+
+    /// Some((rate, burst)) when stderr is forwarded live.
+    pub fn live(&self) -> Option<(u64, u64)> {
+        self.live
+            .unwrap_or(self.mcp)
+            .then_some((self.live_rate, self.live_burst as u64))
     }
 }
 

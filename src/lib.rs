@@ -2,7 +2,8 @@
 //! lifecycle record. The binary (`main.rs`) only parses and dispatches.
 //!
 //! Pure modules (no I/O, tested without processes): `capture`,
-//! `termination`, `record`, `units`. OS-facing: `signals`, `child`, `sys`
+//! `termination`, `record`, `units`, `guard` (JSON-RPC line framing) and
+//! `live` (the live stderr budget). OS-facing: `signals`, `child`, `sys`
 //! (the only users of nix), `sink`. `supervise` is the one poll loop; `run`
 //! orchestrates one call. `journal` appends and verifies the audit chain;
 //! `verify` is its command.
@@ -11,7 +12,9 @@ pub mod capture;
 pub mod child;
 pub mod cli;
 pub mod error;
+pub mod guard;
 pub mod journal;
+pub mod live;
 pub mod record;
 pub mod run;
 pub mod signals;

@@ -28,6 +28,8 @@ pub enum CancelReason {
     Timeout,
     Signal,
     ClientDisconnected,
+    /// Our stdin hung up (the MCP shutdown) and the helper did not exit in time.
+    StdinClosed,
 }
 
 /// Why mcp-bound signalled processes: a cancellation or clean-up.
@@ -37,6 +39,7 @@ pub enum SignalReason {
     Timeout,
     Signal,
     ClientDisconnected,
+    StdinClosed,
     PipesHeld,
     Leftovers,
 }
@@ -100,6 +103,8 @@ pub enum EventKind {
     },
     StdoutClosed,
     StderrClosed,
+    /// Our own stdin hung up (watched without being read).
+    StdinClosed,
     /// mcp-bound stopped waiting for EOF after the final KILL.
     StreamsAbandoned,
 }
@@ -110,6 +115,14 @@ pub struct StdoutFacts {
     pub bytes_forwarded: u64,
     /// Read after our consumer went away (or with no stdout): drained, dropped.
     pub bytes_discarded: u64,
+    /// `off` or `jsonrpc`.
+    pub guard: String,
+    pub lines_forwarded: u64,
+    /// Lines the guard kept from the host (into the stderr capture).
+    pub lines_diverted: u64,
+    pub bytes_diverted: u64,
+    /// The start of the first diverted line, as text.
+    pub first_diverted: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -121,6 +134,10 @@ pub struct StderrFacts {
     pub tail_bytes: u64,
     /// Marker, head and tail as text; invalid UTF-8 shown as U+FFFD.
     pub excerpt: String,
+    /// With --live: bytes forwarded to our stderr as they came, and dropped
+    /// over the budget (still in the capture and the counts above).
+    pub live_bytes_forwarded: u64,
+    pub live_bytes_dropped: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -132,6 +149,12 @@ pub struct Limits {
     pub head_bytes: u64,
     pub tail_bytes: u64,
     pub excerpt_bytes: u64,
+    pub stdout_guard: String,
+    pub max_message_bytes: u64,
+    /// Bytes per second and burst of --live; null when off.
+    pub live_rate: Option<u64>,
+    pub live_burst: Option<u64>,
+    pub stdin_close_grace_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -160,6 +183,9 @@ pub struct Record {
     pub started_at: String,
     pub ended_at: Option<String>,
     pub duration_ms: Option<u64>,
+    /// When the helper last wrote to stdout / stderr (long-lived helpers).
+    pub last_stdout_at: Option<String>,
+    pub last_stderr_at: Option<String>,
     /// Why the helper could not be started, for `failed_before_dispatch`.
     pub error: Option<String>,
     pub stdout: StdoutFacts,

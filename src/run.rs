@@ -60,6 +60,7 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
     let mut call = Finish {
         cli: &cli,
         origin,
+        started_at,
         journal: None,
     };
     // Fail closed: no intent in the journal, no helper.
@@ -126,6 +127,8 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
         policy: policy(&cli),
         head_bytes: cli.head_bytes,
         tail_bytes: cli.tail_bytes,
+        guard: cli.guard(),
+        live: cli.live(),
     };
     let outcome = supervise::supervise(
         helper,
@@ -148,8 +151,9 @@ fn policy(cli: &Cli) -> Policy {
     Policy {
         timeout: cli.timeout.filter(|t| !t.is_zero()),
         signal: cli.signal,
-        grace: cli.grace,
-        wait_delay: cli.wait_delay,
+        grace: cli.grace(),
+        wait_delay: cli.wait_delay(),
+        stdin_close_grace: cli.stdin_close_grace(),
     }
 }
 
@@ -178,8 +182,18 @@ fn initial_record(cli: &Cli, started_at: SystemTime) -> Record {
         started_at: rfc3339(started_at),
         ended_at: None,
         duration_ms: None,
+        last_stdout_at: None,
+        last_stderr_at: None,
         error: None,
-        stdout: Default::default(),
+        stdout: crate::record::StdoutFacts {
+            guard: if cli.guard().is_some() {
+                "jsonrpc"
+            } else {
+                "off"
+            }
+            .to_string(),
+            ..Default::default()
+        },
         stderr: StderrFacts {
             head_bytes: cli.head_bytes as u64,
             tail_bytes: cli.tail_bytes as u64,
@@ -188,11 +202,21 @@ fn initial_record(cli: &Cli, started_at: SystemTime) -> Record {
         limits: Limits {
             timeout_ms: policy.timeout.map(millis),
             signal: signals::name(cli.signal),
-            grace_ms: millis(cli.grace),
-            wait_delay_ms: millis(cli.wait_delay),
+            grace_ms: millis(policy.grace),
+            wait_delay_ms: millis(policy.wait_delay),
             head_bytes: cli.head_bytes as u64,
             tail_bytes: cli.tail_bytes as u64,
             excerpt_bytes: cli.excerpt_bytes as u64,
+            stdout_guard: if cli.guard().is_some() {
+                "jsonrpc"
+            } else {
+                "off"
+            }
+            .to_string(),
+            max_message_bytes: cli.max_message_bytes as u64,
+            live_rate: cli.live().map(|(rate, _)| rate),
+            live_burst: cli.live().map(|(_, burst)| burst),
+            stdin_close_grace_ms: policy.stdin_close_grace.map(millis),
         },
         events: Vec::new(),
         mcp_bound: Supervisor {
@@ -217,6 +241,12 @@ fn decide(cli: &Cli, outcome: &Outcome, record: &mut Record) -> i32 {
             (State::TimedOut, status)
         }
         Some(Reason::Signal(signo)) => (State::CancelledAfterDispatch, 128 + signo),
+        // The host asked for shutdown by closing stdin and left: the
+        // helper's own status says how it ended.
+        Some(Reason::StdinClosed) => (
+            State::CancelledAfterDispatch,
+            helper_status.unwrap_or(code::OWN_FAILURE),
+        ),
         Some(_) => (State::CancelledAfterDispatch, code::CLIENT_DISCONNECTED),
         None => {
             let status = match outcome.cancellation {
@@ -231,6 +261,7 @@ fn decide(cli: &Cli, outcome: &Outcome, record: &mut Record) -> i32 {
     record.cancel_reason = cancel.map(|reason| match reason {
         Reason::Timeout => CancelReason::Timeout,
         Reason::Signal(_) => CancelReason::Signal,
+        Reason::StdinClosed => CancelReason::StdinClosed,
         _ => CancelReason::ClientDisconnected,
     });
     record.cancel_signal = match cancel {
@@ -244,10 +275,16 @@ fn decide(cli: &Cli, outcome: &Outcome, record: &mut Record) -> i32 {
     exit_code
 }
 
+/// A monotonic instant as wall-clock time, through the run's two origins.
+fn wall_time(origin: Instant, started_at: SystemTime, at: Instant) -> String {
+    rfc3339(started_at + at.saturating_duration_since(origin))
+}
+
 /// The end of a call, whichever way it ends.
 struct Finish<'a> {
     cli: &'a Cli,
     origin: Instant,
+    started_at: SystemTime,
     /// Set once the intent is in the journal: then a terminal entry is owed.
     journal: Option<&'a Journal>,
 }
@@ -280,7 +317,15 @@ impl Finish<'_> {
                 head_bytes: capture.head_limit() as u64,
                 tail_bytes: capture.tail_limit() as u64,
                 excerpt: capture.excerpt(retained).text,
+                live_bytes_forwarded: outcome.live_forwarded,
+                live_bytes_dropped: outcome.live_dropped,
             };
+            record.last_stdout_at = outcome
+                .last_stdout
+                .map(|at| wall_time(self.origin, self.started_at, at));
+            record.last_stderr_at = outcome
+                .last_stderr
+                .map(|at| wall_time(self.origin, self.started_at, at));
             record.events = outcome.events;
             echo_text = Some(capture.excerpt(cli.excerpt_bytes).text);
             if cli.journal_excerpt_bytes > 0 {

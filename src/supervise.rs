@@ -1,13 +1,15 @@
 //! The only poll loop. It owns the helper, both of its pipes, our stdout,
-//! the signal pipe and the clock, and returns an [`Outcome`]; it never prints.
+//! our stderr (for --live), our stdin's hang-up, the signal pipe and the
+//! clock, and returns an [`Outcome`]; it never prints.
 //!
 //! Each turn: read the clock, let the termination machine act on deadlines,
 //! stop if everything is over, then poll with a timeout computed from the
 //! next deadline (or none: an idle helper costs no wake-ups at all).
 //!
-//! stdout is forwarded byte-exact through one bounded buffer; while the
-//! buffer holds bytes, the helper's stdout is not read (back-pressure), but
-//! its stderr always is, so the helper never blocks on diagnostics.
+//! stdout is forwarded byte-exact through one bounded buffer (plus, with
+//! the guard, one partial line up to --max-message-bytes); while the buffer
+//! holds bytes, the helper's stdout is not read (back-pressure), but its
+//! stderr always is, so the helper never blocks on diagnostics.
 
 use std::collections::HashSet;
 use std::fs::File;
@@ -17,24 +19,33 @@ use std::time::Instant;
 
 use crate::capture::Capture;
 use crate::child::{self, ExitObs, Helper};
+use crate::guard::{DivertReason, Guard};
+use crate::live::Live;
 use crate::record::{CancelReason, Event, EventKind, SignalReason, StdoutFacts, StreamEnd, Target};
 use crate::signals::{self, SignalPipe};
 use crate::sink::Sink;
 use crate::sys::{self, Interest, Ready};
 use crate::termination::{Action, Phase, Policy, Reason, Terminator};
 
-/// Bytes of helper stdout in flight at most: the bound on our buffering.
+/// Bytes of helper stdout read at once; with no guard, also the bound on
+/// what waits for our reader.
 const STDOUT_BUFFER: usize = 64 * 1024;
 const STDERR_READ: usize = 64 * 1024;
 /// Reads from one pipe per turn, so a flood on one cannot starve the rest.
 const READS_PER_TURN: usize = 16;
 /// Cancel events kept in the record; a signal storm is not a log.
 const MAX_CANCEL_EVENTS: usize = 8;
+/// After a huge guarded message, give the memory back.
+const KEEP_CAPACITY: usize = 1 << 20;
 
 pub struct Config {
     pub policy: Policy,
     pub head_bytes: usize,
     pub tail_bytes: usize,
+    /// Some(max message bytes): guard stdout as JSON-RPC lines.
+    pub guard: Option<usize>,
+    /// Some((rate, burst)): forward stderr live under a token bucket.
+    pub live: Option<(u64, u64)>,
 }
 
 #[derive(Debug)]
@@ -48,21 +59,12 @@ pub struct Outcome {
     pub stream_end: StreamEnd,
     pub capture: Capture,
     pub stdout: StdoutFacts,
+    pub live_forwarded: u64,
+    pub live_dropped: u64,
     pub events: Vec<Event>,
     pub descendants_signalled: u32,
-}
-
-struct Pipe {
-    file: Option<File>,
-}
-
-impl Pipe {
-    fn fd(&self) -> Option<RawFd> {
-        self.file.as_ref().map(|f| f.as_raw_fd())
-    }
-    fn is_open(&self) -> bool {
-        self.file.is_some()
-    }
+    pub last_stdout: Option<Instant>,
+    pub last_stderr: Option<Instant>,
 }
 
 struct Loop<'a> {
@@ -71,12 +73,18 @@ struct Loop<'a> {
     term: Terminator,
     signals: &'a SignalPipe,
     sink: &'a mut Sink,
-    out: Pipe,
-    err: Pipe,
-    out_buf: Box<[u8]>,
+    out: Option<File>,
+    err: Option<File>,
+    out_buf: Vec<u8>,
     out_start: usize,
     out_end: usize,
+    in_buf: Box<[u8]>,
     err_buf: Box<[u8]>,
+    guard: Option<Guard>,
+    live: Option<Live>,
+    err_sink: Sink,
+    err_sink_ready: bool,
+    watch_stdin: bool,
     sink_gone: bool,
     sink_ready: bool,
     capture: Capture,
@@ -88,6 +96,8 @@ struct Loop<'a> {
     descendants: HashSet<i32>,
     signalled_holders: bool,
     abandoned_open: bool,
+    last_stdout: Option<Instant>,
+    last_stderr: Option<Instant>,
 }
 
 /// Supervise a spawned helper to the end.
@@ -101,26 +111,56 @@ pub fn supervise(
 ) -> io::Result<Outcome> {
     let sink_gone = sink.is_absent();
     let sink_ready = sink.write_without_poll();
+    let err_sink = Sink::stderr();
+    let err_sink_ready = err_sink.write_without_poll();
+    let watch_stdin = config.policy.stdin_close_grace.is_some() && sys::is_open(0);
     let mut state = Loop {
         origin,
         pid: helper.pid,
         term: Terminator::new(config.policy, dispatched_at),
         signals,
         sink,
-        out: Pipe {
-            file: Some(File::from(helper.stdout)),
-        },
-        err: Pipe {
-            file: Some(File::from(helper.stderr)),
-        },
-        out_buf: vec![0; STDOUT_BUFFER].into_boxed_slice(),
+        out: Some(File::from(helper.stdout)),
+        err: Some(File::from(helper.stderr)),
+        out_buf: vec![
+            0;
+            if config.guard.is_some() {
+                0
+            } else {
+                STDOUT_BUFFER
+            }
+        ],
         out_start: 0,
         out_end: 0,
+        in_buf: vec![
+            0;
+            if config.guard.is_some() {
+                STDOUT_BUFFER
+            } else {
+                0
+            }
+        ]
+        .into_boxed_slice(),
         err_buf: vec![0; STDERR_READ].into_boxed_slice(),
+        guard: config.guard.map(Guard::new),
+        live: config
+            .live
+            .map(|(rate, burst)| Live::new(rate, burst, dispatched_at)),
+        err_sink,
+        err_sink_ready,
+        watch_stdin,
         sink_gone,
         sink_ready,
         capture: Capture::new(config.head_bytes, config.tail_bytes),
-        stdout: StdoutFacts::default(),
+        stdout: StdoutFacts {
+            guard: if config.guard.is_some() {
+                "jsonrpc"
+            } else {
+                "off"
+            }
+            .to_string(),
+            ..Default::default()
+        },
         events: Vec::new(),
         cancel_events: 0,
         exit: None,
@@ -128,6 +168,8 @@ pub fn supervise(
         descendants: HashSet::new(),
         signalled_holders: false,
         abandoned_open: false,
+        last_stdout: None,
+        last_stderr: None,
     };
     state.event(
         dispatched_at,
@@ -140,6 +182,11 @@ pub fn supervise(
     Ok(state.finish())
 }
 
+fn push_interest(interests: &mut Vec<Interest>, fd: RawFd, read: bool, write: bool) -> usize {
+    interests.push(Interest { fd, read, write });
+    interests.len() - 1
+}
+
 impl Loop<'_> {
     fn event(&mut self, at: Instant, kind: EventKind) {
         let t_ms = crate::units::millis(at.saturating_duration_since(self.origin));
@@ -147,17 +194,29 @@ impl Loop<'_> {
     }
 
     fn streams_open(&self) -> bool {
-        self.out.is_open() || self.err.is_open()
+        self.out.is_some() || self.err.is_some()
+    }
+
+    fn next_wake(&self) -> Option<Instant> {
+        let live = self.live.as_ref().and_then(Live::wake_at);
+        match (self.term.deadline(), live) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     fn run(&mut self) -> io::Result<()> {
-        let mut interests: Vec<Interest> = Vec::with_capacity(4);
-        let mut ready: Vec<Ready> = Vec::with_capacity(4);
+        let mut interests: Vec<Interest> = Vec::with_capacity(6);
+        let mut ready: Vec<Ready> = Vec::with_capacity(6);
         loop {
             let now = Instant::now();
             while let Some(action) = self.term.tick(now) {
                 self.perform(now, action);
             }
+            if let Some(live) = self.live.as_mut() {
+                live.tick(now);
+            }
+            self.flush_live();
             if self.term.phase() == Phase::Abandoned {
                 return Ok(());
             }
@@ -179,46 +238,38 @@ impl Loop<'_> {
             }
 
             interests.clear();
-            interests.push(Interest {
-                fd: self.signals.fd().as_raw_fd(),
-                read: true,
-                write: false,
-            });
+            push_interest(&mut interests, self.signals.fd().as_raw_fd(), true, false);
             let buffered = self.out_start < self.out_end;
             // While bytes wait for our reader, the helper's stdout stays out
             // of the set entirely: a closed pipe reports POLLHUP even with no
             // events requested, and would turn the wait into a spin.
-            let out_slot = self.out.fd().filter(|_| !buffered).map(|fd| {
-                interests.push(Interest {
-                    fd,
-                    read: true,
-                    write: false,
-                });
-                interests.len() - 1
-            });
-            let err_slot = self.err.fd().map(|fd| {
-                interests.push(Interest {
-                    fd,
-                    read: true,
-                    write: false,
-                });
-                interests.len() - 1
-            });
-            let sink_slot = match (self.sink_gone, self.sink.poll_fd()) {
-                (false, Some(fd)) => {
-                    interests.push(Interest {
-                        fd,
-                        read: false,
-                        write: buffered,
-                    });
-                    Some(interests.len() - 1)
+            let out_slot = match (&self.out, buffered) {
+                (Some(file), false) => {
+                    Some(push_interest(&mut interests, file.as_raw_fd(), true, false))
                 }
                 _ => None,
             };
+            let err_slot = self
+                .err
+                .as_ref()
+                .map(|file| push_interest(&mut interests, file.as_raw_fd(), true, false));
+            let sink_slot = match (self.sink_gone, self.sink.poll_fd()) {
+                (false, Some(fd)) => Some(push_interest(&mut interests, fd, false, buffered)),
+                _ => None,
+            };
+            let live_waiting = self.live.as_ref().is_some_and(|l| !l.is_empty());
+            let live_slot = match (live_waiting, self.err_sink.poll_fd()) {
+                (true, Some(fd)) => Some(push_interest(&mut interests, fd, false, true)),
+                _ => None,
+            };
+            // Our stdin is watched for hang-up without being read: the
+            // helper reads it directly.
+            let stdin_slot = self
+                .watch_stdin
+                .then(|| push_interest(&mut interests, 0, false, false));
             let timeout = self
-                .term
-                .deadline()
-                .map(|deadline| deadline.saturating_duration_since(now));
+                .next_wake()
+                .map(|wake| wake.saturating_duration_since(now));
             sys::poll(&interests, &mut ready, timeout)?;
             let now = Instant::now();
 
@@ -244,6 +295,21 @@ impl Loop<'_> {
                 let r = ready[slot];
                 if r.readable || r.hangup || r.error {
                     self.read_stdout(now);
+                }
+            }
+            if let Some(slot) = live_slot {
+                let r = ready[slot];
+                if r.writable || r.error || r.hangup {
+                    self.err_sink_ready = true;
+                    self.flush_live();
+                }
+            }
+            if let Some(slot) = stdin_slot {
+                let r = ready[slot];
+                if r.hangup || r.error {
+                    self.watch_stdin = false;
+                    self.term.on_stdin_closed(now);
+                    self.event(now, EventKind::StdinClosed);
                 }
             }
         }
@@ -274,25 +340,31 @@ impl Loop<'_> {
         }
     }
 
-    fn cancel(&mut self, now: Instant, reason: Reason) {
-        if self.cancel_events < MAX_CANCEL_EVENTS {
-            self.cancel_events += 1;
-            let (cancel_reason, signal) = match reason {
-                Reason::Signal(signo) => (CancelReason::Signal, Some(signals::name(signo))),
-                Reason::Timeout => (CancelReason::Timeout, None),
-                _ => (CancelReason::ClientDisconnected, None),
-            };
-            self.event(
-                now,
-                EventKind::CancelRequested {
-                    reason: cancel_reason,
-                    signal,
-                },
-            );
-        }
+    fn record_cancel(&mut self, now: Instant, reason: Reason) {
         if !self.term.helper_exited() && self.cancelled_while_running.is_none() {
             self.cancelled_while_running = Some(reason);
         }
+        if self.cancel_events >= MAX_CANCEL_EVENTS {
+            return;
+        }
+        self.cancel_events += 1;
+        let (cancel_reason, signal) = match reason {
+            Reason::Signal(signo) => (CancelReason::Signal, Some(signals::name(signo))),
+            Reason::Timeout => (CancelReason::Timeout, None),
+            Reason::StdinClosed => (CancelReason::StdinClosed, None),
+            _ => (CancelReason::ClientDisconnected, None),
+        };
+        self.event(
+            now,
+            EventKind::CancelRequested {
+                reason: cancel_reason,
+                signal,
+            },
+        );
+    }
+
+    fn cancel(&mut self, now: Instant, reason: Reason) {
+        self.record_cancel(now, reason);
         if let Some(action) = self.term.cancel(now, reason) {
             self.perform(now, action);
         }
@@ -301,18 +373,9 @@ impl Loop<'_> {
     fn perform(&mut self, now: Instant, action: Action) {
         match action {
             Action::Signal { signal, reason } => {
-                if reason == Reason::Timeout {
-                    // A timeout is a cancellation the clock requested.
-                    if self.cancelled_while_running.is_none() {
-                        self.cancelled_while_running = Some(Reason::Timeout);
-                    }
-                    self.event(
-                        now,
-                        EventKind::CancelRequested {
-                            reason: CancelReason::Timeout,
-                            signal: None,
-                        },
-                    );
+                // The clock's cancellations come from tick, not cancel().
+                if matches!(reason, Reason::Timeout | Reason::StdinClosed) {
+                    self.record_cancel(now, reason);
                 }
                 self.perform_sweep(now, signal, Some(reason));
             }
@@ -322,8 +385,8 @@ impl Loop<'_> {
             }
             Action::Abandon => {
                 self.abandoned_open = self.streams_open();
-                self.out.file = None;
-                self.err.file = None;
+                self.out = None;
+                self.err = None;
                 self.event(now, EventKind::StreamsAbandoned);
             }
         }
@@ -336,6 +399,7 @@ impl Loop<'_> {
             Some(Reason::Timeout) => SignalReason::Timeout,
             Some(Reason::Signal(_)) => SignalReason::Signal,
             Some(Reason::ClientDisconnected) => SignalReason::ClientDisconnected,
+            Some(Reason::StdinClosed) => SignalReason::StdinClosed,
             Some(Reason::PipesHeld) => SignalReason::PipesHeld,
             Some(Reason::Leftovers) | None => SignalReason::Leftovers,
         };
@@ -370,58 +434,96 @@ impl Loop<'_> {
         }
     }
 
+    /// Diagnostics reach the capture and, with --live, our stderr.
+    fn diagnose(capture: &mut Capture, live: &mut Option<Live>, now: Instant, bytes: &[u8]) {
+        capture.push(bytes);
+        if let Some(live) = live.as_mut() {
+            live.offer(now, bytes);
+        }
+    }
+
     fn drain_stderr(&mut self, now: Instant) {
         for _ in 0..READS_PER_TURN {
-            let Some(file) = self.err.file.as_mut() else {
+            let Some(file) = self.err.as_mut() else {
                 return;
             };
             match file.read(&mut self.err_buf) {
                 Ok(0) => return self.close_stderr(now),
-                Ok(n) => self.capture.push(&self.err_buf[..n]),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Ok(n) => {
+                    self.last_stderr = Some(now);
+                    Self::diagnose(&mut self.capture, &mut self.live, now, &self.err_buf[..n]);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(_) => return self.close_stderr(now),
             }
         }
+        self.flush_live();
     }
 
     fn read_stdout(&mut self, now: Instant) {
         for _ in 0..READS_PER_TURN {
-            let Some(file) = self.out.file.as_mut() else {
+            let Some(file) = self.out.as_mut() else {
                 return;
             };
-            match file.read(&mut self.out_buf) {
+            let target: &mut [u8] = if self.guard.is_some() {
+                &mut self.in_buf
+            } else {
+                &mut self.out_buf
+            };
+            match file.read(target) {
                 Ok(0) => return self.close_stdout(now),
                 Ok(n) => {
+                    self.last_stdout = Some(now);
                     self.stdout.bytes_seen += n as u64;
+                    self.out_start = 0;
+                    self.out_end = match self.guard.as_mut() {
+                        None => n,
+                        Some(guard) => {
+                            self.out_buf.clear();
+                            let (capture, live) = (&mut self.capture, &mut self.live);
+                            guard.feed(
+                                &self.in_buf[..n],
+                                &mut self.out_buf,
+                                &mut |bytes, reason| divert_to(capture, live, now, bytes, reason),
+                            );
+                            self.out_buf.len()
+                        }
+                    };
                     if self.sink_gone {
-                        self.stdout.bytes_discarded += n as u64;
+                        self.stdout.bytes_discarded += self.out_end as u64;
+                        self.out_end = 0;
                         continue;
                     }
-                    self.out_start = 0;
-                    self.out_end = n;
                     self.flush(now);
                     if self.out_start < self.out_end {
-                        return;
+                        break;
                     }
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(_) => return self.close_stdout(now),
             }
         }
+        self.flush_live();
     }
 
     fn close_stdout(&mut self, now: Instant) {
-        self.out.file = None;
+        self.out = None;
+        if let Some(guard) = self.guard.as_mut() {
+            let (capture, live) = (&mut self.capture, &mut self.live);
+            guard.finish(&mut |bytes, reason| divert_to(capture, live, now, bytes, reason));
+        }
         self.event(now, EventKind::StdoutClosed);
         self.maybe_streams_closed();
+        self.flush_live();
     }
 
     fn close_stderr(&mut self, now: Instant) {
-        self.err.file = None;
+        self.err = None;
         self.event(now, EventKind::StderrClosed);
         self.maybe_streams_closed();
+        self.flush_live();
     }
 
     fn flush(&mut self, now: Instant) {
@@ -443,6 +545,36 @@ impl Loop<'_> {
             self.out_start = 0;
             self.out_end = 0;
             self.sink_ready |= self.sink.write_without_poll();
+            if self.guard.is_some() && self.out_buf.capacity() > KEEP_CAPACITY {
+                self.out_buf = Vec::new();
+            }
+        }
+    }
+
+    /// Write what the live queue holds, as far as our stderr takes it.
+    fn flush_live(&mut self) {
+        let Some(live) = self.live.as_mut() else {
+            return;
+        };
+        while !live.is_empty() && self.err_sink_ready {
+            match self.err_sink.write(live.front()) {
+                Ok(n) => {
+                    live.consume(n);
+                    if !self.err_sink.write_without_poll() {
+                        self.err_sink_ready = false;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.err_sink_ready = false,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                // Our stderr is gone: nothing more can be shown live.
+                Err(_) => {
+                    self.live = None;
+                    return;
+                }
+            }
+        }
+        if live.is_empty() {
+            self.err_sink_ready |= self.err_sink.write_without_poll();
         }
     }
 
@@ -465,7 +597,7 @@ impl Loop<'_> {
         }
     }
 
-    fn finish(self) -> Outcome {
+    fn finish(mut self) -> Outcome {
         if self.exit.is_some() {
             child::reap(self.pid);
         }
@@ -477,6 +609,19 @@ impl Loop<'_> {
         } else {
             StreamEnd::Eof
         };
+        if let Some(guard) = &self.guard {
+            self.stdout.lines_forwarded = guard.lines_forwarded;
+            self.stdout.lines_diverted = guard.lines_diverted;
+            self.stdout.bytes_diverted = guard.bytes_diverted;
+            self.stdout.first_diverted = guard
+                .first_diverted
+                .as_deref()
+                .map(|bytes| String::from_utf8_lossy(bytes).into_owned());
+        }
+        let (live_forwarded, live_dropped) = self
+            .live
+            .as_ref()
+            .map_or((0, 0), |live| (live.bytes_forwarded, live.bytes_dropped));
         Outcome {
             pid: self.pid,
             exit: self.exit,
@@ -485,8 +630,34 @@ impl Loop<'_> {
             stream_end,
             capture: self.capture,
             stdout: self.stdout,
+            live_forwarded,
+            live_dropped,
             events: self.events,
             descendants_signalled: self.descendants.len() as u32,
+            last_stdout: self.last_stdout,
+            last_stderr: self.last_stderr,
         }
+    }
+}
+
+/// A diverted stdout line enters the diagnostics with a prefix that says
+/// why, written by mcp-bound.
+fn divert_to(
+    capture: &mut Capture,
+    live: &mut Option<Live>,
+    now: Instant,
+    bytes: &[u8],
+    reason: DivertReason,
+) {
+    let prefix: &[u8] = match reason {
+        DivertReason::NotJsonObject => b"[mcp-bound: stdout line diverted, not a JSON object] ",
+        DivertReason::TooLong => b"[mcp-bound: stdout line over --max-message-bytes diverted] ",
+        DivertReason::TooLongContinued => b"",
+        DivertReason::PartialAtEof => b"[mcp-bound: unterminated stdout line diverted at EOF] ",
+    };
+    Loop::diagnose(capture, live, now, prefix);
+    Loop::diagnose(capture, live, now, bytes);
+    if reason == DivertReason::PartialAtEof {
+        Loop::diagnose(capture, live, now, b"\n");
     }
 }

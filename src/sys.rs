@@ -93,6 +93,12 @@ pub fn set_cloexec(fd: BorrowedFd<'_>) -> io::Result<()> {
     Ok(())
 }
 
+/// Whether `fd` is open at all.
+pub fn is_open(fd: RawFd) -> bool {
+    // SAFETY: F_GETFD on any integer is harmless.
+    unsafe { libc::fcntl(fd, libc::F_GETFD) >= 0 }
+}
+
 /// Whether `fd` is open for writing.
 pub fn is_open_for_writing(fd: RawFd) -> bool {
     // SAFETY: F_GETFL on any integer is harmless; EBADF is the answer we want.

@@ -8,7 +8,8 @@
 //! say both truthfully.
 //!
 //! Deadlines, all from `Instant`s recomputed by the caller on every turn:
-//! - `Running`, helper alive: dispatch + `timeout`;
+//! - `Running`, helper alive: dispatch + `timeout`, and our stdin's
+//!   hang-up + `stdin_close_grace` (the MCP shutdown: close stdin, wait);
 //! - `Running`, helper exited, a pipe still open: exit + `wait_delay`;
 //! - `Signalled`: signal + `grace`, then KILL;
 //! - `Killed`: KILL + `wait_delay`, then stop waiting for EOF (`Abandoned`).
@@ -23,6 +24,9 @@ pub struct Policy {
     pub signal: i32,
     pub grace: Duration,
     pub wait_delay: Duration,
+    /// After our stdin hangs up, how long the helper may take to exit on
+    /// its own; None: stdin is not watched.
+    pub stdin_close_grace: Option<Duration>,
 }
 
 /// Why a termination started.
@@ -33,6 +37,8 @@ pub enum Reason {
     Signal(i32),
     /// Our stdout's reader went away.
     ClientDisconnected,
+    /// Our stdin hung up and the helper did not exit within the grace.
+    StdinClosed,
     /// The helper exited, but descendants kept a pipe open past `wait_delay`.
     PipesHeld,
     /// The helper exited and the pipes closed, but descendants still run.
@@ -45,7 +51,7 @@ impl Reason {
     pub fn is_cancellation(self) -> bool {
         matches!(
             self,
-            Reason::Timeout | Reason::Signal(_) | Reason::ClientDisconnected
+            Reason::Timeout | Reason::Signal(_) | Reason::ClientDisconnected | Reason::StdinClosed
         )
     }
 }
@@ -84,6 +90,7 @@ pub struct Terminator {
     /// The first cancellation, even when it came after the helper exited.
     cancellation: Option<Reason>,
     helper_exited_at: Option<Instant>,
+    stdin_closed_at: Option<Instant>,
     streams_closed: bool,
 }
 
@@ -96,6 +103,7 @@ impl Terminator {
             reason: None,
             cancellation: None,
             helper_exited_at: None,
+            stdin_closed_at: None,
             streams_closed: false,
         }
     }
@@ -122,6 +130,22 @@ impl Terminator {
         self.helper_exited_at.get_or_insert(now);
     }
 
+    /// Our stdin hung up: the host asks the helper to exit.
+    pub fn on_stdin_closed(&mut self, now: Instant) {
+        self.stdin_closed_at.get_or_insert(now);
+    }
+
+    fn timeout_at(&self) -> Option<Instant> {
+        self.policy
+            .timeout
+            .and_then(|t| self.dispatched_at.checked_add(t))
+    }
+
+    fn stdin_grace_at(&self) -> Option<Instant> {
+        let grace = self.policy.stdin_close_grace?;
+        self.stdin_closed_at?.checked_add(grace)
+    }
+
     pub fn on_streams_closed(&mut self) {
         self.streams_closed = true;
     }
@@ -130,10 +154,10 @@ impl Terminator {
     pub fn deadline(&self) -> Option<Instant> {
         match self.phase {
             Phase::Running => match self.helper_exited_at {
-                None => self
-                    .policy
-                    .timeout
-                    .and_then(|t| self.dispatched_at.checked_add(t)),
+                None => match (self.timeout_at(), self.stdin_grace_at()) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                },
                 Some(exited) if !self.streams_closed => exited.checked_add(self.policy.wait_delay),
                 Some(_) => None,
             },
@@ -150,7 +174,13 @@ impl Terminator {
         }
         match self.phase {
             Phase::Running if self.helper_exited_at.is_none() => {
-                self.start(now, Reason::Timeout, self.policy.signal)
+                let reason = if self.timeout_at().is_some_and(|at| now >= at) {
+                    Reason::Timeout
+                } else {
+                    Reason::StdinClosed
+                };
+                self.cancellation.get_or_insert(reason);
+                self.start(now, reason, self.policy.signal)
             }
             Phase::Running => self.start(now, Reason::PipesHeld, self.policy.signal),
             Phase::Signalled { .. } => self.kill(now),
@@ -216,6 +246,7 @@ mod tests {
             signal: TERM,
             grace: Duration::from_secs(5),
             wait_delay: Duration::from_secs(1),
+            stdin_close_grace: None,
         }
     }
 
@@ -378,5 +409,45 @@ mod tests {
         );
         // Either a far deadline or none, never a panic.
         let _ = term.deadline();
+    }
+
+    #[test]
+    fn stdin_hangup_gives_the_helper_a_grace_then_terminates() {
+        let t0 = Instant::now();
+        let mut term = Terminator::new(
+            Policy {
+                stdin_close_grace: Some(Duration::from_secs(2)),
+                ..policy(Some(60))
+            },
+            t0,
+        );
+        assert_eq!(term.deadline(), Some(secs(t0, 60)));
+        term.on_stdin_closed(secs(t0, 10));
+        assert_eq!(term.deadline(), Some(secs(t0, 12)));
+        assert_eq!(
+            term.tick(secs(t0, 12)),
+            Some(Action::Signal {
+                signal: TERM,
+                reason: Reason::StdinClosed
+            })
+        );
+        assert_eq!(term.cancellation(), Some(Reason::StdinClosed));
+    }
+
+    #[test]
+    fn helper_exiting_after_stdin_hangup_is_a_clean_exit() {
+        let t0 = Instant::now();
+        let mut term = Terminator::new(
+            Policy {
+                stdin_close_grace: Some(Duration::from_secs(2)),
+                ..policy(None)
+            },
+            t0,
+        );
+        term.on_stdin_closed(t0);
+        term.on_helper_exit(secs(t0, 1));
+        term.on_streams_closed();
+        assert!(term.finished(false));
+        assert_eq!(term.cancellation(), None);
     }
 }

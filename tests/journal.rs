@@ -205,6 +205,11 @@ fn intent(call_id: &str) -> Intent {
             head_bytes: 0,
             tail_bytes: 0,
             excerpt_bytes: 0,
+            stdout_guard: "off".into(),
+            max_message_bytes: 0,
+            live_rate: None,
+            live_burst: None,
+            stdin_close_grace_ms: None,
         },
     }
 }

@@ -11,9 +11,9 @@
 
 use std::ffi::OsString;
 use std::fmt;
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
@@ -178,6 +178,7 @@ impl Call {
 pub struct Started {
     call: Call,
     child: Child,
+    stdin: Option<ChildStdin>,
     stdout: Option<BufReader<ChildStdout>>,
     stdout_seen: Vec<u8>,
     stderr: mpsc::Receiver<Vec<u8>>,
@@ -198,9 +199,11 @@ impl Started {
     fn new(call: Call, mut child: Child) -> Started {
         let stderr = read_all_in_thread(child.stderr.take().unwrap());
         let stdout = child.stdout.take().map(BufReader::new);
+        let stdin = child.stdin.take();
         Started {
             call,
             child,
+            stdin,
             stdout,
             stdout_seen: Vec::new(),
             stderr,
@@ -236,6 +239,27 @@ impl Started {
         }
     }
 
+    /// Write one line to mcp-bound's stdin (the helper reads it).
+    pub fn send(&mut self, line: &[u8]) {
+        let stdin = self.stdin.as_mut().expect("stdin is piped and open");
+        stdin.write_all(line).expect("write to stdin");
+        stdin.flush().unwrap();
+    }
+
+    /// Close mcp-bound's stdin, as a host does to ask for shutdown.
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    /// The next line of mcp-bound's stdout, with its newline.
+    pub fn read_line(&mut self) -> Vec<u8> {
+        let reader = self.stdout.as_mut().expect("stdout already taken");
+        let mut line = Vec::new();
+        reader.read_until(b'\n', &mut line).expect("read stdout");
+        self.stdout_seen.extend_from_slice(&line);
+        line
+    }
+
     /// Take mcp-bound's stdout, for tests that read it themselves.
     pub fn take_stdout(&mut self) -> BufReader<ChildStdout> {
         self.stdout.take().expect("stdout already taken")
@@ -247,6 +271,7 @@ impl Started {
     }
 
     pub fn finish(mut self) -> Done {
+        self.stdin = None;
         let stdout_rx = self.stdout.take().map(read_all_in_thread);
         let status = loop {
             if let Some(status) = self.child.try_wait().expect("try_wait") {

@@ -1,0 +1,280 @@
+//! MCP stdio server mode, driven through mcp-bound with our own JSON-RPC
+//! fixture server (tests/fixtures/jsonrpc_server.py): byte-exact round
+//! trips, the stdout guard, live stderr under a budget, shutdown on stdin
+//! hang-up, and signals from the host.
+
+mod util;
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use serde_json::{Value, json};
+use util::Call;
+
+const SERVER: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/jsonrpc_server.py"
+);
+
+fn server(flags: &[&str]) -> Call {
+    let mut argv = vec!["python3", SERVER];
+    argv.extend_from_slice(flags);
+    Call::new(&argv).stdin(Stdio::piped())
+}
+
+fn request(id: u64, method: &str, params: Value) -> Vec<u8> {
+    let mut line = serde_json::to_vec(&json!({
+        "jsonrpc": "2.0", "id": id, "method": method, "params": params
+    }))
+    .unwrap();
+    line.push(b'\n');
+    line
+}
+
+fn response(line: &[u8]) -> Value {
+    serde_json::from_slice(line).unwrap_or_else(|e| {
+        panic!(
+            "not a JSON response ({e}): {:?}",
+            String::from_utf8_lossy(line)
+        )
+    })
+}
+
+fn requests() -> Vec<u8> {
+    let mut input = Vec::new();
+    for id in 0..200 {
+        let params = json!({
+            "n": id,
+            "text": format!("naïve ünïcödé 😀 \"quoted\" \\ back\tslash {id}"),
+            "nested": {"list": [1, 2.5, null, true], "empty": {}},
+        });
+        input.extend(request(id, "echo", params));
+    }
+    input
+}
+
+#[test]
+fn round_trips_are_byte_exact() {
+    let input = requests();
+    // The same fixture run directly gives the reference bytes.
+    let mut direct = Command::new("python3")
+        .arg(SERVER)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    direct.stdin.take().unwrap().write_all(&input).unwrap();
+    let expected = direct.wait_with_output().unwrap().stdout;
+    assert_eq!(expected.iter().filter(|b| **b == b'\n').count(), 200);
+
+    let mut run = server(&[]).opt(&["--mcp"]).start();
+    run.send(&input);
+    run.close_stdin();
+    let done = run.finish();
+    done.expect_state("completed", 0)
+        .expect("/stdout/guard", json!("jsonrpc"))
+        .expect("/stdout/lines_forwarded", json!(200))
+        .expect("/stdout/lines_diverted", json!(0))
+        .expect("/stdout/bytes_forwarded", json!(expected.len()));
+    done.check(done.stdout == expected, "byte-identical to the direct run");
+    done.check(done.events("stdin_closed").len() == 1, "stdin hang-up seen");
+    done.check(
+        done.field("/last_stdout_at").is_string(),
+        "last stdout time",
+    );
+}
+
+#[test]
+fn a_stray_print_is_diverted_and_the_next_request_still_answers() {
+    let mut run = server(&[]).opt(&["--mcp"]).start();
+    run.send(&request(1, "stray", json!({"a": 1})));
+    let first = response(&run.read_line());
+    assert_eq!(first["id"], 1);
+    run.send(&request(2, "echo", json!({"b": 2})));
+    let second = response(&run.read_line());
+    assert_eq!(second["id"], 2);
+    assert_eq!(second["result"], json!({"b": 2}));
+    run.close_stdin();
+    let done = run.finish();
+    done.expect_state("completed", 0)
+        .expect("/stdout/lines_diverted", json!(1))
+        .expect("/stdout/bytes_diverted", json!(11))
+        .expect("/stdout/first_diverted", json!("Loading...\n"))
+        .expect("/stdout/lines_forwarded", json!(2));
+    let excerpt = done.field("/stderr/excerpt").as_str().unwrap();
+    done.check(
+        excerpt.contains("[mcp-bound: stdout line diverted, not a JSON object] Loading..."),
+        "the stray line is in the stderr capture, marked",
+    );
+    done.check(
+        !String::from_utf8_lossy(&done.stdout).contains("Loading"),
+        "it never reached the host",
+    );
+}
+
+#[test]
+fn a_fifty_megabyte_stderr_burst_does_not_stall_the_next_response() {
+    let mut run = server(&[])
+        .opt(&["--mcp", "--live-rate", "64KiB", "--live-burst", "64KiB"])
+        .start();
+    run.send(&request(1, "flood", json!({"bytes": 50_000_000})));
+    assert_eq!(
+        response(&run.read_line())["result"],
+        json!({"flooded": 50_000_000})
+    );
+    run.send(&request(2, "echo", json!({"after": "flood"})));
+    assert_eq!(
+        response(&run.read_line())["result"],
+        json!({"after": "flood"})
+    );
+    run.close_stdin();
+    let done = run.finish();
+    done.expect_state("completed", 0);
+    let seen = done.field("/stderr/bytes_seen").as_u64().unwrap();
+    done.check(seen >= 50_000_000, "the whole burst was drained");
+    done.check(
+        done.field("/stderr/bytes_retained").as_u64() <= Some(16384),
+        "the capture stayed bounded",
+    );
+    let dropped = done.field("/stderr/live_bytes_dropped").as_u64().unwrap();
+    let forwarded = done.field("/stderr/live_bytes_forwarded").as_u64().unwrap();
+    done.check(dropped > 49_000_000, "live output was held to its budget");
+    done.check(forwarded < 1_000_000, "only the budget reached our stderr");
+    let live = done.stderr_text();
+    done.check(
+        live.contains("[mcp-bound: dropped ") && live.contains(" bytes of stderr]"),
+        "the drop was announced",
+    );
+    done.check(
+        live.starts_with("READY\n"),
+        "live stderr came through as it arrived",
+    );
+}
+
+#[test]
+fn a_server_that_ignores_stdin_eof_is_terminated_after_the_grace() {
+    let mut run = server(&["--ignore-eof"])
+        .opt(&["--mcp", "--stdin-close-grace", "0.3s"])
+        .start();
+    run.send(&request(1, "echo", json!({})));
+    response(&run.read_line());
+    run.close_stdin();
+    let done = run.finish();
+    done.expect_state("cancelled_after_dispatch", 143)
+        .expect("/cancel_reason", json!("stdin_closed"))
+        .expect("/exit", json!({"signal": "TERM", "core_dumped": false}));
+    let closed_at = done.events("stdin_closed")[0]["t_ms"].as_u64().unwrap();
+    let signals = done.events("signal_sent");
+    done.check(
+        signals[0]["reason"] == "stdin_closed" && signals[0]["signal"] == "TERM",
+        "TERM for stdin_closed",
+    );
+    done.check(
+        signals[0]["t_ms"].as_u64().unwrap() >= closed_at + 300,
+        "not before the stdin grace",
+    );
+}
+
+#[test]
+fn a_server_that_exits_on_stdin_eof_completes_cleanly() {
+    let mut run = server(&[]).opt(&["--mcp"]).start();
+    run.close_stdin();
+    let done = run.finish();
+    done.expect_state("completed", 0)
+        .expect("/cancel_reason", Value::Null)
+        .expect("/exit", json!({"code": 0}));
+    done.check(done.signals_sent().is_empty(), "no signal was needed");
+}
+
+#[test]
+fn host_sigterm_produces_a_record_before_exit() {
+    let mut run = server(&["--ignore-eof"]).opt(&["--mcp"]).start();
+    run.send(&request(1, "echo", json!({})));
+    response(&run.read_line());
+    run.signal("TERM");
+    let done = run.finish();
+    done.expect_state("cancelled_after_dispatch", 143)
+        .expect("/cancel_signal", json!("TERM"))
+        .expect("/exit", json!({"signal": "TERM", "core_dumped": false}));
+}
+
+#[test]
+fn host_sigterm_to_a_server_that_ignores_it_still_ends_within_the_mcp_grace() {
+    let mut run = server(&["--ignore-eof", "--ignore-term"])
+        .opt(&["--mcp"])
+        .start();
+    run.send(&request(1, "echo", json!({})));
+    response(&run.read_line());
+    run.signal("TERM");
+    let done = run.finish();
+    done.expect_state("cancelled_after_dispatch", 143)
+        .expect("/exit", json!({"signal": "KILL", "core_dumped": false}))
+        .expect("/limits/grace_ms", json!(1000));
+}
+
+#[test]
+fn a_sigkilled_mcp_bound_leaves_no_server_behind() {
+    let mut run = server(&["--ignore-eof", "--ignore-term"])
+        .opt(&["--mcp"])
+        .start();
+    run.send(&request(1, "echo", json!({})));
+    response(&run.read_line());
+    run.signal("KILL");
+    // The harness fails the test if the server (tagged) still runs.
+    let done = run.finish();
+    done.check(done.status.code().is_none(), "mcp-bound was SIGKILLed");
+    done.expect("/state", json!("dispatched"));
+}
+
+#[test]
+fn each_part_has_its_own_flag() {
+    // The guard alone, without --mcp: no live output, no stdin watch.
+    let done = Call::sh("echo banner; echo '{\"id\":1}'; printf partial")
+        .opt(&["--stdout-guard", "jsonrpc"])
+        .run();
+    done.expect_state("completed", 0)
+        .expect("/stdout/lines_forwarded", json!(1))
+        .expect("/stdout/lines_diverted", json!(2))
+        .expect("/limits/stdin_close_grace_ms", Value::Null)
+        .expect("/limits/live_rate", Value::Null);
+    done.check(
+        done.stdout == b"{\"id\":1}\n",
+        "only the message reached stdout",
+    );
+    done.check(
+        done.field("/stderr/excerpt")
+            .as_str()
+            .unwrap()
+            .contains("[mcp-bound: unterminated stdout line diverted at EOF] partial"),
+        "the partial line is marked",
+    );
+    // --mcp with the guard turned off passes everything.
+    let done = Call::sh("echo banner")
+        .opt(&["--mcp", "--stdout-guard", "off", "--live=false"])
+        .run();
+    done.expect_state("completed", 0)
+        .expect("/stdout/guard", json!("off"))
+        .expect("/limits/live_rate", Value::Null);
+    done.check(done.stdout == b"banner\n", "unguarded");
+    // Live alone.
+    let done = Call::sh("echo live-line >&2").opt(&["--live"]).run();
+    done.expect_state("completed", 0)
+        .expect("/stderr/live_bytes_forwarded", json!(10));
+    done.check(done.stderr_text() == "live-line\n", "forwarded as it came");
+}
+
+#[test]
+fn a_line_over_the_message_limit_is_diverted_not_held() {
+    let done = Call::sh("head -c 3000000 /dev/zero | tr '\\0' z; echo; echo '{\"ok\":true}'")
+        .opt(&["--stdout-guard", "jsonrpc", "--max-message-bytes", "64K"])
+        .run();
+    done.expect_state("completed", 0)
+        .expect("/stdout/lines_diverted", json!(1))
+        .expect("/stdout/bytes_diverted", json!(3_000_001))
+        .expect("/stdout/lines_forwarded", json!(1));
+    done.check(
+        done.stdout == b"{\"ok\":true}\n",
+        "the next message still passes",
+    );
+}
