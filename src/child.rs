@@ -118,6 +118,17 @@ pub fn live_descendants(helper_pid: i32) -> Vec<sys::ProcInfo> {
         .collect()
 }
 
+/// After the helper exited: is anything below mcp-bound still running?
+/// As a subreaper, every live descendant then is, or descends from, one of
+/// our own live children (a dead child's children re-parent to us), so
+/// reading our children list answers it without scanning all of /proc.
+pub fn descendants_left(helper_pid: i32) -> bool {
+    sys::children_of_self()
+        .into_iter()
+        .filter(|pid| *pid != helper_pid)
+        .any(|pid| !sys::is_zombie(pid))
+}
+
 /// What one sweep did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Sweep {

@@ -82,7 +82,8 @@ struct Loop<'a> {
     err_buf: Box<[u8]>,
     guard: Option<Guard>,
     live: Option<Live>,
-    err_sink: Sink,
+    /// Our stderr, only when --live forwards to it.
+    err_sink: Option<Sink>,
     err_sink_ready: bool,
     watch_stdin: bool,
     sink_gone: bool,
@@ -111,8 +112,8 @@ pub fn supervise(
 ) -> io::Result<Outcome> {
     let sink_gone = sink.is_absent();
     let sink_ready = sink.write_without_poll();
-    let err_sink = Sink::stderr();
-    let err_sink_ready = err_sink.write_without_poll();
+    let err_sink = config.live.map(|_| Sink::stderr());
+    let err_sink_ready = err_sink.as_ref().is_some_and(Sink::write_without_poll);
     let watch_stdin = config.policy.stdin_close_grace.is_some() && sys::is_open(0);
     let mut state = Loop {
         origin,
@@ -221,8 +222,7 @@ impl Loop<'_> {
                 return Ok(());
             }
             if self.term.helper_exited() && !self.streams_open() {
-                let left = child::live_descendants(self.pid);
-                if self.term.finished(!left.is_empty()) {
+                if self.term.finished(child::descendants_left(self.pid)) {
                     return Ok(());
                 }
                 match self.term.phase() {
@@ -258,7 +258,7 @@ impl Loop<'_> {
                 _ => None,
             };
             let live_waiting = self.live.as_ref().is_some_and(|l| !l.is_empty());
-            let live_slot = match (live_waiting, self.err_sink.poll_fd()) {
+            let live_slot = match (live_waiting, self.err_sink.as_ref().and_then(Sink::poll_fd)) {
                 (true, Some(fd)) => Some(push_interest(&mut interests, fd, false, true)),
                 _ => None,
             };
@@ -553,14 +553,14 @@ impl Loop<'_> {
 
     /// Write what the live queue holds, as far as our stderr takes it.
     fn flush_live(&mut self) {
-        let Some(live) = self.live.as_mut() else {
+        let (Some(live), Some(err_sink)) = (self.live.as_mut(), self.err_sink.as_mut()) else {
             return;
         };
         while !live.is_empty() && self.err_sink_ready {
-            match self.err_sink.write(live.front()) {
+            match err_sink.write(live.front()) {
                 Ok(n) => {
                     live.consume(n);
-                    if !self.err_sink.write_without_poll() {
+                    if !err_sink.write_without_poll() {
                         self.err_sink_ready = false;
                     }
                 }
@@ -574,7 +574,7 @@ impl Loop<'_> {
             }
         }
         if live.is_empty() {
-            self.err_sink_ready |= self.err_sink.write_without_poll();
+            self.err_sink_ready |= err_sink.write_without_poll();
         }
     }
 

@@ -246,6 +246,14 @@ mod linux {
         found
     }
 
+    /// Whether `pid` is a zombie (or already gone).
+    pub fn is_zombie(pid: i32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|stat| parse_stat(pid, &stat))
+            .is_none_or(|info| info.zombie)
+    }
+
     /// Our direct children, cheaply, for reaping subreaped orphans.
     pub fn children_of_self() -> Vec<i32> {
         let pid = std::process::id();
@@ -323,6 +331,9 @@ mod linux {
     pub fn children_of_self() -> Vec<i32> {
         Vec::new()
     }
+    pub fn is_zombie(_pid: i32) -> bool {
+        true
+    }
     pub fn reopen_fifo_nonblocking(_fd: RawFd) -> Option<OwnedFd> {
         None
     }
@@ -330,7 +341,7 @@ mod linux {
 }
 
 pub use linux::{
-    become_subreaper, children_of_self, descendants, die_with_parent, grow_pipe,
+    become_subreaper, children_of_self, descendants, die_with_parent, grow_pipe, is_zombie,
     reopen_fifo_nonblocking,
 };
 
