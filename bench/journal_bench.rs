@@ -36,6 +36,7 @@ fn intent(i: usize) -> Intent {
             live_rate: None,
             live_burst: None,
             stdin_close_grace_ms: None,
+            redact_patterns: 0,
         },
     }
 }

@@ -5,6 +5,8 @@
 //! The ring grows lazily, so a large limit costs nothing until bytes arrive.
 //! Only the part of a chunk that the ring will keep is copied.
 
+use crate::redact::Redactor;
+
 /// What the capture keeps of one stream, and what it saw.
 #[derive(Debug, Clone)]
 pub struct Capture {
@@ -151,8 +153,9 @@ impl Capture {
     }
 
     /// Render at most `budget` bytes of the stream (plus the marker mcp-bound
-    /// writes). The head gets at most half of a shared budget.
-    pub fn excerpt(&self, budget: usize) -> Excerpt {
+    /// writes), with secrets masked. The head gets at most half of a shared
+    /// budget.
+    pub fn excerpt(&self, budget: usize, redactor: &Redactor) -> Excerpt {
         let head = self.head();
         let tail = self.tail();
         let (mut head_shown, mut tail_shown) = (head.len(), tail.len());
@@ -187,15 +190,27 @@ impl Capture {
             };
             text.push_str(&format!("[stderr truncated: {marker}]\n"));
         }
-        text.push_str(&String::from_utf8_lossy(head_part));
-        if truncated && !head_part.is_empty() && !tail_part.is_empty() {
-            if !text.ends_with('\n') {
-                text.push('\n');
+        let head_text = String::from_utf8_lossy(head_part);
+        let tail_text = String::from_utf8_lossy(tail_part);
+        if !truncated {
+            // Contiguous: a secret across the head/tail seam is whole here.
+            text.push_str(&redactor.redact(&format!("{head_text}{tail_text}")));
+        } else {
+            text.push_str(&redactor.redact_piece(&head_text, false, true));
+            if !head_part.is_empty() && !tail_part.is_empty() {
+                if !text.ends_with('\n') {
+                    text.push('\n');
+                }
+                let dropped = self.bytes_seen - shown;
+                text.push_str(&format!("[stderr: {dropped} bytes dropped here]\n"));
             }
-            let dropped = self.bytes_seen - shown;
-            text.push_str(&format!("[stderr: {dropped} bytes dropped here]\n"));
+            let cut_before = tail_part.len() as u64 + (head_part.len() as u64) < self.bytes_seen;
+            text.push_str(&redactor.redact_piece(
+                &tail_text,
+                cut_before && !tail_part.is_empty(),
+                false,
+            ));
         }
-        text.push_str(&String::from_utf8_lossy(tail_part));
         Excerpt {
             text,
             head_shown: head_part.len(),
@@ -260,6 +275,13 @@ fn leading_continuation_len_split(a: &[u8], b: &[u8]) -> usize {
 mod tests {
     use super::*;
 
+    impl Capture {
+        /// Tests of cuts and markers use text with nothing to mask.
+        fn plain(&self, budget: usize) -> Excerpt {
+            self.excerpt(budget, &Redactor::default())
+        }
+    }
+
     fn fed(head: usize, tail: usize, chunks: &[&[u8]]) -> Capture {
         let mut capture = Capture::new(head, tail);
         for chunk in chunks {
@@ -275,7 +297,7 @@ mod tests {
         assert_eq!(capture.bytes_seen(), 11);
         assert_eq!(capture.bytes_retained(), 11);
         assert!(!capture.truncated());
-        assert_eq!(capture.excerpt(100).text, "hello world");
+        assert_eq!(capture.plain(100).text, "hello world");
     }
 
     #[test]
@@ -284,7 +306,7 @@ mod tests {
         assert_eq!(capture.tail(), b"efgh");
         assert_eq!(capture.bytes_seen(), 8);
         assert_eq!(capture.bytes_retained(), 4);
-        let excerpt = capture.excerpt(4);
+        let excerpt = capture.plain(4);
         assert_eq!(
             excerpt.text,
             "[stderr truncated: kept last 4 of 8 bytes]\nefgh"
@@ -302,7 +324,7 @@ mod tests {
         let capture = fed(3, 3, &[b"abcdefghij"]);
         assert_eq!(capture.head(), b"abc");
         assert_eq!(capture.tail(), b"hij");
-        let text = capture.excerpt(6).text;
+        let text = capture.plain(6).text;
         assert_eq!(
             text,
             "[stderr truncated: kept first 3 and last 3 of 10 bytes]\nabc\n\
@@ -314,7 +336,7 @@ mod tests {
     fn head_and_tail_exactly_filling_loses_nothing() {
         let capture = fed(3, 3, &[b"ab", b"cdef"]);
         assert!(!capture.truncated());
-        assert_eq!(capture.excerpt(6).text, "abcdef");
+        assert_eq!(capture.plain(6).text, "abcdef");
     }
 
     #[test]
@@ -332,20 +354,20 @@ mod tests {
         let capture = fed(0, 3, &[b"ab\xE2\x82\xACx"]);
         assert_eq!(capture.tail(), b"x");
         assert_eq!(capture.bytes_retained(), 1);
-        assert!(capture.excerpt(3).text.ends_with("]\nx"));
+        assert!(capture.plain(3).text.ends_with("]\nx"));
     }
 
     #[test]
     fn invalid_bytes_become_replacement_only_in_text() {
         let capture = fed(0, 16, &[b"ok\xFF\xFEok"]);
         assert_eq!(capture.tail(), b"ok\xFF\xFEok");
-        assert_eq!(capture.excerpt(16).text, "ok\u{FFFD}\u{FFFD}ok");
+        assert_eq!(capture.plain(16).text, "ok\u{FFFD}\u{FFFD}ok");
     }
 
     #[test]
     fn excerpt_budget_smaller_than_retained() {
         let capture = fed(0, 10, &[b"0123456789"]);
-        let excerpt = capture.excerpt(4);
+        let excerpt = capture.plain(4);
         assert_eq!(excerpt.tail_shown, 4);
         assert_eq!(
             excerpt.text,
@@ -358,7 +380,7 @@ mod tests {
         let capture = fed(0, 0, &[b"abc"]);
         assert_eq!(capture.bytes_retained(), 0);
         assert_eq!(
-            capture.excerpt(0).text,
+            capture.plain(0).text,
             "[stderr truncated: kept 0 of 3 bytes]\n"
         );
     }
@@ -367,7 +389,7 @@ mod tests {
     fn head_only() {
         let capture = fed(4, 0, &[b"abcdefgh"]);
         assert_eq!(
-            capture.excerpt(100).text,
+            capture.plain(100).text,
             "[stderr truncated: kept first 4 of 8 bytes]\nabcd"
         );
     }
@@ -425,7 +447,7 @@ mod tests {
                 prop_assert_eq!(whole.bytes_seen(), data.len() as u64);
                 prop_assert_eq!(pieces.bytes_seen(), data.len() as u64);
                 prop_assert_eq!(whole.bytes_retained(), pieces.bytes_retained());
-                prop_assert_eq!(whole.excerpt(budget), pieces.excerpt(budget));
+                prop_assert_eq!(whole.plain(budget), pieces.plain(budget));
             }
 
             #[test]
@@ -450,7 +472,7 @@ mod tests {
                     prop_assert!(std::str::from_utf8(capture.head()).is_ok());
                     prop_assert!(std::str::from_utf8(&tail).is_ok());
                     let replacement = char::REPLACEMENT_CHARACTER;
-                    let replaced = capture.excerpt(budget).text.contains(replacement);
+                    let replaced = capture.plain(budget).text.contains(replacement);
                     prop_assert!(!replaced || text.contains(replacement), "cut split a character");
                 }
                 // While the stream fits (with room for one cut character),
@@ -458,7 +480,7 @@ mod tests {
                 if data.len() + 3 <= head + capture.tail_limit() {
                     prop_assert!(!capture.truncated());
                 }
-                let excerpt = capture.excerpt(budget);
+                let excerpt = capture.plain(budget);
                 prop_assert!(excerpt.head_shown + excerpt.tail_shown <= budget);
                 prop_assert_eq!(
                     excerpt.truncated,

@@ -217,6 +217,10 @@ pub struct Cli {
     #[arg(long, value_name = "DURATION", env = "MCP_BOUND_STDIN_CLOSE_GRACE", value_parser = units::parse_duration, help_heading = "MCP server mode")]
     pub stdin_close_grace: Option<Duration>,
 
+    /// Also mask matches of REGEX (repeatable) in everything written out of the capture; built-in patterns cover Authorization headers, Bearer tokens, private keys, common API token shapes and password=/token=/secret= pairs.
+    #[arg(long, value_name = "REGEX", env = "MCP_BOUND_REDACT", value_delimiter = '\n', value_parser = parse_regex, help_heading = "Capture")]
+    pub redact: Vec<String>,
+
     /// Append an intent (before dispatch, synced) and a terminal entry to this hash-chained journal. If the intent cannot be written, the helper is not started.
     #[arg(
         long,
@@ -329,6 +333,10 @@ impl Cli {
             .unwrap_or(self.mcp)
             .then_some((self.live_rate, self.live_burst as u64))
     }
+}
+
+fn parse_regex(text: &str) -> Result<String, String> {
+    crate::redact::Redactor::new(&[text.to_string()]).map(|_| text.to_string())
 }
 
 /// An id is printable and short: it ends up in file names and log lines.

@@ -242,4 +242,53 @@ mod tests {
         assert_eq!(guard.lines_diverted, 1);
         assert!(guard.pending_len() <= 16);
     }
+
+    mod properties {
+        use super::*;
+        use proptest::collection::vec;
+        use proptest::prelude::*;
+
+        fn stream() -> impl Strategy<Value = Vec<u8>> {
+            let line = prop_oneof![
+                Just(b"{\"jsonrpc\":\"2.0\",\"id\":1}\n".to_vec()),
+                Just(b"{\"a\": [1, {\"b\": \"\\n\"}]}\r\n".to_vec()),
+                Just(b"Loading...\n".to_vec()),
+                Just(b"\n".to_vec()),
+                vec(any::<u8>(), 0..40),
+            ];
+            vec(line, 0..12).prop_map(|lines| lines.concat())
+        }
+
+        proptest! {
+            #[test]
+            fn every_split_forwards_the_same_messages(
+                data in stream(),
+                cuts in vec(0usize..1000, 0..10),
+                max in 8usize..64,
+            ) {
+                let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (data.len() + 1)).collect();
+                cuts.sort_unstable();
+                let mut chunks: Vec<&[u8]> = Vec::new();
+                let mut from = 0;
+                for cut in cuts {
+                    chunks.push(&data[from..cut]);
+                    from = cut;
+                }
+                chunks.push(&data[from..]);
+                let (whole_out, whole_div, whole) = run(max, &[&data]);
+                let (split_out, split_div, split) = run(max, &chunks);
+                prop_assert_eq!(&whole_out, &split_out);
+                let bytes = |d: &Diverted| d.iter().flat_map(|(b, _)| b.clone()).collect::<Vec<u8>>();
+                prop_assert_eq!(bytes(&whole_div), bytes(&split_div));
+                prop_assert_eq!(whole.lines_forwarded, split.lines_forwarded);
+                prop_assert_eq!(whole.lines_diverted, split.lines_diverted);
+                // Nothing is lost or invented: forwarded + diverted = input.
+                prop_assert_eq!(whole_out.len() as u64 + whole.bytes_diverted, data.len() as u64);
+                // Every forwarded line is one JSON object.
+                for line in whole_out.split_inclusive(|b| *b == b'\n') {
+                    prop_assert!(is_json_object(line));
+                }
+            }
+        }
+    }
 }

@@ -712,10 +712,19 @@ pub enum VerifyError {
     Key(String),
 }
 
-/// Verify a journal in one streaming pass.
+/// Verify a journal file in one streaming pass.
 pub fn verify(path: &Path, key: Option<&Key>, anchor: Option<&str>) -> Result<Report, VerifyError> {
     let file = File::open(path).map_err(VerifyError::Io)?;
-    let mut reader = BufReader::with_capacity(256 * 1024, file);
+    verify_reader(file, key, anchor)
+}
+
+/// Verify a journal read from any source, in one streaming pass.
+pub fn verify_reader(
+    source: impl Read,
+    key: Option<&Key>,
+    anchor: Option<&str>,
+) -> Result<Report, VerifyError> {
+    let mut reader = BufReader::with_capacity(256 * 1024, source);
     let plain = Key::Plain;
     let key = key.unwrap_or(&plain);
     let mut state = Verifier {

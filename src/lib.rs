@@ -3,7 +3,7 @@
 //!
 //! Pure modules (no I/O, tested without processes): `capture`,
 //! `termination`, `record`, `units`, `guard` (JSON-RPC line framing) and
-//! `live` (the live stderr budget). OS-facing: `signals`, `child`, `sys`
+//! `live` (the live stderr budget) and `redact` (masking secrets). OS-facing: `signals`, `child`, `sys`
 //! (the only users of nix), `sink`. `supervise` is the one poll loop; `run`
 //! orchestrates one call. `journal` appends and verifies the audit chain;
 //! `verify` is its command.
@@ -16,6 +16,7 @@ pub mod guard;
 pub mod journal;
 pub mod live;
 pub mod record;
+pub mod redact;
 pub mod run;
 pub mod signals;
 pub mod sink;

@@ -5,10 +5,14 @@
 //! Hosts keep server stderr in log files; users have seen MCP logs grow to
 //! hundreds of GB. Over budget, bytes are dropped (they are still in the
 //! capture and counted) and announced by a marker line as soon as the
-//! budget allows. The queue is bounded by the burst size.
+//! budget allows. The queue is bounded by the burst size (plus one held
+//! partial line). What passes is masked line by line (see `redact`); after
+//! a drop, output resumes at the next line so no half secret slips out.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
+
+use crate::redact::{LineRedactor, Redactor};
 
 #[derive(Debug, Clone)]
 pub struct Live {
@@ -17,6 +21,8 @@ pub struct Live {
     tokens: f64,
     refilled_at: Instant,
     queue: VecDeque<u8>,
+    redactor: LineRedactor,
+    scratch: Vec<u8>,
     /// Dropped since the last marker.
     unannounced: u64,
     pub bytes_forwarded: u64,
@@ -32,13 +38,15 @@ fn marker(dropped: u64) -> String {
 
 impl Live {
     /// `rate` bytes per second, `burst` bytes at most at once.
-    pub fn new(rate: u64, burst: u64, now: Instant) -> Live {
+    pub fn new(rate: u64, burst: u64, now: Instant, redactor: Redactor) -> Live {
         Live {
             rate,
             burst,
             tokens: burst as f64,
             refilled_at: now,
             queue: VecDeque::new(),
+            redactor: LineRedactor::new(redactor),
+            scratch: Vec::new(),
             unannounced: 0,
             bytes_forwarded: 0,
             bytes_dropped: 0,
@@ -85,14 +93,33 @@ impl Live {
         } else {
             (self.tokens as usize).min(self.room()).min(chunk.len())
         };
+        let mut skipped = 0;
         if allowed > 0 {
             self.tokens -= allowed as f64;
-            self.queue.extend(&chunk[..allowed]);
-            self.at_line_start = chunk[allowed - 1] == b'\n';
+            self.scratch.clear();
+            skipped = self.redactor.feed(&chunk[..allowed], &mut self.scratch);
+            self.enqueue_scratch();
         }
         let dropped = (chunk.len() - allowed) as u64;
-        self.unannounced += dropped;
-        self.bytes_dropped += dropped;
+        if dropped > 0 {
+            self.redactor.dropped(chunk.last() == Some(&b'\n'));
+        }
+        self.unannounced += dropped + skipped as u64;
+        self.bytes_dropped += dropped + skipped as u64;
+    }
+
+    fn enqueue_scratch(&mut self) {
+        if let Some(last) = self.scratch.last() {
+            self.at_line_start = *last == b'\n';
+            self.queue.extend(&self.scratch);
+        }
+    }
+
+    /// The stream ended: let a held partial line through (masked).
+    pub fn finish(&mut self) {
+        self.scratch.clear();
+        self.redactor.flush(&mut self.scratch);
+        self.enqueue_scratch();
     }
 
     /// Time passed: a pending marker may now fit.
@@ -149,7 +176,7 @@ mod tests {
     #[test]
     fn within_budget_everything_passes() {
         let t0 = Instant::now();
-        let mut live = Live::new(1000, 100, t0);
+        let mut live = Live::new(1000, 100, t0, Redactor::default());
         live.offer(t0, b"hello\n");
         assert_eq!(drain(&mut live), b"hello\n");
         assert_eq!(live.bytes_dropped, 0);
@@ -158,9 +185,12 @@ mod tests {
     #[test]
     fn over_budget_drops_and_announces_when_tokens_return() {
         let t0 = Instant::now();
-        let mut live = Live::new(100, 50, t0);
-        live.offer(t0, &[b'a'; 80]);
-        assert_eq!(drain(&mut live), vec![b'a'; 50]);
+        let mut live = Live::new(100, 50, t0, Redactor::default());
+        let mut burst = vec![b'a'; 49];
+        burst.push(b'\n');
+        burst.extend([b'a'; 30]);
+        live.offer(t0, &burst);
+        assert_eq!(drain(&mut live), burst[..50].to_vec());
         assert_eq!(live.bytes_dropped, 30);
         // Nothing more is shown before the drop is announced.
         let wake = live.wake_at().expect("a marker is pending");
@@ -168,18 +198,29 @@ mod tests {
         assert!(drain(&mut live).is_empty());
         live.tick(wake);
         let shown = String::from_utf8(drain(&mut live)).unwrap();
-        assert_eq!(shown, "\n[mcp-bound: dropped 32 bytes of stderr]\n");
+        assert_eq!(shown, "[mcp-bound: dropped 32 bytes of stderr]\n");
         assert_eq!(live.wake_at(), None);
         live.offer(wake + Duration::from_secs(1), b"after\n");
         assert_eq!(drain(&mut live), b"after\n");
     }
 
     #[test]
+    fn secrets_are_masked_before_they_are_shown() {
+        let t0 = Instant::now();
+        let mut live = Live::new(1_000_000, 4096, t0, Redactor::default());
+        live.offer(t0, b"token=abc123\npartial");
+        live.finish();
+        assert_eq!(drain(&mut live), b"token=[REDACTED]\npartial");
+    }
+
+    #[test]
     fn queue_is_bounded_by_the_burst() {
         let t0 = Instant::now();
-        let mut live = Live::new(1_000_000, 64, t0);
+        let mut live = Live::new(1_000_000, 64, t0, Redactor::default());
+        let mut line = vec![b'x'; 63];
+        line.push(b'\n');
         for i in 0..100 {
-            live.offer(t0 + Duration::from_secs(i), &[b'x'; 64]);
+            live.offer(t0 + Duration::from_secs(i), &line);
             assert!(live.queue.len() <= 64);
         }
     }

@@ -155,6 +155,9 @@ pub struct Limits {
     pub live_rate: Option<u64>,
     pub live_burst: Option<u64>,
     pub stdin_close_grace_ms: Option<u64>,
+    /// How many --redact patterns were added (the patterns are not recorded:
+    /// one may itself contain a secret).
+    pub redact_patterns: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

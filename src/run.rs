@@ -14,6 +14,7 @@ use crate::journal::{self, Journal};
 use crate::record::{
     CancelReason, Event, EventKind, Limits, Record, SCHEMA, State, StderrFacts, Supervisor,
 };
+use crate::redact::Redactor;
 use crate::signals::{self, SignalPipe};
 use crate::sink::Sink;
 use crate::supervise::{self, Outcome};
@@ -56,11 +57,13 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
         None => None,
     };
 
-    let mut record = initial_record(&cli, started_at);
+    let redactor = Redactor::new(&cli.redact).map_err(|e| Error::Usage(format!("--redact {e}")))?;
+    let mut record = initial_record(&cli, started_at, &redactor);
     let mut call = Finish {
         cli: &cli,
         origin,
         started_at,
+        redactor: &redactor,
         journal: None,
     };
     // Fail closed: no intent in the journal, no helper.
@@ -129,6 +132,7 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
         tail_bytes: cli.tail_bytes,
         guard: cli.guard(),
         live: cli.live(),
+        redactor: redactor.clone(),
     };
     let outcome = supervise::supervise(
         helper,
@@ -157,7 +161,7 @@ fn policy(cli: &Cli) -> Policy {
     }
 }
 
-fn initial_record(cli: &Cli, started_at: SystemTime) -> Record {
+fn initial_record(cli: &Cli, started_at: SystemTime, redactor: &Redactor) -> Record {
     let policy = policy(cli);
     Record {
         schema: SCHEMA,
@@ -173,7 +177,7 @@ fn initial_record(cli: &Cli, started_at: SystemTime) -> Record {
         argv: cli
             .command
             .iter()
-            .map(|arg| arg.to_string_lossy().into_owned())
+            .map(|arg| redactor.redact(&arg.to_string_lossy()).into_owned())
             .collect(),
         cwd: std::env::current_dir()
             .ok()
@@ -217,6 +221,7 @@ fn initial_record(cli: &Cli, started_at: SystemTime) -> Record {
             live_rate: cli.live().map(|(rate, _)| rate),
             live_burst: cli.live().map(|(_, burst)| burst),
             stdin_close_grace_ms: policy.stdin_close_grace.map(millis),
+            redact_patterns: redactor.extra_patterns() as u64,
         },
         events: Vec::new(),
         mcp_bound: Supervisor {
@@ -285,6 +290,7 @@ struct Finish<'a> {
     cli: &'a Cli,
     origin: Instant,
     started_at: SystemTime,
+    redactor: &'a Redactor,
     /// Set once the intent is in the journal: then a terminal entry is owed.
     journal: Option<&'a Journal>,
 }
@@ -316,7 +322,7 @@ impl Finish<'_> {
                 truncated: capture.truncated(),
                 head_bytes: capture.head_limit() as u64,
                 tail_bytes: capture.tail_limit() as u64,
-                excerpt: capture.excerpt(retained).text,
+                excerpt: capture.excerpt(retained, self.redactor).text,
                 live_bytes_forwarded: outcome.live_forwarded,
                 live_bytes_dropped: outcome.live_dropped,
             };
@@ -327,9 +333,13 @@ impl Finish<'_> {
                 .last_stderr
                 .map(|at| wall_time(self.origin, self.started_at, at));
             record.events = outcome.events;
-            echo_text = Some(capture.excerpt(cli.excerpt_bytes).text);
+            echo_text = Some(capture.excerpt(cli.excerpt_bytes, self.redactor).text);
             if cli.journal_excerpt_bytes > 0 {
-                journal_excerpt = Some(capture.excerpt(cli.journal_excerpt_bytes).text);
+                journal_excerpt = Some(
+                    capture
+                        .excerpt(cli.journal_excerpt_bytes, self.redactor)
+                        .text,
+                );
             }
         }
         record.events.sort_by_key(|event: &Event| event.t_ms);
@@ -433,10 +443,11 @@ pub fn write_record_file(path: &Path, record: &Record) -> io::Result<()> {
                 "is a symlink; refusing to follow it",
             ));
         }
-        if meta.is_dir() {
+        if !meta.is_file() {
+            // Renaming over a device or a FIFO would replace it.
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
-                "is a directory",
+                "is not a regular file; refusing to replace it",
             ));
         }
     }

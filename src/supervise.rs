@@ -22,6 +22,7 @@ use crate::child::{self, ExitObs, Helper};
 use crate::guard::{DivertReason, Guard};
 use crate::live::Live;
 use crate::record::{CancelReason, Event, EventKind, SignalReason, StdoutFacts, StreamEnd, Target};
+use crate::redact::Redactor;
 use crate::signals::{self, SignalPipe};
 use crate::sink::Sink;
 use crate::sys::{self, Interest, Ready};
@@ -46,6 +47,7 @@ pub struct Config {
     pub guard: Option<usize>,
     /// Some((rate, burst)): forward stderr live under a token bucket.
     pub live: Option<(u64, u64)>,
+    pub redactor: Redactor,
 }
 
 #[derive(Debug)]
@@ -99,6 +101,7 @@ struct Loop<'a> {
     abandoned_open: bool,
     last_stdout: Option<Instant>,
     last_stderr: Option<Instant>,
+    redactor: Redactor,
 }
 
 /// Supervise a spawned helper to the end.
@@ -146,7 +149,7 @@ pub fn supervise(
         guard: config.guard.map(Guard::new),
         live: config
             .live
-            .map(|(rate, burst)| Live::new(rate, burst, dispatched_at)),
+            .map(|(rate, burst)| Live::new(rate, burst, dispatched_at, config.redactor.clone())),
         err_sink,
         err_sink_ready,
         watch_stdin,
@@ -171,6 +174,7 @@ pub fn supervise(
         abandoned_open: false,
         last_stdout: None,
         last_stderr: None,
+        redactor: config.redactor.clone(),
     };
     state.event(
         dispatched_at,
@@ -521,6 +525,9 @@ impl Loop<'_> {
 
     fn close_stderr(&mut self, now: Instant) {
         self.err = None;
+        if let Some(live) = self.live.as_mut() {
+            live.finish();
+        }
         self.event(now, EventKind::StderrClosed);
         self.maybe_streams_closed();
         self.flush_live();
@@ -613,10 +620,11 @@ impl Loop<'_> {
             self.stdout.lines_forwarded = guard.lines_forwarded;
             self.stdout.lines_diverted = guard.lines_diverted;
             self.stdout.bytes_diverted = guard.bytes_diverted;
-            self.stdout.first_diverted = guard
-                .first_diverted
-                .as_deref()
-                .map(|bytes| String::from_utf8_lossy(bytes).into_owned());
+            self.stdout.first_diverted = guard.first_diverted.as_deref().map(|bytes| {
+                let cut = bytes.len() == crate::guard::FIRST_DIVERTED_BYTES;
+                self.redactor
+                    .redact_piece(&String::from_utf8_lossy(bytes), false, cut)
+            });
         }
         let (live_forwarded, live_dropped) = self
             .live

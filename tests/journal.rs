@@ -210,6 +210,7 @@ fn intent(call_id: &str) -> Intent {
             live_rate: None,
             live_burst: None,
             stdin_close_grace_ms: None,
+            redact_patterns: 0,
         },
     }
 }

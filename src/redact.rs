@@ -1,0 +1,382 @@
+//! Redaction of secrets in everything mcp-bound writes out of what it
+//! captured: the stderr excerpt (record, echo, journal), diverted stdout,
+//! argv, and live stderr. Pure.
+//!
+//! A safety net, not a guarantee: a helper must not print credentials in
+//! the first place. Masking after capture cannot undo a secret that already
+//! reached a terminal, and a pattern can only mask what it recognises.
+//!
+//! The capture keeps raw bytes and redaction runs when text is built, so a
+//! secret split across two reads is whole again when it is masked. Where a
+//! truncation cut a token in two, the fragment at the cut is masked too,
+//! because no pattern can recognise half a token.
+
+use std::borrow::Cow;
+use std::sync::OnceLock;
+
+use regex::Regex;
+
+/// What a masked secret becomes.
+pub const MASK: &str = "[REDACTED]";
+/// A token-like fragment at a truncation cut becomes this.
+pub const CUT_MASK: &str = "[cut]";
+/// Shorter fragments at a cut are left alone: too short to be a secret.
+const CUT_FRAGMENT_MIN: usize = 8;
+
+/// Built-in patterns, each with the replacement for its match and the
+/// lowercase words without which it cannot match. Capture groups keep the
+/// harmless part (a header name, a key name) readable.
+const BUILTIN: &[(&str, &str, &[&str])] = &[
+    // PEM private keys, also when the END line was cut off.
+    (
+        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----(?s:.*?)(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\z)",
+        "[REDACTED PRIVATE KEY]",
+        &["private key"],
+    ),
+    // Authorization and Proxy-Authorization headers: keep name and scheme.
+    (
+        r"(?i)\b((?:proxy-)?authorization\s*[:=]\s*)(?:(basic|bearer|digest|token|negotiate)\s+)?[^\s'\x22,;]+",
+        "${1}${2} [REDACTED]",
+        &["authorization"],
+    ),
+    (
+        r"(?i)\b(bearer\s+)[A-Za-z0-9\-._~+/]{8,}=*",
+        "${1}[REDACTED]",
+        &["bearer"],
+    ),
+    // AWS access key ids.
+    (
+        r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA)[0-9A-Z]{16}\b",
+        MASK,
+        &["akia", "asia", "agpa", "aida", "aroa", "anpa"],
+    ),
+    // GitHub tokens.
+    (
+        r"\bgh[opsur]_[A-Za-z0-9]{36,}\b",
+        MASK,
+        &["ghp_", "gho_", "ghs_", "ghu_", "ghr_"],
+    ),
+    (r"\bgithub_pat_[A-Za-z0-9_]{22,}\b", MASK, &["github_pat_"]),
+    // GitLab personal access tokens.
+    (r"\bglpat-[A-Za-z0-9_\-]{20,}", MASK, &["glpat-"]),
+    // Slack tokens.
+    (r"\bxox[abposr]-[A-Za-z0-9\-]{10,}", MASK, &["xox"]),
+    // sk- style API keys (OpenAI, Anthropic, Stripe, ...).
+    (r"\bsk-[A-Za-z0-9_\-]{20,}", MASK, &["sk-"]),
+    // password=, token=, secret= pairs (also in JSON and URLs).
+    (
+        r#"(?i)\b((?:password|passwd|pwd|token|secret|api[_-]?key|access[_-]?key|client[_-]?secret)["']?\s*[:=]\s*)("[^"]*"|'[^']*'|[^\s&'",;]+)"#,
+        "${1}[REDACTED]",
+        &["pass", "pwd", "token", "secret", "key"],
+    ),
+];
+
+#[derive(Debug, Clone)]
+pub struct Redactor {
+    extra: Vec<String>,
+    /// Compiled on first need: most text holds no trigger word, and
+    /// compiling every pattern costs more than a whole short run.
+    compiled: OnceLock<Vec<(Regex, String)>>,
+}
+
+impl Default for Redactor {
+    fn default() -> Self {
+        Redactor::new(&[]).expect("built-in patterns compile")
+    }
+}
+
+impl Redactor {
+    /// The built-in patterns plus `extra` ones (from --redact), whose whole
+    /// match is masked. Extra patterns are checked here, built-ins by tests.
+    pub fn new(extra: &[String]) -> Result<Redactor, String> {
+        for pattern in extra {
+            Regex::new(pattern).map_err(|e| format!("'{pattern}': {e}"))?;
+        }
+        Ok(Redactor {
+            extra: extra.to_vec(),
+            compiled: OnceLock::new(),
+        })
+    }
+
+    fn compiled(&self) -> &[(Regex, String)] {
+        self.compiled.get_or_init(|| {
+            BUILTIN
+                .iter()
+                .map(|(pattern, replacement, _)| (*pattern, replacement.to_string()))
+                .chain(self.extra.iter().map(|p| (p.as_str(), MASK.to_string())))
+                .map(|(pattern, replacement)| {
+                    (
+                        Regex::new(pattern).expect("checked patterns compile"),
+                        replacement,
+                    )
+                })
+                .collect()
+        })
+    }
+
+    /// How many patterns came from --redact (recorded as a count only: a
+    /// pattern may itself contain a secret).
+    pub fn extra_patterns(&self) -> usize {
+        self.extra.len()
+    }
+
+    /// Mask every secret in `text`.
+    pub fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        let lower = text.to_ascii_lowercase();
+        let triggered = |triggers: &[&str]| {
+            triggers
+                .iter()
+                .any(|t| memchr::memmem::find(lower.as_bytes(), t.as_bytes()).is_some())
+        };
+        let needed: Vec<bool> = BUILTIN
+            .iter()
+            .map(|(_, _, triggers)| triggered(triggers))
+            .chain(self.extra.iter().map(|_| true))
+            .collect();
+        if !needed.contains(&true) {
+            return Cow::Borrowed(text);
+        }
+        let mut out = Cow::Borrowed(text);
+        for ((regex, replacement), needed) in self.compiled().iter().zip(needed) {
+            if !needed {
+                continue;
+            }
+            if let Cow::Owned(changed) = regex.replace_all(&out, replacement.as_str()) {
+                out = Cow::Owned(changed);
+            }
+        }
+        out
+    }
+
+    /// Mask a piece of text cut out of a longer stream: `cut_before` and
+    /// `cut_after` say whether bytes were dropped right before or after
+    /// it. A token-like fragment at a cut edge is masked, since half a
+    /// secret matches no pattern.
+    pub fn redact_piece(&self, text: &str, cut_before: bool, cut_after: bool) -> String {
+        let mut piece = text;
+        let mut prefix = "";
+        let mut suffix = "";
+        if cut_before {
+            let end = token_run_end(piece);
+            if end >= CUT_FRAGMENT_MIN {
+                piece = &piece[end..];
+                prefix = CUT_MASK;
+            }
+        }
+        if cut_after {
+            let start = token_run_start(piece);
+            if piece.len() - start >= CUT_FRAGMENT_MIN {
+                piece = &piece[..start];
+                suffix = CUT_MASK;
+            }
+        }
+        format!("{prefix}{}{suffix}", self.redact(piece))
+    }
+}
+
+fn is_token_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '+' | '/' | '=' | '.' | '~' | ':')
+}
+
+fn token_run_end(text: &str) -> usize {
+    text.find(|c: char| !is_token_char(c)).unwrap_or(text.len())
+}
+
+fn token_run_start(text: &str) -> usize {
+    text.rfind(|c: char| !is_token_char(c)).map_or(0, |i| {
+        i + text[i..].chars().next().map_or(1, char::len_utf8)
+    })
+}
+
+/// Streaming redaction for live stderr: whole lines are masked; a partial
+/// line waits for its newline (up to `MAX_CARRY` bytes, then it is masked
+/// and let through). A private key block is masked across its lines.
+#[derive(Debug, Clone)]
+pub struct LineRedactor {
+    redactor: Redactor,
+    carry: Vec<u8>,
+    in_private_key: bool,
+    /// After bytes were dropped, skip to the next line start: the rest of a
+    /// cut line could be half a secret.
+    skip_to_newline: bool,
+}
+
+/// Longest partial line held back before it is let through.
+pub const MAX_CARRY: usize = 4096;
+
+impl LineRedactor {
+    pub fn new(redactor: Redactor) -> LineRedactor {
+        LineRedactor {
+            redactor,
+            carry: Vec::new(),
+            in_private_key: false,
+            skip_to_newline: false,
+        }
+    }
+
+    /// Bytes before this point were dropped; `at_line_end` when they ended
+    /// with a newline, so what follows starts a line of its own.
+    pub fn dropped(&mut self, at_line_end: bool) {
+        self.carry.clear();
+        self.skip_to_newline = !at_line_end;
+    }
+
+    /// Feed bytes; masked complete lines are appended to `out`. Returns
+    /// how many input bytes were skipped (after a drop).
+    pub fn feed(&mut self, mut chunk: &[u8], out: &mut Vec<u8>) -> usize {
+        let mut skipped = 0;
+        if self.skip_to_newline {
+            match memchr::memchr(b'\n', chunk) {
+                Some(i) => {
+                    skipped = i + 1;
+                    chunk = &chunk[i + 1..];
+                    self.skip_to_newline = false;
+                }
+                None => return chunk.len(),
+            }
+        }
+        while let Some(i) = memchr::memchr(b'\n', chunk) {
+            self.carry.extend_from_slice(&chunk[..=i]);
+            chunk = &chunk[i + 1..];
+            self.emit_carry(out);
+        }
+        self.carry.extend_from_slice(chunk);
+        if self.carry.len() > MAX_CARRY {
+            self.emit_carry(out);
+        }
+        skipped
+    }
+
+    /// The stream ended: let the last partial line through, masked.
+    pub fn flush(&mut self, out: &mut Vec<u8>) {
+        if !self.carry.is_empty() {
+            self.emit_carry(out);
+        }
+    }
+
+    fn emit_carry(&mut self, out: &mut Vec<u8>) {
+        let line = String::from_utf8_lossy(&self.carry).into_owned();
+        self.carry.clear();
+        let begins = line.contains("-----BEGIN ") && line.contains("PRIVATE KEY-----");
+        let ends = line.contains("-----END ") && line.contains("PRIVATE KEY-----");
+        if self.in_private_key || begins {
+            self.in_private_key = !ends;
+            if begins {
+                out.extend_from_slice(b"[REDACTED PRIVATE KEY]\n");
+            }
+            return;
+        }
+        out.extend_from_slice(self.redactor.redact(&line).as_bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn masked(text: &str) -> String {
+        Redactor::default().redact(text).into_owned()
+    }
+
+    #[test]
+    fn known_secret_shapes_are_masked() {
+        let cases = [
+            (
+                "Authorization: Bearer abc.def-ghi_jkl",
+                "Authorization: Bearer [REDACTED]",
+            ),
+            (
+                "proxy-authorization: Basic dXNlcjpwYXNz",
+                "proxy-authorization: Basic [REDACTED]",
+            ),
+            (
+                "curl -H 'Authorization: token12345678'",
+                "curl -H 'Authorization:  [REDACTED]'",
+            ),
+            (
+                "using bearer eyJhbGciOiJIUzI1NiJ9.payload.sig",
+                "using bearer [REDACTED]",
+            ),
+            ("key AKIAIOSFODNN7EXAMPLE end", "key [REDACTED] end"),
+            ("ghp_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "[REDACTED]"),
+            ("github_pat_11ABCDEFG0123456789_abcdefghijkl", "[REDACTED]"),
+            ("glpat-abcdefghij0123456789", "[REDACTED]"),
+            ("xoxb-1234567890-abcdefghij", "[REDACTED]"),
+            (
+                "OPENAI sk-proj-abcdefghijklmnopqrstuvwxyz",
+                "OPENAI [REDACTED]",
+            ),
+            ("password=hunter2&user=me", "password=[REDACTED]&user=me"),
+            ("{\"token\": \"abc def\"}", "{\"token\": [REDACTED]}"),
+            ("SECRET: s3cr3t", "SECRET: [REDACTED]"),
+            ("api_key=xyz", "api_key=[REDACTED]"),
+        ];
+        for (input, expected) in cases {
+            assert_eq!(masked(input), expected, "{input}");
+        }
+    }
+
+    #[test]
+    fn private_key_blocks_are_masked_even_when_cut() {
+        let text = "before\n-----BEGIN RSA PRIVATE KEY-----\nMIIE\nabc\n-----END RSA PRIVATE KEY-----\nafter";
+        assert_eq!(masked(text), "before\n[REDACTED PRIVATE KEY]\nafter");
+        let cut = "x\n-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXkt";
+        assert_eq!(masked(cut), "x\n[REDACTED PRIVATE KEY]");
+    }
+
+    #[test]
+    fn every_builtin_pattern_compiles_and_nothing_compiles_for_plain_text() {
+        let redactor = Redactor::default();
+        assert_eq!(redactor.redact("plain words only"), "plain words only");
+        assert!(redactor.compiled.get().is_none(), "no trigger, no compile");
+        assert_eq!(redactor.compiled().len(), BUILTIN.len());
+    }
+
+    #[test]
+    fn harmless_text_is_untouched() {
+        let text = "connection retry 18 failed: remote side closed the channel\nsk-short";
+        assert_eq!(masked(text), text);
+    }
+
+    #[test]
+    fn extra_patterns_mask_the_whole_match() {
+        let redactor = Redactor::new(&["internal-[0-9]+".into()]).unwrap();
+        assert_eq!(redactor.redact("id internal-4242 ok"), "id [REDACTED] ok");
+        assert_eq!(redactor.extra_patterns(), 1);
+        assert!(Redactor::new(&["(".into()]).is_err());
+    }
+
+    #[test]
+    fn fragments_at_cut_edges_are_masked() {
+        let redactor = Redactor::default();
+        assert_eq!(
+            redactor.redact_piece("aaaaaaaaaaaaaaa1234 rest\nnext", true, false),
+            "[cut] rest\nnext"
+        );
+        assert_eq!(
+            redactor.redact_piece("head ghp_aaaaaaaaaa", false, true),
+            "head [cut]"
+        );
+        assert_eq!(redactor.redact_piece("ab cd", true, true), "ab cd");
+    }
+
+    #[test]
+    fn live_lines_are_masked_and_resume_at_a_line_after_a_drop() {
+        let mut live = LineRedactor::new(Redactor::default());
+        let mut out = Vec::new();
+        live.feed(b"ok line\nAuthorization: Bear", &mut out);
+        live.feed(b"er abcdefghijkl\n", &mut out);
+        assert_eq!(out, b"ok line\nAuthorization: Bearer [REDACTED]\n");
+        out.clear();
+        live.dropped(false);
+        let skipped = live.feed(b"fghijklmnop-secret-tail\nnext\n", &mut out);
+        assert_eq!(skipped, 24);
+        assert_eq!(out, b"next\n");
+        out.clear();
+        live.feed(
+            b"-----BEGIN PRIVATE KEY-----\nAAAA\nBBBB\n-----END PRIVATE KEY-----\nafter\n",
+            &mut out,
+        );
+        assert_eq!(out, b"[REDACTED PRIVATE KEY]\nafter\n");
+    }
+}

@@ -1,0 +1,291 @@
+//! Hostile input and faults: secrets in what is captured, odd paths, NUL
+//! bytes, helpers that misbehave, signal storms, descriptor hygiene.
+
+mod util;
+
+use std::process::Command;
+
+use serde_json::{Value, json};
+use util::{Call, exists};
+
+const SECRET: &str = "abcdefghijkl0123456789";
+
+#[track_caller]
+fn no_secret(done: &util::Done, where_: &str, text: &str) {
+    done.check(
+        !text.contains(SECRET),
+        &format!("the secret leaked into {where_}"),
+    );
+}
+
+#[test]
+fn a_secret_split_across_two_reads_is_masked_everywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("audit.jsonl");
+    // Two writes with a pause between: two reads by mcp-bound.
+    // The secret comes through the environment, which is never recorded;
+    // in argv it would be the test's own leak.
+    let done = Call::sh(
+        "printf 'Authorization: Bea' >&2; sleep 0.2; printf 'rer %s\\n' \"$S\" >&2; exit 1",
+    )
+    .opt(&["--journal", journal.to_str().unwrap()])
+    .env("S", SECRET)
+    .run();
+    done.expect_state("completed", 1);
+    let excerpt = done.field("/stderr/excerpt").as_str().unwrap();
+    done.check(
+        excerpt == "Authorization: Bearer [REDACTED]\n",
+        "masked whole",
+    );
+    no_secret(&done, "the record", done.record_text.as_deref().unwrap());
+    no_secret(&done, "the echo", &done.stderr_text());
+    no_secret(
+        &done,
+        "the journal",
+        &std::fs::read_to_string(&journal).unwrap(),
+    );
+    done.check(
+        done.stderr_text().contains("Bearer [REDACTED]"),
+        "echo masked",
+    );
+}
+
+#[test]
+fn argv_is_masked_and_the_environment_never_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("audit.jsonl");
+    let done = Call::new(&["sh", "-c", "exit 0", "sh", &format!("--token={SECRET}")])
+        .opt(&["--journal", journal.to_str().unwrap()])
+        .env("CLOUD_API_KEY", SECRET)
+        .run();
+    done.expect_state("completed", 0)
+        .expect("/argv/4", json!("--token=[REDACTED]"));
+    no_secret(&done, "the record", done.record_text.as_deref().unwrap());
+    no_secret(
+        &done,
+        "the journal",
+        &std::fs::read_to_string(&journal).unwrap(),
+    );
+}
+
+#[test]
+fn extra_patterns_private_keys_and_cut_tokens() {
+    let done = Call::sh(
+        "echo 'id internal-4242'; echo '-----BEGIN EC PRIVATE KEY-----'; echo MHcCAQEE; \
+         echo '-----END EC PRIVATE KEY-----'; echo ok",
+    )
+    .opt(&["--redact", "internal-[0-9]+", "--stdout-guard", "jsonrpc"])
+    .run();
+    done.expect_state("completed", 0)
+        .expect("/limits/redact_patterns", json!(1));
+    let excerpt = done.field("/stderr/excerpt").as_str().unwrap();
+    done.check(
+        excerpt.contains("id [REDACTED]"),
+        "--redact applied to diverted stdout",
+    );
+    done.check(
+        excerpt.contains("[REDACTED PRIVATE KEY]"),
+        "key block masked",
+    );
+    done.check(!excerpt.contains("MHcCAQEE"), "key body gone");
+    done.check(
+        done.field("/stdout/first_diverted") == &json!("id [REDACTED]\n"),
+        "first_diverted masked",
+    );
+    // A token cut by the tail's start: no pattern can match half of it.
+    let done = Call::sh("printf 'ghp_%s%s tail' \"$S\" \"$S\" >&2; exit 3")
+        .opt(&["--tail-bytes", "30"])
+        .env("S", SECRET)
+        .run();
+    let excerpt = done.field("/stderr/excerpt").as_str().unwrap();
+    done.check(
+        excerpt.ends_with("]\n[cut] tail"),
+        "the fragment at the cut is masked",
+    );
+    no_secret(&done, "the record", done.record_text.as_deref().unwrap());
+    done.check(
+        Call::new(&["true"])
+            .without_record()
+            .opt(&["--redact", "("])
+            .run()
+            .code()
+            == 125,
+        "an invalid --redact is a usage error",
+    );
+}
+
+#[test]
+fn live_stderr_is_masked() {
+    let done = Call::sh("echo \"password=$S\" >&2; echo fine >&2")
+        .opt(&["--live"])
+        .env("S", SECRET)
+        .run();
+    done.expect_state("completed", 0);
+    done.check(
+        done.stderr_text() == "password=[REDACTED]\nfine\n",
+        "live output masked line by line",
+    );
+}
+
+#[test]
+fn record_path_that_is_a_device_is_refused() {
+    let marker = tempfile::tempdir().unwrap();
+    let marker = marker.path().join("ran");
+    let done = Call::new(&["touch", marker.to_str().unwrap()])
+        .without_record()
+        .opt(&["--record", "/dev/full"])
+        .run();
+    done.expect_code(125);
+    done.check(
+        done.stderr_text().contains("not a regular file"),
+        "says why",
+    );
+    done.check(!exists(&marker), "the helper was not started");
+    use std::os::unix::fs::FileTypeExt;
+    assert!(
+        std::fs::metadata("/dev/full")
+            .unwrap()
+            .file_type()
+            .is_char_device(),
+        "/dev/full is still a device"
+    );
+}
+
+#[test]
+fn nul_bytes_are_counted_and_kept_as_text() {
+    let done = Call::sh("printf 'a\\000b\\000\\000c' >&2; printf 'x\\000y'").run();
+    done.expect_state("completed", 0)
+        .expect("/stderr/bytes_seen", json!(6))
+        .expect("/stderr/excerpt", json!("a\u{0}b\u{0}\u{0}c"))
+        .expect("/stdout/bytes_forwarded", json!(3));
+    done.check(done.stdout == b"x\0y", "stdout byte-exact with NULs");
+}
+
+#[test]
+fn limits_of_zero_and_huge_values() {
+    Call::sh("echo lost >&2")
+        .opt(&[
+            "--tail-bytes",
+            "0",
+            "--head-bytes",
+            "0",
+            "--excerpt-bytes",
+            "0",
+        ])
+        .run()
+        .expect_state("completed", 0)
+        .expect("/stderr/bytes_seen", json!(5))
+        .expect("/stderr/bytes_retained", json!(0))
+        .expect(
+            "/stderr/excerpt",
+            json!("[stderr truncated: kept 0 of 5 bytes]\n"),
+        );
+    Call::new(&["true"])
+        .opt(&[
+            "--timeout",
+            "99999999d",
+            "--grace",
+            "1e9",
+            "--tail-bytes",
+            "1G",
+        ])
+        .run()
+        .expect_state("completed", 0);
+    let done = Call::sh("trap '' TERM; exec sleep 30")
+        .opt(&["--timeout", "0.2", "--grace", "0"])
+        .run();
+    done.expect_state("timed_out", 124)
+        .expect("/exit", json!({"signal": "KILL", "core_dumped": false}));
+}
+
+#[test]
+fn a_helper_that_closes_stdout_but_keeps_running() {
+    let done = Call::sh("exec >&-; sleep 0.3; echo still-here >&2").run();
+    done.expect_state("completed", 0);
+    let events = done.record()["events"].as_array().unwrap();
+    let position = |kind: &str| events.iter().position(|e| e["event"] == kind).unwrap();
+    done.check(
+        position("stdout_closed") < position("helper_exited"),
+        "stdout closed first",
+    );
+    done.check(
+        done.field("/stderr/excerpt") == &json!("still-here\n"),
+        "and it ran on",
+    );
+}
+
+#[test]
+fn a_storm_of_signals_is_survived_and_recorded_boundedly() {
+    let mut run = Call::sh("trap '' TERM INT HUP; echo READY; exec sleep 30")
+        .opt(&["--grace", "60s"])
+        .start();
+    run.wait_for_line("READY");
+    let pid = run.pid().to_string();
+    // Harmless signals by the hundred, then many cancelling ones at once.
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "i=0; while [ $i -lt 300 ]; do kill -s CHLD {pid}; kill -s WINCH {pid}; i=$((i+1)); done; \
+             for s in HUP INT TERM HUP INT TERM QUIT HUP INT TERM HUP INT; do kill -s $s {pid}; done"
+        ))
+        .status()
+        .unwrap();
+    let done = run.finish();
+    done.expect("/state", json!("cancelled_after_dispatch"))
+        .expect("/exit", json!({"signal": "KILL", "core_dumped": false}));
+    done.check(
+        done.events("cancel_requested").len() <= 8,
+        "the record stays bounded",
+    );
+    done.check(
+        done.signals_sent().iter().any(|(s, _, _)| s == "KILL"),
+        "the second signal escalated",
+    );
+}
+
+#[test]
+fn the_helper_inherits_no_descriptor_of_mcp_bounds_own() {
+    // Whatever the caller passed down is the caller's business and passes
+    // through; mcp-bound must add nothing (self-pipe, journal, record fd,
+    // re-opened stdout are all close-on-exec).
+    let list = "ls /proc/self/fd | sort -n | tr '\\n' ' '";
+    let direct = Command::new("sh").args(["-c", list]).output().unwrap();
+    let parse = |bytes: &[u8]| -> Vec<u32> {
+        String::from_utf8_lossy(bytes)
+            .split_whitespace()
+            .filter_map(|f| f.parse().ok())
+            .collect()
+    };
+    let expected = parse(&direct.stdout);
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("audit.jsonl");
+    let done = Call::sh(list)
+        .opt(&[
+            "--journal",
+            journal.to_str().unwrap(),
+            "--mcp",
+            "--stdout-guard",
+            "off",
+        ])
+        .run();
+    done.expect_state("completed", 0);
+    let through = parse(&done.stdout);
+    done.check(
+        through == expected,
+        &format!("helper fds {through:?}, direct {expected:?}"),
+    );
+}
+
+#[test]
+fn an_unstartable_call_still_ends_with_a_record_and_a_journal_terminal() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("audit.jsonl");
+    let done = Call::new(&["/nonexistent/helper"])
+        .opt(&["--journal", journal.to_str().unwrap()])
+        .run();
+    done.expect_state("failed_before_dispatch", 127);
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(last["kind"], "terminal");
+    assert_eq!(last["state"], "failed_before_dispatch");
+}
