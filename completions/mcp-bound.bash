@@ -35,7 +35,7 @@ _mcp__bound() {
 
     case "${cmd}" in
         mcp__bound)
-            opts="-s -k -h -V --timeout --signal --kill-after --grace --wait-delay --preserve-status --head-bytes --tail-bytes --excerpt-bytes --echo --record --record-fd --call-id --session-id --mcp --stdout-guard --max-message-bytes --live --live-rate --live-burst --stdin-close-grace --redact --journal --journal-excerpt-bytes --journal-key --help --version verify help"
+            opts="-s -k -h -V --timeout --signal --kill-after --grace --wait-delay --preserve-status --head-bytes --tail-bytes --excerpt-bytes --echo --record --record-fd --call-id --session-id --mcp --stdout-guard --max-message-bytes --live --live-rate --live-burst --stdin-close-grace --redact --approve-cmd --approve --approval-timeout --journal --journal-excerpt-bytes --journal-key --help --version verify help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -126,6 +126,18 @@ _mcp__bound() {
                     return 0
                     ;;
                 --redact)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --approve-cmd)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --approve)
+                    COMPREPLY=($(compgen -W "tty" -- "${cur}"))
+                    return 0
+                    ;;
+                --approval-timeout)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

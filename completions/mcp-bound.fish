@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_mcp_bound_global_optspecs
-    string join \n timeout= s/signal= k/grace= wait-delay= preserve-status head-bytes= tail-bytes= excerpt-bytes= echo= record= record-fd= call-id= session-id= mcp stdout-guard= max-message-bytes= live= live-rate= live-burst= stdin-close-grace= redact= journal= journal-excerpt-bytes= journal-key= h/help V/version
+    string join \n timeout= s/signal= k/grace= wait-delay= preserve-status head-bytes= tail-bytes= excerpt-bytes= echo= record= record-fd= call-id= session-id= mcp stdout-guard= max-message-bytes= live= live-rate= live-burst= stdin-close-grace= redact= approve-cmd= approve= approval-timeout= journal= journal-excerpt-bytes= journal-key= h/help V/version
 end
 
 function __fish_mcp_bound_needs_command
@@ -47,6 +47,9 @@ complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l live-rate -d 'Live 
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l live-burst -d 'Live stderr budget: most bytes at once (also the bound on what waits to be written)' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l stdin-close-grace -d 'Watch our stdin for hang-up (without reading it); then give the helper this long to exit before terminating it [default: off; 2s with --mcp]' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l redact -d 'Also mask matches of REGEX (repeatable) in everything written out of the capture; built-in patterns cover Authorization headers, Bearer tokens, private keys, common API token shapes and password=/token=/secret= pairs' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l approve-cmd -d 'Before the helper starts, run COMMAND (split into words like a shell does; no shell is run) with the call as one JSON object on its stdin; exit 0 approves, anything else denies. It runs in its own process group, bounded, and is terminated at the deadline' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l approve -d 'Before the helper starts, ask on the controlling terminal (/dev/tty, never stdin or stdout); the default answer is no' -r -f -a "tty\t''"
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l approval-timeout -d 'Wall-clock deadline for the approval, from the request; nothing extends it. When it passes, the call is denied as expired (exit 77)' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l journal -d 'Append an intent (before dispatch, synced) and a terminal entry to this hash-chained journal. If the intent cannot be written, the helper is not started' -r -F
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l journal-excerpt-bytes -d 'Most bytes of stderr excerpt in the journal\'s terminal entry; 0 for none' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l journal-key -d 'Key the journal: h becomes HMAC-SHA256 with the key in FILE (at least 16 bytes), so an append forged without the key fails verification' -r -F

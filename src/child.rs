@@ -59,15 +59,16 @@ pub enum SpawnError {
     NotExecutable(io::Error),
 }
 
-/// Start the helper. Its stdin is inherited; stdout and stderr are pipes
-/// whose read ends (ours) are non-blocking. On Linux it gets SIGKILL if
-/// mcp-bound dies, so it cannot outlive a SIGKILLed supervisor.
-pub fn spawn(argv: &[OsString]) -> Result<Helper, SpawnError> {
+/// Start the helper. Its stdin is inherited (or `stdin`, for an
+/// approver); stdout and stderr are pipes whose read ends (ours) are
+/// non-blocking. On Linux it gets SIGKILL if mcp-bound dies, so it cannot
+/// outlive a SIGKILLed supervisor.
+pub fn spawn(argv: &[OsString], stdin: Option<OwnedFd>) -> Result<Helper, SpawnError> {
     let parent = std::process::id() as i32;
     let mut command = Command::new(&argv[0]);
     command
         .args(&argv[1..])
-        .stdin(Stdio::inherit())
+        .stdin(stdin.map_or_else(Stdio::inherit, Stdio::from))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);

@@ -37,6 +37,10 @@ pub const EXIT_STATUS: &[(&str, &str)] = &[
         "the helper died of signal N that mcp-bound did not send; or mcp-bound received signal N (INT, TERM, HUP, QUIT) and cancelled the helper",
     ),
     (
+        "77",
+        "the approver denied the call, or the approval expired; the helper never ran",
+    ),
+    (
         "141",
         "mcp-bound's stdout reader went away (EPIPE) and the helper was cancelled",
     ),
@@ -221,6 +225,24 @@ pub struct Cli {
     #[arg(long, value_name = "REGEX", env = "MCP_BOUND_REDACT", value_delimiter = '\n', value_parser = parse_regex, help_heading = "Capture")]
     pub redact: Vec<String>,
 
+    /// Before the helper starts, run COMMAND (split into words like a shell does; no shell is run) with the call as one JSON object on its stdin; exit 0 approves, anything else denies. It runs in its own process group, bounded, and is terminated at the deadline.
+    #[arg(long, value_name = "COMMAND", env = "MCP_BOUND_APPROVE_CMD", value_parser = parse_command_line, conflicts_with = "approve", help_heading = "Approval")]
+    pub approve_cmd: Option<CommandLine>,
+
+    /// Before the helper starts, ask on the controlling terminal (/dev/tty, never stdin or stdout); the default answer is no.
+    #[arg(
+        long,
+        value_name = "WHERE",
+        env = "MCP_BOUND_APPROVE",
+        value_enum,
+        help_heading = "Approval"
+    )]
+    pub approve: Option<ApproveOn>,
+
+    /// Wall-clock deadline for the approval, from the request; nothing extends it. When it passes, the call is denied as expired (exit 77).
+    #[arg(long, value_name = "DURATION", env = "MCP_BOUND_APPROVAL_TIMEOUT", default_value = "60s", value_parser = positive_duration, help_heading = "Approval")]
+    pub approval_timeout: Duration,
+
     /// Append an intent (before dispatch, synced) and a terminal entry to this hash-chained journal. If the intent cannot be written, the helper is not started.
     #[arg(
         long,
@@ -332,6 +354,31 @@ impl Cli {
         self.live
             .unwrap_or(self.mcp)
             .then_some((self.live_rate, self.live_burst as u64))
+    }
+}
+
+/// Where --approve asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ApproveOn {
+    Tty,
+}
+
+/// A command line split into words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandLine(pub Vec<String>);
+
+fn parse_command_line(text: &str) -> Result<CommandLine, String> {
+    match shlex::split(text) {
+        Some(words) if !words.is_empty() => Ok(CommandLine(words)),
+        Some(_) => Err("empty command".into()),
+        None => Err("unbalanced quotes".into()),
+    }
+}
+
+fn positive_duration(text: &str) -> Result<Duration, String> {
+    match units::parse_duration(text)? {
+        duration if duration.is_zero() => Err("must be more than 0".into()),
+        duration => Ok(duration),
     }
 }
 

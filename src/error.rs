@@ -23,6 +23,8 @@ pub mod code {
     pub const OWN_FAILURE: i32 = 125;
     pub const NOT_EXECUTABLE: i32 = 126;
     pub const NOT_FOUND: i32 = 127;
+    /// Denied by the approver, or approval expired (sysexits' EX_NOPERM).
+    pub const DENIED: i32 = 77;
     /// 128 + SIGPIPE: our stdout's reader went away.
     pub const CLIENT_DISCONNECTED: i32 = 141;
     /// `verify`: the journal is intact (warnings allowed).

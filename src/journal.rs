@@ -205,9 +205,22 @@ struct Recover {
     torn_sha256: String,
 }
 
+/// The approval decision, between intent and dispatch.
+#[derive(Debug, Clone, Serialize)]
+pub struct DecisionEntry {
+    pub call_id: String,
+    pub decision: Option<crate::record::Decision>,
+    pub method: crate::record::ApprovalMethod,
+    pub requested_at: String,
+    pub decided_at: String,
+    pub waited_ms: u64,
+    pub approver_exit: Option<Exit>,
+}
+
 /// What a caller appends.
 pub enum Entry<'a> {
     Intent(&'a Intent),
+    Decision(&'a DecisionEntry),
     Terminal(&'a Terminal),
 }
 
@@ -355,6 +368,9 @@ impl Journal {
         }
         let (line, h) = match entry {
             Entry::Intent(intent) => format_line(&self.key, seq, &prev, "intent", &ts, intent),
+            Entry::Decision(decision) => {
+                format_line(&self.key, seq, &prev, "decision", &ts, decision)
+            }
             Entry::Terminal(terminal) => {
                 format_line(&self.key, seq, &prev, "terminal", &ts, terminal)
             }
@@ -533,6 +549,19 @@ struct Parsed<'a> {
     streams: Option<serde::de::IgnoredAny>,
     #[serde(default)]
     excerpt: Option<serde::de::IgnoredAny>,
+    // decision
+    #[serde(default)]
+    decision: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    method: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    requested_at: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    decided_at: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    waited_ms: Option<u64>,
+    #[serde(default)]
+    approver_exit: Option<serde::de::IgnoredAny>,
     // recover
     #[serde(default)]
     torn_offset: Option<u64>,
@@ -550,8 +579,19 @@ impl Parsed<'_> {
         let intent = self.argv.is_some() || self.uid.is_some() || self.limits.is_some();
         let terminal = self.state.is_some() || self.signals.is_some() || self.streams.is_some();
         let recover = self.torn_offset.is_some() || self.torn_sha256.is_some();
+        let decision =
+            self.method.is_some() || self.waited_ms.is_some() || self.decided_at.is_some();
         let ok = match self.kind.as_ref() {
-            "genesis" => genesis && !call && !intent && !terminal && !recover,
+            "genesis" => genesis && !call && !intent && !terminal && !recover && !decision,
+            "decision" => {
+                call && self.method.is_some()
+                    && self.waited_ms.is_some()
+                    && self.decided_at.is_some()
+                    && !genesis
+                    && !intent
+                    && !terminal
+                    && !recover
+            }
             "intent" => {
                 call && self.argv.is_some()
                     && self.uid.is_some()
@@ -560,6 +600,7 @@ impl Parsed<'_> {
                     && !genesis
                     && !terminal
                     && !recover
+                    && !decision
             }
             "terminal" => {
                 call && self.state.is_some()
@@ -568,6 +609,7 @@ impl Parsed<'_> {
                     && !genesis
                     && !intent
                     && !recover
+                    && !decision
             }
             "recover" => {
                 self.torn_offset.is_some()
@@ -577,6 +619,7 @@ impl Parsed<'_> {
                     && !call
                     && !intent
                     && !terminal
+                    && !decision
             }
             other => return Err(format!("unknown kind '{other}'")),
         };
@@ -672,6 +715,8 @@ pub struct Unfinished {
     pub call_id: String,
     pub pid: Option<u32>,
     pub ts: String,
+    /// A decision entry was written (the call was approved, or not).
+    pub decided: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -966,8 +1011,25 @@ impl Verifier<'_> {
                             call_id: call_id.to_string(),
                             pid: parsed.pid,
                             ts: parsed.ts.to_string(),
+                            decided: false,
                         },
                     );
+                } else if kind == "decision" {
+                    match self.open.get_mut(call_id) {
+                        Some(open) if !open.decided => open.decided = true,
+                        Some(_) => {
+                            return fail(
+                                BreakKind::DuplicateCall,
+                                format!("a second decision for call {call_id}"),
+                            );
+                        }
+                        None => {
+                            return fail(
+                                BreakKind::OrphanTerminal,
+                                format!("a decision for call {call_id} with no open intent"),
+                            );
+                        }
+                    }
                 } else if self.open.remove(call_id).is_some() {
                     self.closed.insert(id_digest(call_id));
                 } else if self.closed.contains(&id_digest(call_id)) {

@@ -6,8 +6,9 @@
 //! `live` (the live stderr budget) and `redact` (masking secrets). OS-facing: `signals`, `child`, `sys`
 //! (the only users of nix), `sink`. `supervise` is the one poll loop; `run`
 //! orchestrates one call. `journal` appends and verifies the audit chain;
-//! `verify` is its command.
+//! `verify` is its command. `approve` is the approval gate before dispatch.
 
+pub mod approve;
 pub mod capture;
 pub mod child;
 pub mod cli;

@@ -12,6 +12,8 @@ pub const SCHEMA: &str = "mcp-bound/record/v1";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum State {
+    /// Written before approval is requested; the helper has not started.
+    AwaitingApproval,
     /// Written before the helper starts; still there if mcp-bound was SIGKILLed.
     Dispatched,
     Completed,
@@ -20,6 +22,8 @@ pub enum State {
     /// The helper had started and may already have acted.
     CancelledAfterDispatch,
     FailedBeforeDispatch,
+    /// The approver denied the call, or approval expired: never started.
+    Denied,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -160,6 +164,39 @@ pub struct Limits {
     pub redact_patterns: u64,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalMethod {
+    Command,
+    Tty,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    Approved,
+    Denied,
+    Expired,
+    /// The approval could not be asked (no approver, no terminal).
+    Error,
+}
+
+/// The approval gate, when one is required.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Approval {
+    pub required: bool,
+    pub method: Option<ApprovalMethod>,
+    /// Null while pending, or when a signal cancelled the call first.
+    pub decision: Option<Decision>,
+    pub requested_at: Option<String>,
+    pub decided_at: Option<String>,
+    pub waited_ms: Option<u64>,
+    pub timeout_ms: Option<u64>,
+    pub approver_exit: Option<Exit>,
+    /// The approver's stdout and stderr, bounded, masked.
+    pub excerpt: Option<String>,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Supervisor {
     pub version: String,
@@ -191,6 +228,7 @@ pub struct Record {
     pub last_stderr_at: Option<String>,
     /// Why the helper could not be started, for `failed_before_dispatch`.
     pub error: Option<String>,
+    pub approval: Approval,
     pub stdout: StdoutFacts,
     pub stderr: StderrFacts,
     pub limits: Limits,

@@ -2,17 +2,20 @@
 //! supervise, decide the state and exit code from what was observed, write
 //! the final record and the bounded echo.
 
+use std::ffi::OsString;
 use std::fs;
 use std::io::{self, Read, Write};
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
+use crate::approve;
 use crate::child::{self, ExitObs};
-use crate::cli::{Cli, Echo};
+use crate::cli::{ApproveOn, Cli, Echo};
 use crate::error::{Error, code};
 use crate::journal::{self, Journal};
 use crate::record::{
-    CancelReason, Event, EventKind, Limits, Record, SCHEMA, State, StderrFacts, Supervisor,
+    Approval, CancelReason, Decision, Event, EventKind, Limits, Record, SCHEMA, State, StderrFacts,
+    Supervisor,
 };
 use crate::redact::Redactor;
 use crate::signals::{self, SignalPipe};
@@ -99,15 +102,29 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
 
     let pending = signals.take();
     if let Some(&(signo, _)) = pending.terminating.first() {
-        record.state = State::CancelledBeforeDispatch;
-        record.cancel_reason = Some(CancelReason::Signal);
-        record.cancel_signal = Some(signals::name(signo));
-        return Ok(call.finish(record, 128 + signo, None));
+        return Ok(call.cancel_before_dispatch(record, signo));
+    }
+
+    if let Some(method) = approval_method(&cli) {
+        if let Some(exit_code) = call.approve(&mut record, &method, &signals) {
+            return Ok(exit_code);
+        }
+        // Approved: the in-flight record now says dispatched.
+        record.state = State::Dispatched;
+        if let Some(path) = &cli.record
+            && let Err(err) = write_record_file(path, &record)
+        {
+            let error = format!(
+                "--record {}: cannot write the record before dispatch: {err}; the helper was not started",
+                path.display()
+            );
+            return Ok(call.fail_before_dispatch(record, error, code::OWN_FAILURE));
+        }
     }
 
     let mut stdout = Sink::stdout();
     let dispatched_at = Instant::now();
-    let helper = match child::spawn(&cli.command) {
+    let helper = match child::spawn(&cli.command, None) {
         Ok(helper) => helper,
         Err(err) => {
             let program = cli.command[0].to_string_lossy();
@@ -133,6 +150,7 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
         guard: cli.guard(),
         live: cli.live(),
         redactor: redactor.clone(),
+        capture_stdout: false,
     };
     let outcome = supervise::supervise(
         helper,
@@ -145,6 +163,16 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
     .map_err(|e| setup("poll failed", e))?;
     let exit_code = decide(&cli, &outcome, &mut record);
     Ok(call.finish(record, exit_code, Some(outcome)))
+}
+
+fn approval_method(cli: &Cli) -> Option<approve::Method> {
+    match (&cli.approve_cmd, cli.approve) {
+        (Some(command), _) => Some(approve::Method::Command(
+            command.0.iter().map(OsString::from).collect(),
+        )),
+        (None, Some(ApproveOn::Tty)) => Some(approve::Method::Tty),
+        (None, None) => None,
+    }
 }
 
 fn setup(what: &str, err: io::Error) -> Error {
@@ -167,7 +195,11 @@ fn initial_record(cli: &Cli, started_at: SystemTime, redactor: &Redactor) -> Rec
         schema: SCHEMA,
         call_id: cli.call_id.clone().unwrap_or_else(random_call_id),
         session_id: cli.session_id.clone(),
-        state: State::Dispatched,
+        state: if approval_method(cli).is_some() {
+            State::AwaitingApproval
+        } else {
+            State::Dispatched
+        },
         cancel_reason: None,
         cancel_signal: None,
         exit: None,
@@ -189,6 +221,15 @@ fn initial_record(cli: &Cli, started_at: SystemTime, redactor: &Redactor) -> Rec
         last_stdout_at: None,
         last_stderr_at: None,
         error: None,
+        approval: match approval_method(cli) {
+            Some(method) => Approval {
+                required: true,
+                method: Some(method.record()),
+                timeout_ms: Some(millis(cli.approval_timeout)),
+                ..Approval::default()
+            },
+            None => Approval::default(),
+        },
         stdout: crate::record::StdoutFacts {
             guard: if cli.guard().is_some() {
                 "jsonrpc"
@@ -296,6 +337,95 @@ struct Finish<'a> {
 }
 
 impl Finish<'_> {
+    fn cancel_before_dispatch(&self, mut record: Record, signo: i32) -> i32 {
+        record.state = State::CancelledBeforeDispatch;
+        record.cancel_reason = Some(CancelReason::Signal);
+        record.cancel_signal = Some(signals::name(signo));
+        self.finish(record, 128 + signo, None)
+    }
+
+    /// Ask for approval. None: approved, go on. Some(code): the call ends
+    /// here (denied, expired, cancelled, or the gate could not be asked),
+    /// with the record and journal already written.
+    fn approve(
+        &self,
+        record: &mut Record,
+        method: &approve::Method,
+        signals: &SignalPipe,
+    ) -> Option<i32> {
+        let cli = self.cli;
+        let request = approve::Request {
+            call_id: &record.call_id,
+            session_id: record.session_id.as_deref(),
+            argv: cli
+                .command
+                .iter()
+                .map(|a| a.to_string_lossy().into_owned())
+                .collect(),
+            cwd: record.cwd.as_deref(),
+            timeout_ms: record.limits.timeout_ms,
+            limits: &record.limits,
+        };
+        let gate = approve::Gate {
+            timeout: cli.approval_timeout,
+            grace: cli.grace(),
+            wait_delay: cli.wait_delay(),
+            redactor: self.redactor,
+            signals,
+            origin: self.origin,
+        };
+        let outcome = approve::ask(method, &request, &gate);
+        record.approval.decision = outcome.decision;
+        record.approval.requested_at = Some(rfc3339(outcome.requested_at));
+        record.approval.decided_at = Some(rfc3339(outcome.decided_at));
+        record.approval.waited_ms = Some(millis(outcome.waited));
+        record.approval.approver_exit = outcome.approver_exit.map(ExitObs::to_record);
+        record.approval.excerpt = outcome.excerpt.clone();
+        // The decision is its own journal entry, before anything runs.
+        if let Some(journal) = self.journal {
+            let entry = journal::DecisionEntry {
+                call_id: record.call_id.clone(),
+                decision: outcome.decision,
+                method: method.record(),
+                requested_at: rfc3339(outcome.requested_at),
+                decided_at: rfc3339(outcome.decided_at),
+                waited_ms: millis(outcome.waited),
+                approver_exit: record.approval.approver_exit.clone(),
+            };
+            if let Err(err) = journal.append(journal::Entry::Decision(&entry)) {
+                let error = format!(
+                    "--journal {}: cannot write the decision: {err}; the helper was not started",
+                    journal.path.display()
+                );
+                return Some(self.fail_before_dispatch(record.clone(), error, code::OWN_FAILURE));
+            }
+        }
+        if let Some(signo) = outcome.cancelled_by {
+            return Some(self.cancel_before_dispatch(record.clone(), signo));
+        }
+        let message = match outcome.decision {
+            Some(Decision::Approved) => return None,
+            Some(Decision::Error) | None => {
+                let error = outcome.error.unwrap_or_else(|| "approval failed".into());
+                return Some(self.fail_before_dispatch(record.clone(), error, code::OWN_FAILURE));
+            }
+            Some(Decision::Expired) => format!(
+                "approval expired after {}; the helper was not started",
+                humantime::format_duration(cli.approval_timeout)
+            ),
+            Some(Decision::Denied) => match outcome.approver_exit {
+                Some(exit) => format!(
+                    "denied by the approver ({}); the helper was not started",
+                    describe_exit(exit)
+                ),
+                None => "denied; the helper was not started".to_string(),
+            },
+        };
+        eprintln!("mcp-bound: {message}");
+        record.state = State::Denied;
+        Some(self.finish(record.clone(), code::DENIED, None))
+    }
+
     /// Nothing was started: say so in one line, and in the record and
     /// journal where those exist.
     fn fail_before_dispatch(&self, mut record: Record, error: String, exit_code: i32) -> i32 {
@@ -348,9 +478,9 @@ impl Finish<'_> {
         let mut complain = |line: String| {
             let _ = stderr.write_all_within(line.as_bytes(), EXIT_WRITE_LIMIT);
         };
-        // A failure before dispatch already printed its one line.
+        // A failure or denial before dispatch already printed its one line.
         let echo = match cli.echo {
-            _ if record.state == State::FailedBeforeDispatch => false,
+            _ if matches!(record.state, State::FailedBeforeDispatch | State::Denied) => false,
             Echo::Never => false,
             Echo::OnFailure => exit_code != 0,
             Echo::Always => true,
@@ -389,6 +519,13 @@ impl Finish<'_> {
             }
         }
         exit_code
+    }
+}
+
+fn describe_exit(exit: ExitObs) -> String {
+    match exit {
+        ExitObs::Code(code) => format!("exit {code}"),
+        ExitObs::Signal { signo, .. } => format!("killed by {}", signals::name(signo)),
     }
 }
 

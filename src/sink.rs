@@ -36,7 +36,8 @@ enum Mode {
 pub struct Sink {
     mode: Mode,
     fd: RawFd,
-    file: ManuallyDrop<File>,
+    /// None only for `absent()`, which has no descriptor at all.
+    file: Option<ManuallyDrop<File>>,
 }
 
 impl Sink {
@@ -47,7 +48,20 @@ impl Sink {
         // ManuallyDrop keeps us from closing it.
         let file = ManuallyDrop::new(unsafe { File::from_raw_fd(fd) });
         let mode = Self::classify(fd, &file);
-        Sink { mode, fd, file }
+        Sink {
+            mode,
+            fd,
+            file: Some(file),
+        }
+    }
+
+    /// A sink that takes nothing (output is captured, not forwarded).
+    pub fn absent() -> Sink {
+        Sink {
+            mode: Mode::Absent,
+            fd: -1,
+            file: None,
+        }
     }
 
     pub fn stdout() -> Sink {
@@ -102,11 +116,14 @@ impl Sink {
 
     /// Write some of `bytes`. WouldBlock means: wait for POLLOUT.
     pub fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        let Some(inherited) = self.file.as_mut() else {
+            return Err(io::Error::from(io::ErrorKind::BrokenPipe));
+        };
         match &mut self.mode {
             Mode::Reopened(file) => file.write(bytes),
-            Mode::AlreadyNonblocking | Mode::NeverWaits => self.file.write(bytes),
-            Mode::Socket => sys::send_nowait(self.file.as_fd(), bytes),
-            Mode::AfterPollout => self.file.write(&bytes[..bytes.len().min(PIPE_BUF)]),
+            Mode::AlreadyNonblocking | Mode::NeverWaits => inherited.write(bytes),
+            Mode::Socket => sys::send_nowait(inherited.as_fd(), bytes),
+            Mode::AfterPollout => inherited.write(&bytes[..bytes.len().min(PIPE_BUF)]),
             Mode::Absent => Err(io::Error::from(io::ErrorKind::BrokenPipe)),
         }
     }

@@ -48,6 +48,9 @@ pub struct Config {
     /// Some((rate, burst)): forward stderr live under a token bucket.
     pub live: Option<(u64, u64)>,
     pub redactor: Redactor,
+    /// Keep stdout in the capture instead of forwarding it (an approver's
+    /// stdout is diagnostics, not a result).
+    pub capture_stdout: bool,
 }
 
 #[derive(Debug)]
@@ -102,6 +105,7 @@ struct Loop<'a> {
     last_stdout: Option<Instant>,
     last_stderr: Option<Instant>,
     redactor: Redactor,
+    capture_stdout: bool,
 }
 
 /// Supervise a spawned helper to the end.
@@ -175,6 +179,7 @@ pub fn supervise(
         last_stdout: None,
         last_stderr: None,
         redactor: config.redactor.clone(),
+        capture_stdout: config.capture_stdout,
     };
     state.event(
         dispatched_at,
@@ -480,6 +485,11 @@ impl Loop<'_> {
                 Ok(n) => {
                     self.last_stdout = Some(now);
                     self.stdout.bytes_seen += n as u64;
+                    if self.capture_stdout {
+                        let bytes = &self.out_buf[..n];
+                        Self::diagnose(&mut self.capture, &mut self.live, now, bytes);
+                        continue;
+                    }
                     self.out_start = 0;
                     self.out_end = match self.guard.as_mut() {
                         None => n,

@@ -7,6 +7,7 @@ use std::fs::File;
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::time::Duration;
 
@@ -418,6 +419,41 @@ pub fn lock_exclusive(file: &File, limit: Duration) -> io::Result<()> {
 pub fn unlock(file: &File) {
     // SAFETY: flock on a descriptor we own.
     unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_UN) };
+}
+
+/// A read-only view of `bytes` as a file positioned at its start, to hand
+/// to a child as stdin: unlike a pipe it never blocks the writer, however
+/// large the request and whether or not the child reads it.
+pub fn file_with(bytes: &[u8]) -> io::Result<OwnedFd> {
+    use std::io::{Seek, SeekFrom, Write};
+    #[cfg(target_os = "linux")]
+    let fd = nix::sys::memfd::memfd_create(
+        c"mcp-bound-request",
+        nix::sys::memfd::MFdFlags::MFD_CLOEXEC,
+    )?;
+    #[cfg(not(target_os = "linux"))]
+    let fd = {
+        let path = std::env::temp_dir().join(format!("mcp-bound-request-{}", std::process::id()));
+        let file = create_private(&path)?;
+        std::fs::remove_file(&path)?;
+        OwnedFd::from(file)
+    };
+    let mut file = File::from(fd);
+    file.write_all(bytes)?;
+    file.seek(SeekFrom::Start(0))?;
+    Ok(OwnedFd::from(file))
+}
+
+/// Open the controlling terminal for a question, discarding typeahead so
+/// that keys pressed before the question cannot answer it.
+pub fn open_tty() -> io::Result<File> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NOCTTY | libc::O_CLOEXEC)
+        .open("/dev/tty")?;
+    nix::sys::termios::tcflush(&file, nix::sys::termios::FlushArg::TCIFLUSH)?;
+    Ok(file)
 }
 
 pub fn current_uid() -> u32 {

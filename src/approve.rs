@@ -1,0 +1,262 @@
+//! The approval gate before dispatch: an approver command, or a question on
+//! the controlling terminal, on a wall-clock deadline that nothing extends.
+//!
+//! The seed's rules: an approval describes one concrete action at one
+//! moment; it is requested as soon as the call is known (nothing any
+//! process prints can delay it); output never resets the deadline; a denied
+//! or expired action never runs.
+//!
+//! An approver runs through the same supervisor loop as any helper: its own
+//! process group, both pipes drained and bounded (its stdout is captured,
+//! not forwarded), and at the deadline its whole tree is terminated. It
+//! reads the request, one JSON object, from a file on its stdin, so a
+//! large request can never block mcp-bound.
+
+use std::ffi::OsString;
+use std::io::{self, Read, Write};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde::Serialize;
+
+use crate::child::{self, ExitObs};
+use crate::record::{ApprovalMethod, Decision, Limits};
+use crate::redact::Redactor;
+use crate::signals::SignalPipe;
+use crate::sink::Sink;
+use crate::supervise;
+use crate::sys;
+use crate::termination::{Policy, Reason};
+
+/// Bytes of the approver's output kept for the record.
+const APPROVER_TAIL: usize = 4096;
+/// Longest tty answer read; anything longer is not "y".
+const MAX_ANSWER: usize = 64;
+
+/// What the approver is asked about: the action exactly as it will run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Request<'a> {
+    pub call_id: &'a str,
+    pub session_id: Option<&'a str>,
+    /// Exact, unmasked: the approver must see what will run.
+    pub argv: Vec<String>,
+    pub cwd: Option<&'a str>,
+    pub timeout_ms: Option<u64>,
+    pub limits: &'a Limits,
+}
+
+pub enum Method {
+    Command(Vec<OsString>),
+    Tty,
+}
+
+impl Method {
+    pub fn record(&self) -> ApprovalMethod {
+        match self {
+            Method::Command(_) => ApprovalMethod::Command,
+            Method::Tty => ApprovalMethod::Tty,
+        }
+    }
+}
+
+/// How the gate ended.
+#[derive(Debug)]
+pub struct Outcome {
+    /// None when a signal to mcp-bound cancelled the call first.
+    pub decision: Option<Decision>,
+    pub requested_at: SystemTime,
+    pub decided_at: SystemTime,
+    pub waited: Duration,
+    pub approver_exit: Option<ExitObs>,
+    pub excerpt: Option<String>,
+    /// The signal that cancelled the call while it waited.
+    pub cancelled_by: Option<i32>,
+    /// Why the approval could not be asked, with `Decision::Error`.
+    pub error: Option<String>,
+}
+
+/// Settings the gate borrows from the call.
+pub struct Gate<'a> {
+    pub timeout: Duration,
+    pub grace: Duration,
+    pub wait_delay: Duration,
+    pub redactor: &'a Redactor,
+    pub signals: &'a SignalPipe,
+    pub origin: Instant,
+}
+
+/// Ask, and wait at most `gate.timeout` for the answer.
+pub fn ask(method: &Method, request: &Request<'_>, gate: &Gate<'_>) -> Outcome {
+    let requested_at = SystemTime::now();
+    let started = Instant::now();
+    let mut outcome = match method {
+        Method::Command(argv) => by_command(argv, request, gate, started),
+        Method::Tty => by_tty(request, gate, started),
+    };
+    outcome.requested_at = requested_at;
+    outcome.waited = started.elapsed();
+    outcome.decided_at = requested_at + outcome.waited;
+    outcome
+}
+
+fn blank(decision: Option<Decision>) -> Outcome {
+    Outcome {
+        decision,
+        requested_at: SystemTime::now(),
+        decided_at: SystemTime::now(),
+        waited: Duration::ZERO,
+        approver_exit: None,
+        excerpt: None,
+        cancelled_by: None,
+        error: None,
+    }
+}
+
+fn error(text: String) -> Outcome {
+    Outcome {
+        error: Some(text),
+        ..blank(Some(Decision::Error))
+    }
+}
+
+fn by_command(
+    argv: &[OsString],
+    request: &Request<'_>,
+    gate: &Gate<'_>,
+    started: Instant,
+) -> Outcome {
+    let mut json = serde_json::to_vec(request).expect("a request serializes");
+    json.push(b'\n');
+    let stdin = match sys::file_with(&json) {
+        Ok(fd) => fd,
+        Err(e) => return error(format!("cannot prepare the approval request: {e}")),
+    };
+    let program = argv[0].to_string_lossy().into_owned();
+    let approver = match child::spawn(argv, Some(stdin)) {
+        Ok(approver) => approver,
+        Err(child::SpawnError::NotFound(e) | child::SpawnError::NotExecutable(e)) => {
+            return error(format!("approver {program}: cannot run: {e}"));
+        }
+    };
+    let config = supervise::Config {
+        policy: Policy {
+            timeout: Some(gate.timeout),
+            signal: crate::signals::SIGTERM,
+            grace: gate.grace,
+            wait_delay: gate.wait_delay,
+            stdin_close_grace: None,
+        },
+        head_bytes: 0,
+        tail_bytes: APPROVER_TAIL,
+        guard: None,
+        live: None,
+        redactor: gate.redactor.clone(),
+        capture_stdout: true,
+    };
+    let mut nowhere = Sink::absent();
+    let run = match supervise::supervise(
+        approver,
+        started,
+        gate.origin,
+        gate.signals,
+        &mut nowhere,
+        &config,
+    ) {
+        Ok(run) => run,
+        Err(e) => return error(format!("approver {program}: {e}")),
+    };
+    let excerpt = Some(run.capture.excerpt(APPROVER_TAIL, gate.redactor).text);
+    let (decision, cancelled_by) = match run.cancelled_while_running {
+        Some(Reason::Timeout) => (Some(Decision::Expired), None),
+        Some(Reason::Signal(signo)) => (None, Some(signo)),
+        Some(_) => (Some(Decision::Denied), None),
+        None => match run.exit {
+            Some(ExitObs::Code(0)) => (Some(Decision::Approved), None),
+            _ => (Some(Decision::Denied), None),
+        },
+    };
+    Outcome {
+        approver_exit: run.exit,
+        excerpt,
+        cancelled_by,
+        ..blank(decision)
+    }
+}
+
+/// The question on /dev/tty, never on stdin or stdout: those belong to
+/// the helper and the protocol. The default answer is no.
+fn by_tty(request: &Request<'_>, gate: &Gate<'_>, started: Instant) -> Outcome {
+    let mut tty = match sys::open_tty() {
+        Ok(tty) => tty,
+        Err(e) => return error(format!("--approve tty: no terminal to ask on: {e}")),
+    };
+    let argv = serde_json::to_string(&request.argv).expect("strings serialize");
+    let question = format!(
+        "\nmcp-bound: approve this call?\n  argv: {argv}\n  cwd:  {}\n  call: {}\n\
+         Run it? [y/N] (expires in {}s) ",
+        request.cwd.unwrap_or("?"),
+        request.call_id,
+        gate.timeout.as_secs_f64()
+    );
+    if let Err(e) = tty.write_all(question.as_bytes()) {
+        return error(format!("--approve tty: cannot ask: {e}"));
+    }
+    let deadline = started + gate.timeout;
+    let mut answer = Vec::new();
+    let mut ready = Vec::with_capacity(2);
+    use std::os::fd::AsRawFd;
+    loop {
+        let now = Instant::now();
+        if now >= deadline {
+            let _ = tty.write_all(b"\nmcp-bound: approval expired; not running it.\n");
+            return blank(Some(Decision::Expired));
+        }
+        let interests = [
+            sys::Interest {
+                fd: gate.signals.fd().as_raw_fd(),
+                read: true,
+                write: false,
+            },
+            sys::Interest {
+                fd: tty.as_raw_fd(),
+                read: true,
+                write: false,
+            },
+        ];
+        if let Err(e) = sys::poll(&interests, &mut ready, Some(deadline - now)) {
+            return error(format!("--approve tty: {e}"));
+        }
+        if ready[0].readable
+            && let Some(&(signo, _)) = gate.signals.take().terminating.first()
+        {
+            let _ = tty.write_all(b"\nmcp-bound: cancelled; not running it.\n");
+            return Outcome {
+                cancelled_by: Some(signo),
+                ..blank(None)
+            };
+        }
+        if ready[1].readable || ready[1].hangup || ready[1].error {
+            let mut buf = [0u8; MAX_ANSWER];
+            let n = match tty.read(&mut buf) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => 0,
+            };
+            answer.extend_from_slice(&buf[..n]);
+            if n == 0 || answer.contains(&b'\n') || answer.len() >= MAX_ANSWER {
+                let text = String::from_utf8_lossy(&answer).trim().to_ascii_lowercase();
+                let approved = text == "y" || text == "yes";
+                let reply: &[u8] = if approved {
+                    b"mcp-bound: approved.\n"
+                } else {
+                    b"mcp-bound: denied.\n"
+                };
+                let _ = tty.write_all(reply);
+                return blank(Some(if approved {
+                    Decision::Approved
+                } else {
+                    Decision::Denied
+                }));
+            }
+        }
+    }
+}
