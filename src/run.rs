@@ -90,13 +90,7 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
         }
         call.journal = Some(journal);
     }
-    if let Some(path) = &cli.record
-        && let Err(err) = write_record_file(path, &record)
-    {
-        let error = format!(
-            "--record {}: cannot write the record before dispatch: {err}; the helper was not started",
-            path.display()
-        );
+    if let Some(error) = call.write_in_flight(&record) {
         return Ok(call.fail_before_dispatch(record, error, code::OWN_FAILURE));
     }
 
@@ -111,13 +105,7 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
         }
         // Approved: the in-flight record now says dispatched.
         record.state = State::Dispatched;
-        if let Some(path) = &cli.record
-            && let Err(err) = write_record_file(path, &record)
-        {
-            let error = format!(
-                "--record {}: cannot write the record before dispatch: {err}; the helper was not started",
-                path.display()
-            );
+        if let Some(error) = call.write_in_flight(&record) {
             return Ok(call.fail_before_dispatch(record, error, code::OWN_FAILURE));
         }
     }
@@ -337,6 +325,17 @@ struct Finish<'a> {
 }
 
 impl Finish<'_> {
+    /// Write the in-flight record; the error line if it cannot be written
+    /// (then nothing may start).
+    fn write_in_flight(&self, record: &Record) -> Option<String> {
+        let path = self.cli.record.as_ref()?;
+        let err = write_record_file(path, record).err()?;
+        Some(format!(
+            "--record {}: cannot write the record before dispatch: {err}; the helper was not started",
+            path.display()
+        ))
+    }
+
     fn cancel_before_dispatch(&self, mut record: Record, signo: i32) -> i32 {
         record.state = State::CancelledBeforeDispatch;
         record.cancel_reason = Some(CancelReason::Signal);

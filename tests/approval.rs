@@ -295,11 +295,7 @@ sys.exit(os.waitstatus_to_exitcode(status))
             record = record.to_str().unwrap(),
             marker = marker.to_str().unwrap(),
         );
-        let output = Command::new("python3")
-            .args(["-c", &script])
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
+        let output = util::python(&script);
         let screen = String::from_utf8_lossy(&output.stdout);
         assert_eq!(
             output.status.code(),

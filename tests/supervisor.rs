@@ -656,11 +656,7 @@ fn signal_pending_at_start_cancels_before_dispatch() {
         record = record.to_str().unwrap(),
         marker = marker.to_str().unwrap(),
     );
-    let output = Command::new("python3")
-        .args(["-c", &script])
-        .stdin(Stdio::null())
-        .output()
-        .expect("python3 runs");
+    let output = util::python(&script);
     assert_eq!(output.status.code(), Some(143), "{output:?}");
     assert!(!exists(&marker), "the helper never ran");
     let record: Value = serde_json::from_str(&std::fs::read_to_string(&record).unwrap()).unwrap();

@@ -532,6 +532,16 @@ impl Done {
     }
 }
 
+/// Run a Python script (for pseudo-terminals and signal masks, which std
+/// does not offer) and collect its output.
+pub fn python(script: &str) -> std::process::Output {
+    Command::new("python3")
+        .args(["-c", script])
+        .stdin(Stdio::null())
+        .output()
+        .expect("python3 runs")
+}
+
 pub fn exists(path: &Path) -> bool {
     std::fs::symlink_metadata(path).is_ok()
 }
