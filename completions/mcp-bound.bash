@@ -16,17 +16,8 @@ _mcp__bound() {
             ",$1")
                 cmd="mcp__bound"
                 ;;
-            mcp__bound,help)
-                cmd="mcp__bound__subcmd__help"
-                ;;
             mcp__bound,verify)
                 cmd="mcp__bound__subcmd__verify"
-                ;;
-            mcp__bound__subcmd__help,help)
-                cmd="mcp__bound__subcmd__help__subcmd__help"
-                ;;
-            mcp__bound__subcmd__help,verify)
-                cmd="mcp__bound__subcmd__help__subcmd__verify"
                 ;;
             *)
                 ;;
@@ -35,7 +26,7 @@ _mcp__bound() {
 
     case "${cmd}" in
         mcp__bound)
-            opts="-s -k -h -V --timeout --signal --kill-after --grace --wait-delay --preserve-status --head-bytes --tail-bytes --excerpt-bytes --echo --record --record-fd --call-id --session-id --mcp --stdout-guard --max-message-bytes --live --live-rate --live-burst --stdin-close-grace --redact --approve-cmd --approve --approval-timeout --journal --journal-excerpt-bytes --journal-key --help --version verify help"
+            opts="-s -k -h -V --timeout --signal --kill-after --grace --wait-delay --preserve-status --head-bytes --tail-bytes --excerpt-bytes --echo --record --record-fd --call-id --session-id --mcp --stdout-guard --max-message-bytes --live --live-rate --live-burst --stdin-close-grace --redact --approve-cmd --approve --approval-timeout --journal --journal-excerpt-bytes --journal-key --help --version verify"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -153,48 +144,6 @@ _mcp__bound() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        mcp__subcmd__bound__subcmd__help)
-            opts="verify help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        mcp__subcmd__bound__subcmd__help__subcmd__help)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
-                *)
-                    COMPREPLY=()
-                    ;;
-            esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-            return 0
-            ;;
-        mcp__subcmd__bound__subcmd__help__subcmd__verify)
-            opts=""
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
-                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
-                return 0
-            fi
-            case "${prev}" in
                 *)
                     COMPREPLY=()
                     ;;

@@ -58,10 +58,7 @@ complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l mcp -d 'MCP stdio s
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -s V -l version -d 'Print version'
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -a "verify" -d 'Check a journal offline: hashes, chain, order, pairing. Exit 0 intact (warnings allowed), 1 integrity failure, 2 usage or I/O error'
-complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand verify" -l anchor -d 'A head h recorded earlier (from "OK: ... h=<hex>"): it must still be in the journal' -r
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand verify" -l key -d 'The key of a keyed journal' -r -F
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand verify" -l json -d 'Print the report as one JSON object'
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand verify" -s h -l help -d 'Print help'
-complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand help; and not __fish_seen_subcommand_from verify help" -f -a "verify" -d 'Check a journal offline: hashes, chain, order, pairing. Exit 0 intact (warnings allowed), 1 integrity failure, 2 usage or I/O error'
-complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand help; and not __fish_seen_subcommand_from verify help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

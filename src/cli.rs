@@ -88,6 +88,45 @@ On Linux the helper gets PR_SET_PDEATHSIG=SIGKILL, so it dies if mcp-bound is SI
 covers the helper itself, not its descendants, which must watch their own parent or stdin.",
     ),
     (
+        "MCP SERVER MODE",
+        "With --mcp: the stdout guard lets through only complete lines that are one JSON object and \
+diverts the rest (banners, BOMs, partial lines, over-long lines) into the stderr capture, counted; \
+stderr is forwarded live within a token bucket, drops counted and announced; stdin is watched for \
+hang-up without being read, and the server then gets --stdin-close-grace (2s) to exit before its \
+tree is terminated. Hosts close stdin, SIGTERM 2s later and SIGKILL 2s after that; with --grace 1s \
+and --wait-delay 500ms the worst case ends, record written, by about 3.5s: keep \
+stdin-close-grace + grace + wait-delay below the host's total.",
+    ),
+    (
+        "APPROVAL",
+        "--approve-cmd runs an approver before the helper starts, with the call as one JSON object on \
+its stdin (argv exact); exit 0 approves. --approve tty asks on /dev/tty, default no. \
+--approval-timeout is a wall-clock deadline nothing extends. Denied or expired: the helper is \
+never started, state denied, exit 77. With --journal, the decision is its own entry between intent \
+and terminal.",
+    ),
+    (
+        "JOURNAL",
+        "--journal appends an intent (synced, before dispatch; if it cannot be written the helper is \
+not started) and a terminal entry, hash-chained: h is SHA-256 (HMAC-SHA256 with --journal-key) of \
+the exact bytes of the line before its h field, prev links to the previous h. Appends take an \
+exclusive flock; a torn tail is kept and accounted for by a recover entry. mcp-bound verify checks \
+every line's hash, strict shape, seq continuity, prev linkage and intent/decision/terminal pairing, \
+reports the first break (HASH_MISMATCH, CHAIN_BREAK, SEQ_GAP, SEQ_ORDER, TORN_TAIL, \
+ORPHAN_TERMINAL, DUPLICATE_CALL, MALFORMED, ANCHOR_MISSING) with its line, lists unfinished calls, \
+and exits 0 intact, 1 broken, 2 unusable. What it cannot prove alone: a cut tail, a rollback or a \
+whole rewritten file pass unless checked with --anchor (a head h kept elsewhere); a correctly \
+chained forged append passes unless the journal is keyed and the forger lacks the key.",
+    ),
+    (
+        "REDACTION",
+        "A safety net, not a guarantee: helpers must not print credentials. Captured text is masked \
+when it is written out (record, echo, journal, live stderr, argv): Authorization headers, Bearer \
+tokens, private key blocks, AWS/GitHub/GitLab/Slack/sk- tokens, password=/token=/secret= pairs, \
+and --redact patterns. A token cut in two by truncation is masked as [cut]. Masking cannot undo a \
+secret that already reached a terminal or another log. The environment is never recorded.",
+    ),
+    (
         "CAVEATS",
         "The helper is not in the terminal's foreground process group: an interactive helper that \
 reads from a terminal is stopped by SIGTTIN. mcp-bound is made for pipes (MCP hosts, scripts). \
@@ -117,42 +156,43 @@ record states what was observed.",
     after_help = AFTER_HELP,
     max_term_width = 100,
     subcommand_negates_reqs = true,
-    args_conflicts_with_subcommands = true
+    args_conflicts_with_subcommands = true,
+    disable_help_subcommand = true
 )]
 pub struct Cli {
     #[command(subcommand)]
     pub subcommand: Option<Sub>,
 
     /// Deadline for the helper, from its start; 0 means none. GNU syntax: 10, 1.5, 1e-3, 500ms, 30s, 5m, 1h, 1d.
-    #[arg(long, value_name = "DURATION", env = "MCP_BOUND_TIMEOUT", value_parser = units::parse_duration, help_heading = "Deadline")]
+    #[arg(long, value_name = "DURATION", env = "MCP_BOUND_TIMEOUT", value_parser = units::parse_duration, help_heading = "Deadline options")]
     pub timeout: Option<Duration>,
 
     /// Signal sent to the helper's group at the deadline: a name (any case, SIG optional) or a number.
-    #[arg(short = 's', long, value_name = "SIGNAL", env = "MCP_BOUND_SIGNAL", default_value = "TERM", value_parser = signals::parse, help_heading = "Deadline")]
+    #[arg(short = 's', long, value_name = "SIGNAL", env = "MCP_BOUND_SIGNAL", default_value = "TERM", value_parser = signals::parse, help_heading = "Deadline options")]
     pub signal: i32,
 
     /// Time between the first signal and SIGKILL to the whole tree; 0 kills at once [default: 5s; 1s with --mcp].
-    #[arg(short = 'k', long, visible_alias = "kill-after", value_name = "DURATION", env = "MCP_BOUND_GRACE", value_parser = units::parse_duration, help_heading = "Deadline")]
+    #[arg(short = 'k', long, visible_alias = "kill-after", value_name = "DURATION", env = "MCP_BOUND_GRACE", value_parser = units::parse_duration, help_heading = "Deadline options")]
     pub grace: Option<Duration>,
 
     /// After the helper exits, how long to wait for descendants to release its pipes before terminating them; also the wait for EOF after the final KILL [default: 1s; 500ms with --mcp].
-    #[arg(long, value_name = "DURATION", env = "MCP_BOUND_WAIT_DELAY", value_parser = units::parse_duration, help_heading = "Deadline")]
+    #[arg(long, value_name = "DURATION", env = "MCP_BOUND_WAIT_DELAY", value_parser = units::parse_duration, help_heading = "Deadline options")]
     pub wait_delay: Option<Duration>,
 
     /// On timeout, exit with the helper's own status instead of 124.
-    #[arg(long, env = "MCP_BOUND_PRESERVE_STATUS", value_parser = BoolishValueParser::new(), default_value_t = false, num_args = 0, default_missing_value = "true", help_heading = "Deadline")]
+    #[arg(long, env = "MCP_BOUND_PRESERVE_STATUS", value_parser = BoolishValueParser::new(), default_value_t = false, num_args = 0, default_missing_value = "true", help_heading = "Deadline options")]
     pub preserve_status: bool,
 
     /// Bytes of the start of stderr to keep.
-    #[arg(long, value_name = "BYTES", env = "MCP_BOUND_HEAD_BYTES", default_value = "0", value_parser = units::parse_capture_bytes, help_heading = "Capture")]
+    #[arg(long, value_name = "BYTES", env = "MCP_BOUND_HEAD_BYTES", default_value = "0", value_parser = units::parse_capture_bytes, help_heading = "Capture options")]
     pub head_bytes: usize,
 
     /// Bytes of the end of stderr to keep (a ring: memory stays constant).
-    #[arg(long, value_name = "BYTES", env = "MCP_BOUND_TAIL_BYTES", default_value = "16384", value_parser = units::parse_capture_bytes, help_heading = "Capture")]
+    #[arg(long, value_name = "BYTES", env = "MCP_BOUND_TAIL_BYTES", default_value = "16384", value_parser = units::parse_capture_bytes, help_heading = "Capture options")]
     pub tail_bytes: usize,
 
     /// Most bytes of captured stderr that mcp-bound prints to its own stderr at exit.
-    #[arg(long, value_name = "BYTES", env = "MCP_BOUND_EXCERPT_BYTES", default_value = "4096", value_parser = units::parse_capture_bytes, help_heading = "Capture")]
+    #[arg(long, value_name = "BYTES", env = "MCP_BOUND_EXCERPT_BYTES", default_value = "4096", value_parser = units::parse_capture_bytes, help_heading = "Capture options")]
     pub excerpt_bytes: usize,
 
     /// When to print the stderr excerpt to mcp-bound's stderr at exit.
@@ -162,7 +202,7 @@ pub struct Cli {
         env = "MCP_BOUND_ECHO",
         value_enum,
         default_value = "on-failure",
-        help_heading = "Capture"
+        help_heading = "Capture options"
     )]
     pub echo: Echo,
 
@@ -171,24 +211,24 @@ pub struct Cli {
         long,
         value_name = "PATH",
         env = "MCP_BOUND_RECORD",
-        help_heading = "Record"
+        help_heading = "Record options"
     )]
     pub record: Option<PathBuf>,
 
     /// Write the record as one line to descriptor N at the end (not 0 or 1: stdout belongs to the helper).
-    #[arg(long, value_name = "N", env = "MCP_BOUND_RECORD_FD", value_parser = clap::value_parser!(i32).range(2..), help_heading = "Record")]
+    #[arg(long, value_name = "N", env = "MCP_BOUND_RECORD_FD", value_parser = clap::value_parser!(i32).range(2..), help_heading = "Record options")]
     pub record_fd: Option<i32>,
 
     /// The call's id in the record (default: a random id).
-    #[arg(long, value_name = "ID", env = "MCP_BOUND_CALL_ID", value_parser = parse_id, help_heading = "Record")]
+    #[arg(long, value_name = "ID", env = "MCP_BOUND_CALL_ID", value_parser = parse_id, help_heading = "Record options")]
     pub call_id: Option<String>,
 
     /// The session's id in the record.
-    #[arg(long, value_name = "ID", env = "MCP_BOUND_SESSION_ID", value_parser = parse_id, help_heading = "Record")]
+    #[arg(long, value_name = "ID", env = "MCP_BOUND_SESSION_ID", value_parser = parse_id, help_heading = "Record options")]
     pub session_id: Option<String>,
 
     /// MCP stdio server mode: --stdout-guard jsonrpc, --live, --stdin-close-grace 2s, --grace 1s, --wait-delay 500ms (each can still be set on its own).
-    #[arg(long, env = "MCP_BOUND_MCP", value_parser = BoolishValueParser::new(), default_value_t = false, num_args = 0, default_missing_value = "true", help_heading = "MCP server mode")]
+    #[arg(long, env = "MCP_BOUND_MCP", value_parser = BoolishValueParser::new(), default_value_t = false, num_args = 0, default_missing_value = "true", help_heading = "MCP server mode options")]
     pub mcp: bool,
 
     /// Let through only complete stdout lines that are one JSON object; divert everything else into the stderr capture [default: off; jsonrpc with --mcp].
@@ -197,36 +237,36 @@ pub struct Cli {
         value_name = "MODE",
         env = "MCP_BOUND_STDOUT_GUARD",
         value_enum,
-        help_heading = "MCP server mode"
+        help_heading = "MCP server mode options"
     )]
     pub stdout_guard: Option<GuardMode>,
 
     /// With the guard, a longer stdout line is diverted, never held.
-    #[arg(long, value_name = "BYTES", env = "MCP_BOUND_MAX_MESSAGE_BYTES", default_value = "16MiB", value_parser = units::parse_capture_bytes, help_heading = "MCP server mode")]
+    #[arg(long, value_name = "BYTES", env = "MCP_BOUND_MAX_MESSAGE_BYTES", default_value = "16MiB", value_parser = units::parse_capture_bytes, help_heading = "MCP server mode options")]
     pub max_message_bytes: usize,
 
     /// Forward the helper's stderr to ours as it arrives, within --live-rate and --live-burst; drops are counted and announced [default: off; on with --mcp].
-    #[arg(long, value_name = "BOOL", env = "MCP_BOUND_LIVE", value_parser = BoolishValueParser::new(), num_args = 0..=1, default_missing_value = "true", require_equals = true, help_heading = "MCP server mode")]
+    #[arg(long, value_name = "BOOL", env = "MCP_BOUND_LIVE", value_parser = BoolishValueParser::new(), num_args = 0..=1, default_missing_value = "true", require_equals = true, help_heading = "MCP server mode options")]
     pub live: Option<bool>,
 
     /// Live stderr budget: bytes per second.
-    #[arg(long, value_name = "BYTES", env = "MCP_BOUND_LIVE_RATE", default_value = "16KiB", value_parser = units::parse_bytes, help_heading = "MCP server mode")]
+    #[arg(long, value_name = "BYTES", env = "MCP_BOUND_LIVE_RATE", default_value = "16KiB", value_parser = units::parse_bytes, help_heading = "MCP server mode options")]
     pub live_rate: u64,
 
     /// Live stderr budget: most bytes at once (also the bound on what waits to be written).
-    #[arg(long, value_name = "BYTES", env = "MCP_BOUND_LIVE_BURST", default_value = "256KiB", value_parser = units::parse_capture_bytes, help_heading = "MCP server mode")]
+    #[arg(long, value_name = "BYTES", env = "MCP_BOUND_LIVE_BURST", default_value = "256KiB", value_parser = units::parse_capture_bytes, help_heading = "MCP server mode options")]
     pub live_burst: usize,
 
     /// Watch our stdin for hang-up (without reading it); then give the helper this long to exit before terminating it [default: off; 2s with --mcp].
-    #[arg(long, value_name = "DURATION", env = "MCP_BOUND_STDIN_CLOSE_GRACE", value_parser = units::parse_duration, help_heading = "MCP server mode")]
+    #[arg(long, value_name = "DURATION", env = "MCP_BOUND_STDIN_CLOSE_GRACE", value_parser = units::parse_duration, help_heading = "MCP server mode options")]
     pub stdin_close_grace: Option<Duration>,
 
     /// Also mask matches of REGEX (repeatable) in everything written out of the capture; built-in patterns cover Authorization headers, Bearer tokens, private keys, common API token shapes and password=/token=/secret= pairs.
-    #[arg(long, value_name = "REGEX", env = "MCP_BOUND_REDACT", value_delimiter = '\n', value_parser = parse_regex, help_heading = "Capture")]
+    #[arg(long, value_name = "REGEX", env = "MCP_BOUND_REDACT", value_delimiter = '\n', value_parser = parse_regex, help_heading = "Capture options")]
     pub redact: Vec<String>,
 
     /// Before the helper starts, run COMMAND (split into words like a shell does; no shell is run) with the call as one JSON object on its stdin; exit 0 approves, anything else denies. It runs in its own process group, bounded, and is terminated at the deadline.
-    #[arg(long, value_name = "COMMAND", env = "MCP_BOUND_APPROVE_CMD", value_parser = parse_command_line, conflicts_with = "approve", help_heading = "Approval")]
+    #[arg(long, value_name = "COMMAND", env = "MCP_BOUND_APPROVE_CMD", value_parser = parse_command_line, conflicts_with = "approve", help_heading = "Approval options")]
     pub approve_cmd: Option<CommandLine>,
 
     /// Before the helper starts, ask on the controlling terminal (/dev/tty, never stdin or stdout); the default answer is no.
@@ -235,12 +275,12 @@ pub struct Cli {
         value_name = "WHERE",
         env = "MCP_BOUND_APPROVE",
         value_enum,
-        help_heading = "Approval"
+        help_heading = "Approval options"
     )]
     pub approve: Option<ApproveOn>,
 
     /// Wall-clock deadline for the approval, from the request; nothing extends it. When it passes, the call is denied as expired (exit 77).
-    #[arg(long, value_name = "DURATION", env = "MCP_BOUND_APPROVAL_TIMEOUT", default_value = "60s", value_parser = positive_duration, help_heading = "Approval")]
+    #[arg(long, value_name = "DURATION", env = "MCP_BOUND_APPROVAL_TIMEOUT", default_value = "60s", value_parser = positive_duration, help_heading = "Approval options")]
     pub approval_timeout: Duration,
 
     /// Append an intent (before dispatch, synced) and a terminal entry to this hash-chained journal. If the intent cannot be written, the helper is not started.
@@ -248,12 +288,12 @@ pub struct Cli {
         long,
         value_name = "PATH",
         env = "MCP_BOUND_JOURNAL",
-        help_heading = "Journal"
+        help_heading = "Journal options"
     )]
     pub journal: Option<PathBuf>,
 
     /// Most bytes of stderr excerpt in the journal's terminal entry; 0 for none.
-    #[arg(long, value_name = "BYTES", env = "MCP_BOUND_JOURNAL_EXCERPT_BYTES", default_value = "1024", value_parser = units::parse_capture_bytes, help_heading = "Journal")]
+    #[arg(long, value_name = "BYTES", env = "MCP_BOUND_JOURNAL_EXCERPT_BYTES", default_value = "1024", value_parser = units::parse_capture_bytes, help_heading = "Journal options")]
     pub journal_excerpt_bytes: usize,
 
     /// Key the journal: h becomes HMAC-SHA256 with the key in FILE (at least 16 bytes), so an append forged without the key fails verification.
@@ -261,7 +301,7 @@ pub struct Cli {
         long,
         value_name = "FILE",
         env = "MCP_BOUND_JOURNAL_KEY",
-        help_heading = "Journal"
+        help_heading = "Journal options"
     )]
     pub journal_key: Option<PathBuf>,
 
