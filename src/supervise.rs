@@ -241,7 +241,16 @@ impl Loop<'_> {
                         }
                     }
                     // Something forked while we were killing: kill it too.
-                    Phase::Killed { .. } => self.perform_sweep(now, signals::SIGKILL, None),
+                    // Only new pids: the record must not fill with repeats
+                    // while a killed tree takes its time to die.
+                    Phase::Killed { .. } => {
+                        let fresh = child::live_descendants(self.pid)
+                            .iter()
+                            .any(|p| !self.descendants.contains(&p.pid));
+                        if fresh {
+                            self.perform_sweep(now, signals::SIGKILL, None);
+                        }
+                    }
                     _ => {}
                 }
             }
