@@ -574,55 +574,56 @@ struct Parsed<'a> {
 impl Parsed<'_> {
     /// The kind's required fields are present and no other kind's are.
     fn shape(&self) -> Result<(), String> {
-        let genesis = self.journal_id.is_some();
+        // Fields that belong to one kind only: none of another kind's may
+        // appear. call_id is shared by intent, decision and terminal.
+        let markers = [
+            ("genesis", self.journal_id.is_some()),
+            (
+                "intent",
+                self.argv.is_some() || self.uid.is_some() || self.limits.is_some(),
+            ),
+            (
+                "terminal",
+                self.state.is_some() || self.signals.is_some() || self.streams.is_some(),
+            ),
+            (
+                "recover",
+                self.torn_offset.is_some() || self.torn_sha256.is_some(),
+            ),
+            (
+                "decision",
+                self.method.is_some() || self.waited_ms.is_some() || self.decided_at.is_some(),
+            ),
+        ];
+        let foreign = markers
+            .iter()
+            .any(|(kind, present)| *present && *kind != self.kind);
         let call = self.call_id.is_some();
-        let intent = self.argv.is_some() || self.uid.is_some() || self.limits.is_some();
-        let terminal = self.state.is_some() || self.signals.is_some() || self.streams.is_some();
-        let recover = self.torn_offset.is_some() || self.torn_sha256.is_some();
-        let decision =
-            self.method.is_some() || self.waited_ms.is_some() || self.decided_at.is_some();
-        let ok = match self.kind.as_ref() {
-            "genesis" => genesis && !call && !intent && !terminal && !recover && !decision,
-            "decision" => {
-                call && self.method.is_some()
-                    && self.waited_ms.is_some()
-                    && self.decided_at.is_some()
-                    && !genesis
-                    && !intent
-                    && !terminal
-                    && !recover
-            }
+        let complete = match self.kind.as_ref() {
+            "genesis" => self.journal_id.is_some() && !call,
             "intent" => {
                 call && self.argv.is_some()
                     && self.uid.is_some()
                     && self.pid.is_some()
                     && self.limits.is_some()
-                    && !genesis
-                    && !terminal
-                    && !recover
-                    && !decision
+            }
+            "decision" => {
+                call && self.method.is_some()
+                    && self.waited_ms.is_some()
+                    && self.decided_at.is_some()
             }
             "terminal" => {
-                call && self.state.is_some()
-                    && self.signals.is_some()
-                    && self.streams.is_some()
-                    && !genesis
-                    && !intent
-                    && !recover
-                    && !decision
+                call && self.state.is_some() && self.signals.is_some() && self.streams.is_some()
             }
             "recover" => {
-                self.torn_offset.is_some()
+                !call
+                    && self.torn_offset.is_some()
                     && self.torn_length.is_some()
                     && self.torn_sha256.is_some()
-                    && !genesis
-                    && !call
-                    && !intent
-                    && !terminal
-                    && !decision
             }
             other => return Err(format!("unknown kind '{other}'")),
         };
+        let ok = complete && !foreign;
         if !ok {
             return Err(format!("fields do not fit the '{}' shape", self.kind));
         }
@@ -1143,6 +1144,53 @@ mod tests {
             .ok()
             .unwrap();
         assert_eq!(parsed.kind, "genesis");
+    }
+
+    #[test]
+    fn each_kind_has_its_shape_and_no_other_kinds_fields() {
+        let line = |kind: &str, body: serde_json::Value| {
+            let (line, _) = format_line(
+                &Key::Plain,
+                1,
+                ZERO_HASH,
+                kind,
+                "2026-01-01T00:00:00.000Z",
+                &body,
+            );
+            match parse_line(&Key::Plain, &line[..line.len() - 1]) {
+                Ok(_) => Ok(()),
+                Err(LineError::Malformed(why)) => Err(why),
+                Err(LineError::HashMismatch) => Err("hash".into()),
+            }
+        };
+        let intent =
+            serde_json::json!({"call_id": "c", "argv": ["x"], "uid": 0, "pid": 1, "limits": {}});
+        assert!(line("intent", intent.clone()).is_ok());
+        let mut with_state = intent.clone();
+        with_state["state"] = "completed".into();
+        assert!(
+            line("intent", with_state).is_err(),
+            "a terminal field in an intent"
+        );
+        let mut no_pid = intent;
+        no_pid.as_object_mut().unwrap().remove("pid");
+        assert!(line("intent", no_pid).is_err(), "a required field missing");
+        let recover = serde_json::json!({"torn_offset": 1, "torn_length": 2, "torn_sha256": "ab"});
+        assert!(line("recover", recover.clone()).is_ok());
+        let mut with_call = recover;
+        with_call["call_id"] = "c".into();
+        assert!(line("recover", with_call).is_err(), "recover has no call");
+        assert!(
+            line(
+                "genesis",
+                serde_json::json!({"journal_id": "j", "key_id": null})
+            )
+            .is_ok()
+        );
+        assert!(line("mystery", serde_json::json!({})).is_err());
+        let decision = serde_json::json!({"call_id": "c", "decision": "approved", "method": "tty",
+            "requested_at": "t", "decided_at": "t", "waited_ms": 1, "approver_exit": null});
+        assert!(line("decision", decision).is_ok());
     }
 
     #[test]
