@@ -22,6 +22,13 @@ use crate::sys;
 const PIPE_BUF: usize = 4096;
 const DEV_NULL_RDEV: u64 = (1 << 8) | 3;
 
+impl Mode {
+    /// May a write be tried before poll() reported POLLOUT?
+    fn write_without_poll(&self) -> bool {
+        !matches!(self, Mode::AfterPollout | Mode::Absent)
+    }
+}
+
 enum Mode {
     /// Our own non-blocking description of the same FIFO.
     Reopened(File),
@@ -33,9 +40,22 @@ enum Mode {
     Absent,
 }
 
+/// What one write attempt did.
+#[derive(Debug)]
+pub enum Wrote {
+    Bytes(usize),
+    /// No room now: wait for poll() to report POLLOUT.
+    WouldBlock,
+    /// The reader is gone (EPIPE) or the descriptor failed.
+    Gone(io::Error),
+}
+
 pub struct Sink {
     mode: Mode,
     fd: RawFd,
+    /// Whether a write may be tried now. Cleared by WouldBlock, and after
+    /// every write in AfterPollout mode; set again by `writable()`.
+    ready: bool,
     /// None only for `absent()`, which has no descriptor at all.
     file: Option<ManuallyDrop<File>>,
 }
@@ -48,9 +68,11 @@ impl Sink {
         // ManuallyDrop keeps us from closing it.
         let file = ManuallyDrop::new(unsafe { File::from_raw_fd(fd) });
         let mode = Self::classify(fd, &file);
+        let ready = mode.write_without_poll();
         Sink {
             mode,
             fd,
+            ready,
             file: Some(file),
         }
     }
@@ -60,6 +82,7 @@ impl Sink {
         Sink {
             mode: Mode::Absent,
             fd: -1,
+            ready: false,
             file: None,
         }
     }
@@ -109,13 +132,30 @@ impl Sink {
         }
     }
 
-    /// May a write be tried before poll() reported POLLOUT?
-    pub fn write_without_poll(&self) -> bool {
-        !matches!(self.mode, Mode::AfterPollout | Mode::Absent)
+    /// poll() reported POLLOUT (or an error, which the next write reports).
+    pub fn writable(&mut self) {
+        self.ready = !self.is_absent();
+    }
+
+    /// Write some of `bytes` if a write may be tried now, keeping track of
+    /// readiness; EINTR is retried.
+    pub fn try_write(&mut self, bytes: &[u8]) -> Wrote {
+        while self.ready {
+            match self.write(bytes) {
+                Ok(n) => {
+                    self.ready = self.mode.write_without_poll();
+                    return Wrote::Bytes(n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.ready = false,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Wrote::Gone(e),
+            }
+        }
+        Wrote::WouldBlock
     }
 
     /// Write some of `bytes`. WouldBlock means: wait for POLLOUT.
-    pub fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
         let Some(inherited) = self.file.as_mut() else {
             return Err(io::Error::from(io::ErrorKind::BrokenPipe));
         };
@@ -134,19 +174,14 @@ impl Sink {
     pub fn write_all_within(&mut self, mut bytes: &[u8], limit: Duration) -> io::Result<()> {
         let deadline = Instant::now() + limit;
         let mut ready = Vec::with_capacity(1);
-        let mut may_write = self.write_without_poll();
         while !bytes.is_empty() {
-            if may_write {
-                match self.write(bytes) {
-                    Ok(n) => {
-                        bytes = &bytes[n..];
-                        may_write = self.write_without_poll();
-                        continue;
-                    }
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Err(e) => return Err(e),
+            match self.try_write(bytes) {
+                Wrote::Bytes(n) => {
+                    bytes = &bytes[n..];
+                    continue;
                 }
+                Wrote::Gone(e) => return Err(e),
+                Wrote::WouldBlock => {}
             }
             let Some(fd) = self.poll_fd() else {
                 return Err(io::Error::from(io::ErrorKind::BrokenPipe));
@@ -161,7 +196,9 @@ impl Sink {
                 write: true,
             }];
             sys::poll(&interest, &mut ready, Some(deadline - now))?;
-            may_write = ready[0].writable || ready[0].error || ready[0].hangup;
+            if ready[0].writable || ready[0].error || ready[0].hangup {
+                self.writable();
+            }
         }
         Ok(())
     }

@@ -24,7 +24,7 @@ use crate::live::Live;
 use crate::record::{CancelReason, Event, EventKind, SignalReason, StdoutFacts, StreamEnd, Target};
 use crate::redact::Redactor;
 use crate::signals::{self, SignalPipe};
-use crate::sink::Sink;
+use crate::sink::{Sink, Wrote};
 use crate::sys::{self, Interest, Ready};
 use crate::termination::{Action, Phase, Policy, Reason, Terminator};
 
@@ -89,10 +89,8 @@ struct Loop<'a> {
     live: Option<Live>,
     /// Our stderr, only when --live forwards to it.
     err_sink: Option<Sink>,
-    err_sink_ready: bool,
     watch_stdin: bool,
     sink_gone: bool,
-    sink_ready: bool,
     capture: Capture,
     stdout: StdoutFacts,
     events: Vec<Event>,
@@ -118,9 +116,7 @@ pub fn supervise(
     config: &Config,
 ) -> io::Result<Outcome> {
     let sink_gone = sink.is_absent();
-    let sink_ready = sink.write_without_poll();
     let err_sink = config.live.map(|_| Sink::stderr());
-    let err_sink_ready = err_sink.as_ref().is_some_and(Sink::write_without_poll);
     let watch_stdin = config.policy.stdin_close_grace.is_some() && sys::is_open(0);
     let mut state = Loop {
         origin,
@@ -155,10 +151,8 @@ pub fn supervise(
             .live
             .map(|(rate, burst)| Live::new(rate, burst, dispatched_at, config.redactor.clone())),
         err_sink,
-        err_sink_ready,
         watch_stdin,
         sink_gone,
-        sink_ready,
         capture: Capture::new(config.head_bytes, config.tail_bytes),
         stdout: StdoutFacts {
             guard: if config.guard.is_some() {
@@ -305,7 +299,7 @@ impl Loop<'_> {
                 if r.error || r.hangup {
                     self.disconnect(now);
                 } else if r.writable {
-                    self.sink_ready = true;
+                    self.sink.writable();
                     self.flush(now);
                 }
             }
@@ -318,7 +312,9 @@ impl Loop<'_> {
             if let Some(slot) = live_slot {
                 let r = ready[slot];
                 if r.writable || r.error || r.hangup {
-                    self.err_sink_ready = true;
+                    if let Some(err_sink) = self.err_sink.as_mut() {
+                        err_sink.writable();
+                    }
                     self.flush_live();
                 }
             }
@@ -553,24 +549,22 @@ impl Loop<'_> {
     }
 
     fn flush(&mut self, now: Instant) {
-        while self.out_start < self.out_end && self.sink_ready && !self.sink_gone {
-            match self.sink.write(&self.out_buf[self.out_start..self.out_end]) {
-                Ok(n) => {
+        while self.out_start < self.out_end && !self.sink_gone {
+            match self
+                .sink
+                .try_write(&self.out_buf[self.out_start..self.out_end])
+            {
+                Wrote::Bytes(n) => {
                     self.out_start += n;
                     self.stdout.bytes_forwarded += n as u64;
-                    if !self.sink.write_without_poll() {
-                        self.sink_ready = false;
-                    }
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.sink_ready = false,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => self.disconnect(now),
+                Wrote::WouldBlock => break,
+                Wrote::Gone(_) => self.disconnect(now),
             }
         }
         if self.out_start == self.out_end {
             self.out_start = 0;
             self.out_end = 0;
-            self.sink_ready |= self.sink.write_without_poll();
             if self.guard.is_some() && self.out_buf.capacity() > KEEP_CAPACITY {
                 self.out_buf = Vec::new();
             }
@@ -582,25 +576,16 @@ impl Loop<'_> {
         let (Some(live), Some(err_sink)) = (self.live.as_mut(), self.err_sink.as_mut()) else {
             return;
         };
-        while !live.is_empty() && self.err_sink_ready {
-            match err_sink.write(live.front()) {
-                Ok(n) => {
-                    live.consume(n);
-                    if !err_sink.write_without_poll() {
-                        self.err_sink_ready = false;
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.err_sink_ready = false,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+        while !live.is_empty() {
+            match err_sink.try_write(live.front()) {
+                Wrote::Bytes(n) => live.consume(n),
+                Wrote::WouldBlock => break,
                 // Our stderr is gone: nothing more can be shown live.
-                Err(_) => {
+                Wrote::Gone(_) => {
                     self.live = None;
                     return;
                 }
             }
-        }
-        if live.is_empty() {
-            self.err_sink_ready |= err_sink.write_without_poll();
         }
     }
 
