@@ -31,7 +31,7 @@ fn intent(i: usize) -> Intent {
             head_bytes: 0,
             tail_bytes: 16384,
             excerpt_bytes: 4096,
-            stdout_guard: "off".into(),
+            stdout_guard: mcp_bound::record::StdoutGuard::Off,
             max_message_bytes: 16 << 20,
             live_rate: None,
             live_burst: None,

@@ -113,14 +113,32 @@ pub enum EventKind {
     StreamsAbandoned,
 }
 
+/// Whether stdout was guarded as JSON-RPC lines.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StdoutGuard {
+    #[default]
+    Off,
+    Jsonrpc,
+}
+
+impl StdoutGuard {
+    pub fn new(guarded: bool) -> StdoutGuard {
+        if guarded {
+            StdoutGuard::Jsonrpc
+        } else {
+            StdoutGuard::Off
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct StdoutFacts {
     pub bytes_seen: u64,
     pub bytes_forwarded: u64,
     /// Read after our consumer went away (or with no stdout): drained, dropped.
     pub bytes_discarded: u64,
-    /// `off` or `jsonrpc`.
-    pub guard: String,
+    pub guard: StdoutGuard,
     pub lines_forwarded: u64,
     /// Lines the guard kept from the host (into the stderr capture).
     pub lines_diverted: u64,
@@ -153,7 +171,7 @@ pub struct Limits {
     pub head_bytes: u64,
     pub tail_bytes: u64,
     pub excerpt_bytes: u64,
-    pub stdout_guard: String,
+    pub stdout_guard: StdoutGuard,
     pub max_message_bytes: u64,
     /// Bytes per second and burst of --live; null when off.
     pub live_rate: Option<u64>,

@@ -15,7 +15,7 @@ use crate::error::{Error, code};
 use crate::journal::{self, Journal};
 use crate::record::{
     Approval, CancelReason, Decision, Event, EventKind, Limits, Record, SCHEMA, State, StderrFacts,
-    Supervisor,
+    StdoutGuard, Supervisor,
 };
 use crate::redact::Redactor;
 use crate::signals::{self, SignalPipe};
@@ -61,7 +61,8 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
     };
 
     let redactor = Redactor::new(&cli.redact).map_err(|e| Error::Usage(format!("--redact {e}")))?;
-    let mut record = initial_record(&cli, started_at, &redactor);
+    let approval = approval_method(&cli);
+    let mut record = initial_record(&cli, started_at, &redactor, approval.as_ref());
     let mut call = Finish {
         cli: &cli,
         origin,
@@ -99,8 +100,8 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
         return Ok(call.cancel_before_dispatch(record, signo));
     }
 
-    if let Some(method) = approval_method(&cli) {
-        if let Some(exit_code) = call.approve(&mut record, &method, &signals) {
+    if let Some(method) = &approval {
+        if let Some(exit_code) = call.approve(&mut record, method, &signals) {
             return Ok(exit_code);
         }
         // Approved: the in-flight record now says dispatched.
@@ -177,13 +178,20 @@ fn policy(cli: &Cli) -> Policy {
     }
 }
 
-fn initial_record(cli: &Cli, started_at: SystemTime, redactor: &Redactor) -> Record {
+fn initial_record(
+    cli: &Cli,
+    started_at: SystemTime,
+    redactor: &Redactor,
+    approval: Option<&approve::Method>,
+) -> Record {
     let policy = policy(cli);
+    let guard = StdoutGuard::new(cli.guard().is_some());
+    let live = cli.live();
     Record {
         schema: SCHEMA,
         call_id: cli.call_id.clone().unwrap_or_else(random_call_id),
         session_id: cli.session_id.clone(),
-        state: if approval_method(cli).is_some() {
+        state: if approval.is_some() {
             State::AwaitingApproval
         } else {
             State::Dispatched
@@ -209,7 +217,7 @@ fn initial_record(cli: &Cli, started_at: SystemTime, redactor: &Redactor) -> Rec
         last_stdout_at: None,
         last_stderr_at: None,
         error: None,
-        approval: match approval_method(cli) {
+        approval: match approval {
             Some(method) => Approval {
                 required: true,
                 method: Some(method.record()),
@@ -219,12 +227,7 @@ fn initial_record(cli: &Cli, started_at: SystemTime, redactor: &Redactor) -> Rec
             None => Approval::default(),
         },
         stdout: crate::record::StdoutFacts {
-            guard: if cli.guard().is_some() {
-                "jsonrpc"
-            } else {
-                "off"
-            }
-            .to_string(),
+            guard,
             ..Default::default()
         },
         stderr: StderrFacts {
@@ -240,15 +243,10 @@ fn initial_record(cli: &Cli, started_at: SystemTime, redactor: &Redactor) -> Rec
             head_bytes: cli.head_bytes as u64,
             tail_bytes: cli.tail_bytes as u64,
             excerpt_bytes: cli.excerpt_bytes as u64,
-            stdout_guard: if cli.guard().is_some() {
-                "jsonrpc"
-            } else {
-                "off"
-            }
-            .to_string(),
+            stdout_guard: guard,
             max_message_bytes: cli.max_message_bytes as u64,
-            live_rate: cli.live().map(|(rate, _)| rate),
-            live_burst: cli.live().map(|(_, burst)| burst),
+            live_rate: live.map(|(rate, _)| rate),
+            live_burst: live.map(|(_, burst)| burst),
             stdin_close_grace_ms: policy.stdin_close_grace.map(millis),
             redact_patterns: redactor.extra_patterns() as u64,
         },

@@ -21,7 +21,9 @@ use crate::capture::Capture;
 use crate::child::{self, ExitObs, Helper};
 use crate::guard::{DivertReason, Guard};
 use crate::live::Live;
-use crate::record::{CancelReason, Event, EventKind, SignalReason, StdoutFacts, StreamEnd, Target};
+use crate::record::{
+    CancelReason, Event, EventKind, SignalReason, StdoutFacts, StdoutGuard, StreamEnd, Target,
+};
 use crate::redact::Redactor;
 use crate::signals::{self, SignalPipe};
 use crate::sink::{Sink, Wrote};
@@ -155,12 +157,7 @@ pub fn supervise(
         sink_gone,
         capture: Capture::new(config.head_bytes, config.tail_bytes),
         stdout: StdoutFacts {
-            guard: if config.guard.is_some() {
-                "jsonrpc"
-            } else {
-                "off"
-            }
-            .to_string(),
+            guard: StdoutGuard::new(config.guard.is_some()),
             ..Default::default()
         },
         events: Vec::new(),

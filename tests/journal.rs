@@ -205,7 +205,7 @@ fn intent(call_id: &str) -> Intent {
             head_bytes: 0,
             tail_bytes: 0,
             excerpt_bytes: 0,
-            stdout_guard: "off".into(),
+            stdout_guard: mcp_bound::record::StdoutGuard::Off,
             max_message_bytes: 0,
             live_rate: None,
             live_burst: None,
