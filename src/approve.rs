@@ -88,33 +88,44 @@ pub struct Gate<'a> {
 pub fn ask(method: &Method, request: &Request<'_>, gate: &Gate<'_>) -> Outcome {
     let requested_at = SystemTime::now();
     let started = Instant::now();
-    let mut outcome = match method {
+    let verdict = match method {
         Method::Command(argv) => by_command(argv, request, gate, started),
         Method::Tty => by_tty(request, gate, started),
     };
-    outcome.requested_at = requested_at;
-    outcome.waited = started.elapsed();
-    outcome.decided_at = requested_at + outcome.waited;
-    outcome
-}
-
-fn blank(decision: Option<Decision>) -> Outcome {
+    let waited = started.elapsed();
     Outcome {
-        decision,
-        requested_at: SystemTime::now(),
-        decided_at: SystemTime::now(),
-        waited: Duration::ZERO,
-        approver_exit: None,
-        excerpt: None,
-        cancelled_by: None,
-        error: None,
+        decision: verdict.decision,
+        requested_at,
+        decided_at: requested_at + waited,
+        waited,
+        approver_exit: verdict.approver_exit,
+        excerpt: verdict.excerpt,
+        cancelled_by: verdict.cancelled_by,
+        error: verdict.error,
     }
 }
 
-fn error(text: String) -> Outcome {
-    Outcome {
+/// What a way of asking found out; `ask` adds the times.
+#[derive(Default)]
+struct Verdict {
+    decision: Option<Decision>,
+    approver_exit: Option<ExitObs>,
+    excerpt: Option<String>,
+    cancelled_by: Option<i32>,
+    error: Option<String>,
+}
+
+fn decided(decision: Option<Decision>) -> Verdict {
+    Verdict {
+        decision,
+        ..Verdict::default()
+    }
+}
+
+fn error(text: String) -> Verdict {
+    Verdict {
         error: Some(text),
-        ..blank(Some(Decision::Error))
+        ..decided(Some(Decision::Error))
     }
 }
 
@@ -123,7 +134,7 @@ fn by_command(
     request: &Request<'_>,
     gate: &Gate<'_>,
     started: Instant,
-) -> Outcome {
+) -> Verdict {
     let mut json = serde_json::to_vec(request).expect("a request serializes");
     json.push(b'\n');
     let stdin = match sys::file_with(&json) {
@@ -174,17 +185,17 @@ fn by_command(
             _ => (Some(Decision::Denied), None),
         },
     };
-    Outcome {
+    Verdict {
         approver_exit: run.exit,
         excerpt,
         cancelled_by,
-        ..blank(decision)
+        ..decided(decision)
     }
 }
 
 /// The question on /dev/tty, never on stdin or stdout: those belong to
 /// the helper and the protocol. The default answer is no.
-fn by_tty(request: &Request<'_>, gate: &Gate<'_>, started: Instant) -> Outcome {
+fn by_tty(request: &Request<'_>, gate: &Gate<'_>, started: Instant) -> Verdict {
     let mut tty = match sys::open_tty() {
         Ok(tty) => tty,
         Err(e) => return error(format!("--approve tty: no terminal to ask on: {e}")),
@@ -208,7 +219,7 @@ fn by_tty(request: &Request<'_>, gate: &Gate<'_>, started: Instant) -> Outcome {
         let now = Instant::now();
         if now >= deadline {
             let _ = tty.write_all(b"\nmcp-bound: approval expired; not running it.\n");
-            return blank(Some(Decision::Expired));
+            return decided(Some(Decision::Expired));
         }
         let interests = [
             sys::Interest {
@@ -229,9 +240,9 @@ fn by_tty(request: &Request<'_>, gate: &Gate<'_>, started: Instant) -> Outcome {
             && let Some(&(signo, _)) = gate.signals.take().terminating.first()
         {
             let _ = tty.write_all(b"\nmcp-bound: cancelled; not running it.\n");
-            return Outcome {
+            return Verdict {
                 cancelled_by: Some(signo),
-                ..blank(None)
+                ..decided(None)
             };
         }
         if ready[1].readable || ready[1].hangup || ready[1].error {
@@ -251,7 +262,7 @@ fn by_tty(request: &Request<'_>, gate: &Gate<'_>, started: Instant) -> Outcome {
                     b"mcp-bound: denied.\n"
                 };
                 let _ = tty.write_all(reply);
-                return blank(Some(if approved {
+                return decided(Some(if approved {
                     Decision::Approved
                 } else {
                     Decision::Denied

@@ -410,10 +410,10 @@ impl Finish<'_> {
                 "approval expired after {}; the helper was not started",
                 humantime::format_duration(cli.approval_timeout)
             ),
-            Some(Decision::Denied) => match outcome.approver_exit {
+            Some(Decision::Denied) => match &record.approval.approver_exit {
                 Some(exit) => format!(
                     "denied by the approver ({}); the helper was not started",
-                    describe_exit(exit)
+                    describe_exit(Some(exit))
                 ),
                 None => "denied; the helper was not started".to_string(),
             },
@@ -519,20 +519,18 @@ impl Finish<'_> {
     }
 }
 
-fn describe_exit(exit: ExitObs) -> String {
+/// An observed exit in words, for the lines mcp-bound prints.
+fn describe_exit(exit: Option<&crate::record::Exit>) -> String {
     match exit {
-        ExitObs::Code(code) => format!("exit {code}"),
-        ExitObs::Signal { signo, .. } => format!("killed by {}", signals::name(signo)),
+        Some(crate::record::Exit::Code { code }) => format!("exit {code}"),
+        Some(crate::record::Exit::Signal { signal, .. }) => format!("killed by {signal}"),
+        None => "no exit observed".to_string(),
     }
 }
 
 /// One line that says what happened, after the excerpt.
 fn summary(record: &Record) -> String {
-    let exit = match &record.exit {
-        Some(crate::record::Exit::Code { code }) => format!("exit code {code}"),
-        Some(crate::record::Exit::Signal { signal, .. }) => format!("killed by {signal}"),
-        None => "no exit observed".to_string(),
-    };
+    let exit = describe_exit(record.exit.as_ref());
     let state = serde_json::to_value(record.state)
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
