@@ -152,11 +152,6 @@ impl Live {
         self.queue.drain(..n);
         self.bytes_forwarded += n as u64;
     }
-
-    /// Dropped bytes not yet announced (for the record at exit).
-    pub fn unannounced(&self) -> u64 {
-        self.unannounced
-    }
 }
 
 #[cfg(test)]

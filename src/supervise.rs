@@ -57,7 +57,6 @@ pub struct Config {
 
 #[derive(Debug)]
 pub struct Outcome {
-    pub pid: i32,
     pub exit: Option<ExitObs>,
     /// The first cancellation that arrived while the helper still ran.
     pub cancelled_while_running: Option<Reason>,
@@ -632,7 +631,6 @@ impl Loop<'_> {
             .as_ref()
             .map_or((0, 0), |live| (live.bytes_forwarded, live.bytes_dropped));
         Outcome {
-            pid: self.pid,
             exit: self.exit,
             cancelled_while_running: self.cancelled_while_running,
             cancellation: self.term.cancellation(),
