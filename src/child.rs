@@ -87,8 +87,13 @@ pub fn spawn(argv: &[OsString], stdin: Option<OwnedFd>) -> Result<Helper, SpawnE
     let stderr: OwnedFd = child.stderr.take().expect("stderr is piped").into();
     for fd in [&stdout, &stderr] {
         use std::os::fd::AsFd;
-        // Our own read ends: non-blocking is ours to set.
-        sys::set_nonblocking(fd.as_fd()).map_err(SpawnError::NotExecutable)?;
+        // Our own read ends: non-blocking is ours to set. Should that fail,
+        // the helper already runs: end it rather than leave it unsupervised.
+        if let Err(err) = sys::set_nonblocking(fd.as_fd()) {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(SpawnError::NotExecutable(err));
+        }
         sys::grow_pipe(fd.as_fd(), 1 << 20);
     }
     Ok(Helper {
