@@ -114,6 +114,23 @@ impl Capture {
         self.ring_start = (self.ring_start + chunk.len()) % limit;
     }
 
+    /// Whether the head is full, so every further byte is tail material.
+    pub fn head_closed(&self) -> bool {
+        self.head_closed
+    }
+
+    /// Count `len` bytes of the stream that were never handed over because
+    /// the tail cannot keep them. Only sound once the head is closed and
+    /// when at least `tail_limit` more bytes follow (they evict everything
+    /// the ring holds now, so it is emptied here): a caller that keeps the
+    /// newest bytes elsewhere and discards the older ones unread.
+    pub fn skip_superseded(&mut self, len: u64) {
+        debug_assert!(self.head_closed, "the head still wants bytes");
+        self.bytes_seen += len;
+        self.ring.clear();
+        self.ring_start = 0;
+    }
+
     /// The retained head, ending on a character boundary.
     pub fn head(&self) -> &[u8] {
         &self.head
@@ -431,6 +448,15 @@ mod tests {
             chunks
         }
 
+        fn same_retained(a: &Capture, b: &Capture, budget: usize) -> Result<(), TestCaseError> {
+            prop_assert_eq!(a.head(), b.head());
+            prop_assert_eq!(a.tail(), b.tail());
+            prop_assert_eq!(a.bytes_seen(), b.bytes_seen());
+            prop_assert_eq!(a.bytes_retained(), b.bytes_retained());
+            prop_assert_eq!(a.plain(budget), b.plain(budget));
+            Ok(())
+        }
+
         proptest! {
             #[test]
             fn every_split_retains_the_same(
@@ -442,12 +468,29 @@ mod tests {
             ) {
                 let whole = fed(head, tail, &[&data]);
                 let pieces = fed(head, tail, &split(&data, &cuts));
-                prop_assert_eq!(whole.head(), pieces.head());
-                prop_assert_eq!(whole.tail(), pieces.tail());
                 prop_assert_eq!(whole.bytes_seen(), data.len() as u64);
-                prop_assert_eq!(pieces.bytes_seen(), data.len() as u64);
-                prop_assert_eq!(whole.bytes_retained(), pieces.bytes_retained());
-                prop_assert_eq!(whole.plain(budget), pieces.plain(budget));
+                same_retained(&whole, &pieces, budget)?;
+            }
+
+            #[test]
+            fn skipping_superseded_bytes_retains_the_same(
+                data in stream(),
+                head in 0usize..40,
+                tail in 0usize..40,
+                cuts in vec(0usize..1000, 2),
+                budget in 0usize..100,
+            ) {
+                // Split into what is pushed, what is skipped unread and the
+                // newest bytes, as a caller holding the tail elsewhere does:
+                // the skip comes after the head closes, and at least
+                // `tail` bytes follow it.
+                let skip_from = (head + cuts[0] % 8).min(data.len());
+                let newest_from = data.len().saturating_sub(tail + cuts[1] % 8).max(skip_from);
+                let mut skipping = fed(head, tail, &[&data[..skip_from]]);
+                prop_assume!(skipping.head_closed() && data.len() - newest_from >= tail);
+                skipping.skip_superseded((newest_from - skip_from) as u64);
+                skipping.push(&data[newest_from..]);
+                same_retained(&fed(head, tail, &[&data]), &skipping, budget)?;
             }
 
             #[test]

@@ -1,11 +1,11 @@
 //! Thin system-call layer: poll(), descriptor flags, private file creation,
-//! and every Linux-only call (prctl, /proc, pipe sizes, FIFO re-open) behind
+//! and every Linux-only call (prctl, /proc, pipe sizes, splice, FIFO re-open) behind
 //! `cfg(target_os = "linux")` in this one file.
 
 use std::ffi::CString;
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
@@ -295,6 +295,39 @@ mod linux {
         let _ = fcntl(fd, FcntlArg::F_SETPIPE_SZ(bytes));
     }
 
+    /// A pipe of our own, both ends non-blocking and close-on-exec, grown
+    /// towards `bytes` (best effort). Returns (read end, write end, the
+    /// capacity granted).
+    pub fn private_pipe(bytes: i32) -> io::Result<(OwnedFd, OwnedFd, usize)> {
+        let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK)?;
+        grow_pipe(write.as_fd(), bytes);
+        let capacity = fcntl(write.as_fd(), FcntlArg::F_GETPIPE_SZ)?;
+        Ok((read, write, capacity as usize))
+    }
+
+    /// Move up to `len` bytes from one pipe to another (or a pipe to
+    /// /dev/null) inside the kernel: pipe pages change hands, nothing is
+    /// copied. Never blocks: an empty source or a full destination is
+    /// `WouldBlock`.
+    pub fn splice(from: BorrowedFd<'_>, to: BorrowedFd<'_>, len: usize) -> io::Result<usize> {
+        // SAFETY: two descriptors we hold; no offsets (both are pipes or
+        // /dev/null).
+        let moved = unsafe {
+            libc::splice(
+                from.as_raw_fd(),
+                std::ptr::null_mut(),
+                to.as_raw_fd(),
+                std::ptr::null_mut(),
+                len,
+                libc::SPLICE_F_MOVE | libc::SPLICE_F_NONBLOCK,
+            )
+        };
+        if moved < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(moved as usize)
+    }
+
     #[cfg(test)]
     mod tests {
         use super::*;
@@ -339,11 +372,17 @@ mod linux {
         None
     }
     pub fn grow_pipe(_fd: BorrowedFd<'_>, _bytes: i32) {}
+    pub fn private_pipe(_bytes: i32) -> io::Result<(OwnedFd, OwnedFd, usize)> {
+        Err(io::ErrorKind::Unsupported.into())
+    }
+    pub fn splice(_from: BorrowedFd<'_>, _to: BorrowedFd<'_>, _len: usize) -> io::Result<usize> {
+        Err(io::ErrorKind::Unsupported.into())
+    }
 }
 
 pub use linux::{
     become_subreaper, children_of_self, descendants, die_with_parent, grow_pipe, is_zombie,
-    reopen_fifo_nonblocking,
+    private_pipe, reopen_fifo_nonblocking, splice,
 };
 
 /// Open (or create, mode 0600) a file for appending, never through a
