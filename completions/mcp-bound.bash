@@ -26,7 +26,7 @@ _mcp__bound() {
 
     case "${cmd}" in
         mcp__bound)
-            opts="-s -k -h -V --timeout --signal --kill-after --grace --wait-delay --preserve-status --head-bytes --tail-bytes --excerpt-bytes --echo --record --record-fd --call-id --session-id --mcp --stdout-guard --max-message-bytes --live --live-rate --live-burst --stdin-close-grace --redact --approve-cmd --approve --approval-timeout --journal --journal-excerpt-bytes --journal-key --help --version verify"
+            opts="-s -k -h -V --timeout --signal --kill-after --grace --wait-delay --preserve-status --head-bytes --tail-bytes --excerpt-bytes --echo --flood-path --record --record-fd --call-id --session-id --mcp --stdout-guard --max-message-bytes --live --live-rate --live-burst --stdin-close-grace --redact --approve-cmd --approve --approval-timeout --journal --journal-excerpt-bytes --journal-key --help --version verify"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -74,6 +74,10 @@ _mcp__bound() {
                     ;;
                 --echo)
                     COMPREPLY=($(compgen -W "never on-failure always" -- "${cur}"))
+                    return 0
+                    ;;
+                --flood-path)
+                    COMPREPLY=($(compgen -W "auto read splice" -- "${cur}"))
                     return 0
                     ;;
                 --record)

@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_mcp_bound_global_optspecs
-    string join \n timeout= s/signal= k/grace= wait-delay= preserve-status head-bytes= tail-bytes= excerpt-bytes= echo= record= record-fd= call-id= session-id= mcp stdout-guard= max-message-bytes= live= live-rate= live-burst= stdin-close-grace= redact= approve-cmd= approve= approval-timeout= journal= journal-excerpt-bytes= journal-key= h/help V/version
+    string join \n timeout= s/signal= k/grace= wait-delay= preserve-status head-bytes= tail-bytes= excerpt-bytes= echo= flood-path= record= record-fd= call-id= session-id= mcp stdout-guard= max-message-bytes= live= live-rate= live-burst= stdin-close-grace= redact= approve-cmd= approve= approval-timeout= journal= journal-excerpt-bytes= journal-key= h/help V/version
 end
 
 function __fish_mcp_bound_needs_command
@@ -34,6 +34,9 @@ complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l excerpt-bytes -d 'M
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l echo -d 'When to print the stderr excerpt to mcp-bound\'s stderr at exit' -r -f -a "never\t''
 on-failure\t''
 always\t''"
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l flood-path -d 'How a stderr flood is drained: auto times reads and moves the flood inside the kernel (splice) while copying it is slow; read always copies; splice always moves. Speed only: what is kept and counted is the same' -r -f -a "auto\t''
+read\t''
+splice\t''"
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l record -d 'Write the record to PATH: "dispatched" before the helper starts, replaced atomically at the end (mode 0600; a symlink is refused)' -r -F
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l record-fd -d 'Write the record as one line to descriptor N at the end (not 0 or 1: stdout belongs to the helper)' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l call-id -d 'The call\'s id in the record (default: a random id)' -r

@@ -158,6 +158,7 @@ fn by_command(
         },
         head_bytes: 0,
         tail_bytes: APPROVER_TAIL,
+        flood_path: crate::pipe_tail::FloodPath::Auto,
         guard: None,
         live: None,
         redactor: gate.redactor.clone(),

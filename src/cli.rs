@@ -206,6 +206,17 @@ pub struct Cli {
     )]
     pub echo: Echo,
 
+    /// How a stderr flood is drained: auto times reads and moves the flood inside the kernel (splice) while copying it is slow; read always copies; splice always moves. Speed only: what is kept and counted is the same.
+    #[arg(
+        long,
+        value_name = "HOW",
+        env = "MCP_BOUND_FLOOD_PATH",
+        value_enum,
+        default_value = "auto",
+        help_heading = "Capture options"
+    )]
+    pub flood_path: FloodPath,
+
     /// Write the record to PATH: "dispatched" before the helper starts, replaced atomically at the end (mode 0600; a symlink is refused).
     #[arg(
         long,
@@ -352,6 +363,13 @@ fn parse_anchor(text: &str) -> Result<String, String> {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FloodPath {
+    Auto,
+    Read,
+    Splice,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum GuardMode {
     Off,
     Jsonrpc,
@@ -387,6 +405,15 @@ impl Cli {
             GuardMode::Off
         });
         (mode == GuardMode::Jsonrpc).then_some(self.max_message_bytes)
+    }
+
+    pub fn flood_path(&self) -> crate::pipe_tail::FloodPath {
+        use crate::pipe_tail::FloodPath as Path;
+        match self.flood_path {
+            FloodPath::Auto => Path::Auto,
+            FloodPath::Read => Path::Read,
+            FloodPath::Splice => Path::Splice,
+        }
     }
 
     /// Some((rate, burst)) when stderr is forwarded live.

@@ -4,7 +4,7 @@
 //! Pure modules (no I/O, tested without processes): `capture`,
 //! `termination`, `record`, `units`, `guard` (JSON-RPC line framing) and
 //! `live` (the live stderr budget) and `redact` (masking secrets). OS-facing: `signals`, `child`, `sys`
-//! (the only users of nix), `sink`. `supervise` is the one poll loop; `run`
+//! (the only users of nix), `sink`, `pipe_tail` (the stderr flood path). `supervise` is the one poll loop; `run`
 //! orchestrates one call. `journal` appends and verifies the audit chain;
 //! `verify` is its command. `approve` is the approval gate before dispatch.
 
@@ -16,6 +16,7 @@ pub mod error;
 pub mod guard;
 pub mod journal;
 pub mod live;
+pub mod pipe_tail;
 pub mod record;
 pub mod redact;
 pub mod run;

@@ -136,6 +136,7 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
         policy: policy(&cli),
         head_bytes: cli.head_bytes,
         tail_bytes: cli.tail_bytes,
+        flood_path: cli.flood_path(),
         guard: cli.guard(),
         live: cli.live(),
         redactor: redactor.clone(),

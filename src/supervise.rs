@@ -14,13 +14,14 @@
 use std::collections::HashSet;
 use std::fs::File;
 use std::io::{self, Read};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::time::Instant;
 
 use crate::capture::Capture;
 use crate::child::{self, ExitObs, Helper};
 use crate::guard::{DivertReason, Guard};
 use crate::live::Live;
+use crate::pipe_tail::{Diagnostics, FloodPath, Took};
 use crate::record::{
     CancelReason, Event, EventKind, SignalReason, StdoutFacts, StdoutGuard, StreamEnd, Target,
 };
@@ -45,6 +46,7 @@ pub struct Config {
     pub policy: Policy,
     pub head_bytes: usize,
     pub tail_bytes: usize,
+    pub flood_path: FloodPath,
     /// Some(max message bytes): guard stdout as JSON-RPC lines.
     pub guard: Option<usize>,
     /// Some((rate, burst)): forward stderr live under a token bucket.
@@ -92,7 +94,7 @@ struct Loop<'a> {
     err_sink: Option<Sink>,
     watch_stdin: bool,
     sink_gone: bool,
-    capture: Capture,
+    diag: Diagnostics,
     stdout: StdoutFacts,
     events: Vec<Event>,
     cancel_events: usize,
@@ -154,7 +156,15 @@ pub fn supervise(
         err_sink,
         watch_stdin,
         sink_gone,
-        capture: Capture::new(config.head_bytes, config.tail_bytes),
+        // --live forwards what it reads, so it needs every byte read.
+        diag: Diagnostics::new(
+            Capture::new(config.head_bytes, config.tail_bytes),
+            if config.live.is_some() {
+                FloodPath::Read
+            } else {
+                config.flood_path
+            },
+        ),
         stdout: StdoutFacts {
             guard: StdoutGuard::new(config.guard.is_some()),
             ..Default::default()
@@ -445,23 +455,34 @@ impl Loop<'_> {
     }
 
     /// Diagnostics reach the capture and, with --live, our stderr.
-    fn diagnose(capture: &mut Capture, live: &mut Option<Live>, now: Instant, bytes: &[u8]) {
-        capture.push(bytes);
+    fn diagnose(diag: &mut Diagnostics, live: &mut Option<Live>, now: Instant, bytes: &[u8]) {
+        diag.push(bytes);
         if let Some(live) = live.as_mut() {
             live.offer(now, bytes);
         }
     }
 
     fn drain_stderr(&mut self, now: Instant) {
+        if self.diag.splicing() {
+            return self.splice_stderr(now);
+        }
         for _ in 0..READS_PER_TURN {
             let Some(file) = self.err.as_mut() else {
                 return;
             };
+            let timer = self.diag.probing().then(Instant::now);
             match file.read(&mut self.err_buf) {
                 Ok(0) => return self.close_stderr(now),
                 Ok(n) => {
+                    let busy = timer.map(|started| started.elapsed());
                     self.last_stderr = Some(now);
-                    Self::diagnose(&mut self.capture, &mut self.live, now, &self.err_buf[..n]);
+                    Self::diagnose(&mut self.diag, &mut self.live, now, &self.err_buf[..n]);
+                    if let Some(busy) = busy {
+                        self.diag.on_read(n, busy);
+                    }
+                    if self.diag.splicing() {
+                        return self.splice_stderr(now);
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -469,6 +490,30 @@ impl Loop<'_> {
             }
         }
         self.flush_live();
+    }
+
+    /// The flood path: stderr moves inside the kernel (see `pipe_tail`).
+    /// A move shorter than asked for means the pipe is drained for now, so
+    /// the turn ends there instead of paying for a move of nothing.
+    fn splice_stderr(&mut self, now: Instant) {
+        for attempt in 0..READS_PER_TURN {
+            let Some(file) = self.err.as_ref() else {
+                return;
+            };
+            match self.diag.take_from(file.as_fd(), attempt == 0) {
+                Took::Bytes(n) => {
+                    self.last_stderr = Some(now);
+                    if n < crate::pipe_tail::MOVE_MAX {
+                        break;
+                    }
+                }
+                Took::Nothing => break,
+                Took::Eof => return self.close_stderr(now),
+                // Back to reads (to measure again, or for good): the next
+                // turn reads what is left.
+                Took::Off => break,
+            }
+        }
     }
 
     fn read_stdout(&mut self, now: Instant) {
@@ -488,7 +533,7 @@ impl Loop<'_> {
                     self.stdout.bytes_seen += n as u64;
                     if self.capture_stdout {
                         let bytes = &self.out_buf[..n];
-                        Self::diagnose(&mut self.capture, &mut self.live, now, bytes);
+                        Self::diagnose(&mut self.diag, &mut self.live, now, bytes);
                         continue;
                     }
                     self.out_start = 0;
@@ -496,11 +541,11 @@ impl Loop<'_> {
                         None => n,
                         Some(guard) => {
                             self.out_buf.clear();
-                            let (capture, live) = (&mut self.capture, &mut self.live);
+                            let (diag, live) = (&mut self.diag, &mut self.live);
                             guard.feed(
                                 &self.in_buf[..n],
                                 &mut self.out_buf,
-                                &mut |bytes, reason| divert_to(capture, live, now, bytes, reason),
+                                &mut |bytes, reason| divert_to(diag, live, now, bytes, reason),
                             );
                             self.out_buf.len()
                         }
@@ -526,8 +571,8 @@ impl Loop<'_> {
     fn close_stdout(&mut self, now: Instant) {
         self.out = None;
         if let Some(guard) = self.guard.as_mut() {
-            let (capture, live) = (&mut self.capture, &mut self.live);
-            guard.finish(&mut |bytes, reason| divert_to(capture, live, now, bytes, reason));
+            let (diag, live) = (&mut self.diag, &mut self.live);
+            guard.finish(&mut |bytes, reason| divert_to(diag, live, now, bytes, reason));
         }
         self.event(now, EventKind::StdoutClosed);
         self.maybe_streams_closed();
@@ -536,6 +581,7 @@ impl Loop<'_> {
 
     fn close_stderr(&mut self, now: Instant) {
         self.err = None;
+        self.diag.end_of_stream();
         if let Some(live) = self.live.as_mut() {
             live.finish();
         }
@@ -635,7 +681,7 @@ impl Loop<'_> {
             cancelled_while_running: self.cancelled_while_running,
             cancellation: self.term.cancellation(),
             stream_end,
-            capture: self.capture,
+            capture: self.diag.finish(),
             stdout: self.stdout,
             live_forwarded,
             live_dropped,
@@ -650,7 +696,7 @@ impl Loop<'_> {
 /// A diverted stdout line enters the diagnostics with a prefix that says
 /// why, written by mcp-bound.
 fn divert_to(
-    capture: &mut Capture,
+    diag: &mut Diagnostics,
     live: &mut Option<Live>,
     now: Instant,
     bytes: &[u8],
@@ -662,9 +708,9 @@ fn divert_to(
         DivertReason::TooLongContinued => b"",
         DivertReason::PartialAtEof => b"[mcp-bound: unterminated stdout line diverted at EOF] ",
     };
-    Loop::diagnose(capture, live, now, prefix);
-    Loop::diagnose(capture, live, now, bytes);
+    Loop::diagnose(diag, live, now, prefix);
+    Loop::diagnose(diag, live, now, bytes);
     if reason == DivertReason::PartialAtEof {
-        Loop::diagnose(capture, live, now, b"\n");
+        Loop::diagnose(diag, live, now, b"\n");
     }
 }

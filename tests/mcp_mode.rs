@@ -278,3 +278,28 @@ fn a_line_over_the_message_limit_is_diverted_not_held() {
         "the next message still passes",
     );
 }
+
+#[test]
+fn a_diverted_line_lands_after_the_flood_before_it() {
+    // The flood's tail stays in the kernel until something else enters
+    // the capture; the diverted line must still come after it. (The flood
+    // is in the pipe before the line is written, and a turn drains stderr
+    // first. Bytes written to stderr after the line could overtake it:
+    // two pipes carry no order between them.)
+    let done = Call::sh("yes flood | head -c 7999998 >&2; echo 'Loading...'; echo '{\"ok\":true}'")
+        .opt(&["--stdout-guard", "jsonrpc", "--tail-bytes", "200"])
+        .run();
+    let prefix = "[mcp-bound: stdout line diverted, not a JSON object] ";
+    done.expect_state("completed", 0)
+        .expect("/stdout/lines_diverted", json!(1))
+        .expect(
+            "/stderr/bytes_seen",
+            json!(7_999_998 + prefix.len() + "Loading...\n".len()),
+        );
+    let excerpt = done.field("/stderr/excerpt").as_str().unwrap();
+    done.check(
+        excerpt.ends_with(&format!("flood\nflood\n{prefix}Loading...\n")),
+        "the flood, then the diverted line",
+    );
+    done.check(done.stdout == b"{\"ok\":true}\n", "the message passes");
+}

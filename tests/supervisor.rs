@@ -48,6 +48,61 @@ fn flood_under_a_deadline_is_bounded_marked_and_ended() {
 }
 
 #[test]
+fn every_flood_path_keeps_and_counts_the_same() {
+    // 12 MiB of 9-byte lines with a 2-byte character, then a last line:
+    // head, tail and counts must be exact, whether the flood was copied
+    // through user space, moved through the kernel ring, or chosen by
+    // measurement.
+    let script = "yes 'flood é' | head -c 12582909 >&2; printf 'last line\\n' >&2";
+    let mut excerpts = Vec::new();
+    for path in ["read", "splice", "auto"] {
+        let done = Call::sh(script)
+            .opt(&[
+                "--flood-path",
+                path,
+                "--tail-bytes",
+                "1000",
+                "--head-bytes",
+                "50",
+            ])
+            .run();
+        done.expect_state("completed", 0)
+            .expect("/stderr/bytes_seen", json!(12_582_909 + 10))
+            .expect("/stderr/truncated", json!(true))
+            .expect("/stderr/head_bytes", json!(50));
+        let excerpt = done.field("/stderr/excerpt").as_str().unwrap().to_string();
+        done.check(
+            excerpt.starts_with("[stderr truncated: kept first 50 and last ")
+                && excerpt.contains(" of 12582919 bytes]\nflood é\n")
+                && excerpt.ends_with("flood é\nflood é\nlast line\n"),
+            &format!("{path}: head, marker and tail are exact"),
+        );
+        excerpts.push(excerpt);
+    }
+    assert!(
+        excerpts.windows(2).all(|pair| pair[0] == pair[1]),
+        "the same text on every path"
+    );
+}
+
+#[test]
+fn a_flood_on_the_kernel_path_still_ends_at_the_deadline() {
+    let done = Call::sh("yes helper-diagnostic 1>&2")
+        .opt(&["--timeout", "0.5s", "--flood-path", "splice"])
+        .run();
+    done.expect_state("timed_out", 124)
+        .expect("/exit", json!({"signal": "TERM", "core_dumped": false}))
+        .expect("/stream_end", json!("eof"));
+    let seen = done.field("/stderr/bytes_seen").as_u64().unwrap();
+    done.check(seen > 1 << 20, "the flood was drained");
+    let excerpt = done.field("/stderr/excerpt").as_str().unwrap();
+    done.check(
+        excerpt.ends_with("helper-diagnostic\n") && excerpt.contains(&format!(" of {seen} bytes]")),
+        "the tail ends on the last line, with the exact count",
+    );
+}
+
+#[test]
 fn helper_that_ignores_term_is_killed_after_the_grace() {
     let done = Call::sh("trap '' TERM; echo READY; exec sleep 60")
         .opt(&["--timeout", "0.3s", "--grace", "0.3s"])
@@ -530,6 +585,7 @@ fn invalid_options_exit_125_and_start_nothing() {
         &["--tail-bytes", "-1"],
         &["--excerpt-bytes", "1.5K"],
         &["--echo", "sometimes"],
+        &["--flood-path", "teleport"],
         &["--record-fd", "1"],
         &["--record-fd", "0"],
         &["--record-fd", "77"],
@@ -564,6 +620,7 @@ fn invalid_environment_values_exit_125() {
         ("MCP_BOUND_SIGNAL", "NOPE"),
         ("MCP_BOUND_TAIL_BYTES", "many"),
         ("MCP_BOUND_ECHO", "loud"),
+        ("MCP_BOUND_FLOOD_PATH", "fast"),
         ("MCP_BOUND_PRESERVE_STATUS", "perhaps"),
     ] {
         let done = Call::new(&["true"]).without_record().env(key, value).run();

@@ -1,0 +1,557 @@
+//! The stderr capture, fed in stream order whichever way bytes arrive, and
+//! the flood path that keeps a flood out of user space when copying it
+//! costs more than moving it.
+//!
+//! Ordinarily the supervisor reads stderr and pushes every chunk into the
+//! [`Capture`]. Once a stream has outgrown the capture, reading is mostly
+//! copying bytes only to evict them. The flood path keeps the newest bytes
+//! in the kernel instead: they are spliced from the helper's pipe into a
+//! pipe of our own (the ring), and whatever the tail can no longer keep is
+//! spliced from the ring's front into /dev/null, counted. Pipe pages change
+//! hands; nothing is copied. The last `tail_bytes` are read once, when the
+//! ring is settled into the capture.
+//!
+//! Which path is cheaper depends on the machine, and can change while a
+//! flood runs. Reading copies pages the helper just wrote: from a cache we
+//! share, that copy is nearly free, and a moved page would cost the helper
+//! a fresh one. When the pages come from a far cache (the two CPUs of a VM
+//! on distant cores), the copy is the expensive part. So reads during a
+//! flood are timed (two clock reads per read), and the ring is used while
+//! reading runs below [`SPLICE_BELOW`]; every [`REPROBE_AFTER`] bytes, a
+//! window of reads measures again. The choice changes speed, never what is
+//! kept: both paths feed the same capture.
+//!
+//! One rule keeps the order: the ring holds the newest bytes, so it is
+//! settled before any other byte enters the capture (a diverted stdout
+//! line, say), and at the end.
+//!
+//! A pipe counts pages, not bytes. A helper that writes a few bytes at a
+//! time can fill the ring's slots long before it holds `tail_bytes`; the
+//! helper's pipe then cannot be drained into it. That is detected (poll
+//! said readable, yet nothing moved) and answered by settling the ring,
+//! which empties it, so stderr never stops draining. Anything unexpected
+//! from splice turns the flood path off for good and reads resume.
+//!
+//! A helper could vmsplice pages into its stderr and change them after we
+//! moved them. It can only change its own diagnostics, which it could have
+//! written differently to begin with.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::time::Duration;
+
+use crate::capture::Capture;
+use crate::sys;
+
+/// The ring asks for this much; an unprivileged process may get less.
+const RING_PIPE_BYTES: i32 = 1 << 20;
+/// Most bytes moved by one splice; a helper's pipe holds at most 1 MiB.
+pub const MOVE_MAX: usize = 1 << 20;
+/// A flood is a stream that exceeds what the capture keeps by this much:
+/// below it nothing is timed and no descriptor is added.
+const FLOOD_AFTER: u64 = 256 * 1024;
+/// Reads are judged over windows of this many bytes...
+const PROBE_BYTES: u64 = 8 << 20;
+/// ...and the ring is taken after this many slow windows in a row, so that
+/// one window disturbed by the scheduler does not decide.
+const SLOW_WINDOWS: u8 = 2;
+/// ...counting only reads this large, whose time is mostly the copy.
+const MIN_TIMED_READ: usize = 4096;
+/// Reading slower than this (bytes per second inside read(2), system-call
+/// overhead included) means the pages come from a far cache: moving them
+/// is cheaper. Measured on a 2-vCPU AMD EPYC VM, over 8 MiB windows: 10 to
+/// 13 GB/s from a shared cache (7 to 10 typical, single windows down to
+/// 4.4, when the writer is itself fed by a pipe), 3.2 to 4 GB/s otherwise.
+pub const SPLICE_BELOW: f64 = 5e9;
+/// On the flood path, measure reading again after this many bytes.
+pub const REPROBE_AFTER: u64 = 256 << 20;
+
+/// How a flood is to be drained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FloodPath {
+    /// Read, timed; the ring while reading is slow.
+    Auto,
+    /// Always read (and what --live needs).
+    Read,
+    /// Always the ring, once a stream is a flood.
+    Splice,
+}
+
+/// What one move from the helper's pipe did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Took {
+    Bytes(usize),
+    /// The helper's pipe is empty for now.
+    Nothing,
+    /// The helper's pipe is closed and empty.
+    Eof,
+    /// Not on the flood path (now); read instead.
+    Off,
+}
+
+/// How a flood is drained. Pure: fed byte counts and read durations.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Path {
+    /// Not a flood (yet), or the flood path is unavailable: plain reads.
+    Reading,
+    /// A flood, read, with the reads of this window timed, after `slow`
+    /// slow windows in a row.
+    Probing {
+        bytes: u64,
+        busy: Duration,
+        slow: u8,
+    },
+    /// A flood, moved through the ring.
+    Splicing { bytes: u64 },
+}
+
+impl Path {
+    /// A timed read of `bytes` that took `busy`. True when the flood should
+    /// move through the ring from now on.
+    pub fn on_read(&mut self, bytes: usize, busy: Duration) -> bool {
+        let Path::Probing {
+            bytes: seen,
+            busy: spent,
+            slow,
+        } = self
+        else {
+            return false;
+        };
+        if bytes < MIN_TIMED_READ {
+            return false;
+        }
+        *seen += bytes as u64;
+        *spent += busy;
+        if *seen < PROBE_BYTES {
+            return false;
+        }
+        let rate = *seen as f64 / spent.as_secs_f64().max(1e-9);
+        let slow = if rate < SPLICE_BELOW { *slow + 1 } else { 0 };
+        *self = if slow >= SLOW_WINDOWS {
+            Path::Splicing { bytes: 0 }
+        } else {
+            Path::probe(slow)
+        };
+        matches!(self, Path::Splicing { .. })
+    }
+
+    /// Bytes moved through the ring. True when it is time to measure
+    /// reading again.
+    pub fn on_spliced(&mut self, bytes: usize) -> bool {
+        let Path::Splicing { bytes: moved } = self else {
+            return false;
+        };
+        *moved += bytes as u64;
+        if *moved < REPROBE_AFTER {
+            return false;
+        }
+        *self = Path::probe(0);
+        true
+    }
+
+    fn probe(slow: u8) -> Path {
+        Path::Probing {
+            bytes: 0,
+            busy: Duration::ZERO,
+            slow,
+        }
+    }
+}
+
+/// Stderr bytes newer than everything in the capture, held in a pipe.
+struct Ring {
+    read: File,
+    write: OwnedFd,
+    devnull: File,
+    held: usize,
+    keep: usize,
+    /// Trimming waits until the ring holds this much, so that small moves
+    /// do not each cost a second splice.
+    trim_above: usize,
+}
+
+pub struct Diagnostics {
+    capture: Capture,
+    path: Path,
+    ring: Option<Ring>,
+    /// Read once a ring could not be had or splice misbehaved.
+    flood_path: FloodPath,
+}
+
+impl Diagnostics {
+    pub fn new(capture: Capture, flood_path: FloodPath) -> Self {
+        Diagnostics {
+            capture,
+            path: Path::Reading,
+            ring: None,
+            flood_path,
+        }
+    }
+
+    /// Whether stderr is to be moved with [`Diagnostics::take_from`].
+    pub fn splicing(&self) -> bool {
+        matches!(self.path, Path::Splicing { .. })
+    }
+
+    /// Whether the caller should time its reads for [`Diagnostics::on_read`].
+    pub fn probing(&self) -> bool {
+        matches!(self.path, Path::Probing { .. })
+    }
+
+    /// Feed bytes read from a stream; held bytes go first.
+    pub fn push(&mut self, bytes: &[u8]) {
+        self.settle();
+        self.capture.push(bytes);
+        if self.path == Path::Reading && self.flood_path != FloodPath::Read {
+            let capture = &self.capture;
+            let kept = (capture.head_limit() + capture.tail_limit()) as u64;
+            if capture.head_closed() && capture.bytes_seen() >= kept + FLOOD_AFTER {
+                if self.flood_path == FloodPath::Splice {
+                    self.path = Path::Splicing { bytes: 0 };
+                    self.open_ring();
+                } else {
+                    self.path = Path::probe(0);
+                }
+            }
+        }
+    }
+
+    fn open_ring(&mut self) {
+        if self.ring.is_none() {
+            self.ring = Ring::new(self.capture.tail_limit());
+            if self.ring.is_none() {
+                self.give_up();
+            }
+        }
+    }
+
+    /// A read of `bytes` (already pushed) took `busy`: maybe switch to
+    /// the ring.
+    pub fn on_read(&mut self, bytes: usize, busy: Duration) {
+        if self.path.on_read(bytes, busy) {
+            self.open_ring();
+        }
+    }
+
+    /// Move what the helper's pipe holds into the ring, inside the kernel.
+    /// `expect_data`: poll said the pipe is readable, so a move of nothing
+    /// means the ring's slots are full.
+    pub fn take_from(&mut self, source: BorrowedFd<'_>, expect_data: bool) -> Took {
+        let (true, Some(ring)) = (self.splicing(), self.ring.as_mut()) else {
+            return Took::Off;
+        };
+        let moved = match sys::splice(source, ring.write.as_fd(), MOVE_MAX) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock && expect_data && ring.held > 0 => {
+                self.settle();
+                let Some(ring) = self.ring.as_mut() else {
+                    return Took::Off;
+                };
+                sys::splice(source, ring.write.as_fd(), MOVE_MAX)
+            }
+            other => other,
+        };
+        match moved {
+            Ok(0) => Took::Eof,
+            Ok(n) => {
+                let Some(ring) = self.ring.as_mut() else {
+                    return Took::Off;
+                };
+                ring.held += n;
+                if ring.held > ring.trim_above && ring.trim(&mut self.capture).is_err() {
+                    self.give_up();
+                } else if self.flood_path == FloodPath::Auto && self.path.on_spliced(n) {
+                    self.settle();
+                }
+                Took::Bytes(n)
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Took::Nothing,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => Took::Nothing,
+            Err(_) => {
+                self.give_up();
+                Took::Off
+            }
+        }
+    }
+
+    /// Hand the held bytes to the capture: the excess to /dev/null
+    /// (counted), then the rest read. The ring stays for more.
+    fn settle(&mut self) {
+        let Some(ring) = self.ring.as_mut() else {
+            return;
+        };
+        if ring.held == 0 {
+            return;
+        }
+        if ring.trim(&mut self.capture).is_err() || ring.read_into(&mut self.capture).is_err() {
+            self.give_up();
+        }
+    }
+
+    /// The stream ended: settle and close the ring.
+    pub fn end_of_stream(&mut self) {
+        self.close_ring();
+        self.path = Path::Reading;
+        self.flood_path = FloodPath::Read;
+    }
+
+    /// Splice misbehaved or no ring can be had: plain reads from now on.
+    fn give_up(&mut self) {
+        self.end_of_stream();
+    }
+
+    fn close_ring(&mut self) {
+        if let Some(mut ring) = self.ring.take() {
+            if ring.held > 0 && ring.read_into(&mut self.capture).is_err() {
+                // Our own pipe failed to give back what it holds. Those
+                // bytes were seen: they count, as dropped.
+                self.capture.skip_superseded(ring.held as u64);
+            }
+        }
+    }
+
+    /// The capture, complete: the ring settled and closed.
+    pub fn finish(mut self) -> Capture {
+        self.close_ring();
+        self.capture
+    }
+}
+
+impl Ring {
+    /// None when no ring can be had, or one too small to hold the tail
+    /// with room to spare (its slots would fill before a trim).
+    fn new(keep: usize) -> Option<Ring> {
+        let (read, write, capacity) = sys::private_pipe(RING_PIPE_BYTES).ok()?;
+        if keep > capacity / 4 {
+            return None;
+        }
+        let devnull = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/null")
+            .ok()?;
+        Some(Ring {
+            read: File::from(read),
+            write,
+            devnull,
+            held: 0,
+            keep,
+            trim_above: keep + capacity / 4,
+        })
+    }
+
+    /// Splice everything older than the last `keep` bytes into /dev/null.
+    fn trim(&mut self, capture: &mut Capture) -> io::Result<()> {
+        while self.held > self.keep {
+            match sys::splice(
+                self.read.as_fd(),
+                self.devnull.as_fd(),
+                self.held - self.keep,
+            ) {
+                Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+                Ok(n) => {
+                    self.held -= n;
+                    capture.skip_superseded(n as u64);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    fn read_into(&mut self, capture: &mut Capture) -> io::Result<()> {
+        let mut chunk = [0u8; 16 * 1024];
+        while self.held > 0 {
+            let want = self.held.min(chunk.len());
+            match self.read.read(&mut chunk[..want]) {
+                Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+                Ok(n) => {
+                    self.held -= n;
+                    capture.push(&chunk[..n]);
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    /// A helper's stderr: a non-blocking pipe we write into.
+    fn source() -> (File, File) {
+        let (read, write, _) = sys::private_pipe(1 << 20).unwrap();
+        (File::from(read), File::from(write))
+    }
+
+    /// Diagnostics on the flood path: a flood whose reads were slow.
+    fn flooded(head: usize, tail: usize, prefix: &[u8]) -> Diagnostics {
+        let mut diag = Diagnostics::new(Capture::new(head, tail), FloodPath::Auto);
+        diag.push(prefix);
+        assert!(diag.probing(), "not judged a flood");
+        for _ in 0..SLOW_WINDOWS {
+            diag.on_read(PROBE_BYTES as usize, Duration::from_secs(1));
+        }
+        assert!(diag.splicing(), "the flood path did not start");
+        diag
+    }
+
+    fn stream(len: usize) -> Vec<u8> {
+        let mut bytes = b"abc\xC3\xA9\n".repeat(len / 6 + 1);
+        bytes.truncate(len);
+        bytes
+    }
+
+    fn same_capture(a: &Capture, b: &Capture) {
+        assert_eq!(a.head(), b.head());
+        assert_eq!(a.tail(), b.tail());
+        assert_eq!(a.bytes_seen(), b.bytes_seen());
+        assert_eq!(a.bytes_retained(), b.bytes_retained());
+    }
+
+    #[test]
+    fn a_flood_moved_in_the_kernel_keeps_what_reading_keeps() {
+        let data = stream(3 << 20);
+        let prefix = &data[..300 * 1024];
+        let (read, mut write) = source();
+        let mut diag = flooded(100, 16 * 1024, prefix);
+        for chunk in data[prefix.len()..].chunks(200_000) {
+            write.write_all(chunk).unwrap();
+            let mut moved = 0;
+            while moved < chunk.len() {
+                match diag.take_from(read.as_fd(), moved == 0) {
+                    Took::Bytes(n) => moved += n,
+                    other => panic!("unexpected {other:?}"),
+                }
+            }
+        }
+        drop(write);
+        assert_eq!(diag.take_from(read.as_fd(), true), Took::Eof);
+        let mut whole = Capture::new(100, 16 * 1024);
+        whole.push(&data);
+        same_capture(&diag.finish(), &whole);
+    }
+
+    #[test]
+    fn tiny_writes_that_fill_the_rings_slots_never_stall_the_stream() {
+        // One byte per move: every move takes a ring slot of its own, so
+        // the ring fills (a few hundred slots) long before it holds the
+        // tail. Each move must still succeed.
+        let data = stream(400 * 1024);
+        let prefix = &data[..300 * 1024];
+        let (read, mut write) = source();
+        let mut diag = flooded(0, 16 * 1024, prefix);
+        for byte in &data[prefix.len()..] {
+            write.write_all(std::slice::from_ref(byte)).unwrap();
+            assert_eq!(diag.take_from(read.as_fd(), true), Took::Bytes(1));
+        }
+        assert!(diag.splicing());
+        let mut whole = Capture::new(0, 16 * 1024);
+        whole.push(&data);
+        same_capture(&diag.finish(), &whole);
+    }
+
+    #[test]
+    fn bytes_from_elsewhere_land_after_the_held_ones() {
+        let data = stream(600 * 1024);
+        let (read, mut write) = source();
+        let mut diag = flooded(0, 64, &data[..300 * 1024]);
+        write.write_all(&data[300 * 1024..]).unwrap();
+        while let Took::Bytes(_) = diag.take_from(read.as_fd(), false) {}
+        diag.push(b"[diverted]");
+        write.write_all(b"after").unwrap();
+        assert_eq!(diag.take_from(read.as_fd(), true), Took::Bytes(5));
+        let capture = diag.finish();
+        let tail = capture.tail();
+        assert!(
+            tail.ends_with(b"\n[diverted]after"),
+            "{:?}",
+            String::from_utf8_lossy(&tail)
+        );
+        assert_eq!(capture.bytes_seen(), data.len() as u64 + 15);
+    }
+
+    #[test]
+    fn small_streams_live_output_and_big_tails_stay_on_reads() {
+        let mut diag = Diagnostics::new(Capture::new(0, 16 * 1024), FloodPath::Auto);
+        diag.push(&stream(200 * 1024));
+        assert!(!diag.probing());
+        // --live needs every byte read.
+        let mut diag = Diagnostics::new(Capture::new(0, 16 * 1024), FloodPath::Read);
+        diag.push(&stream(400 * 1024));
+        assert!(!diag.probing());
+        // A head still filling wants every byte.
+        let mut diag = Diagnostics::new(Capture::new(1 << 20, 0), FloodPath::Auto);
+        diag.push(&stream(300 * 1024));
+        assert!(!diag.probing());
+        // A tail the ring cannot hold with room to spare stays in user
+        // space, for good.
+        let mut diag = Diagnostics::new(Capture::new(0, 4 << 20), FloodPath::Auto);
+        diag.push(&stream(5 << 20));
+        for _ in 0..SLOW_WINDOWS {
+            diag.on_read(PROBE_BYTES as usize, Duration::from_secs(1));
+        }
+        assert!(!diag.splicing() && !diag.probing());
+    }
+
+    #[test]
+    fn reads_from_a_shared_cache_stay_reads_slow_ones_move_to_the_ring() {
+        let window = |rate: f64| Duration::from_secs_f64(PROBE_BYTES as f64 / rate);
+        let probing = Path::probe(0);
+        let mut path = probing;
+        assert!(!path.on_read(PROBE_BYTES as usize, window(10e9)));
+        assert_eq!(path, probing, "fast: a new window is measured");
+        // Small reads are mostly system-call overhead: not evidence.
+        assert!(!path.on_read(100, Duration::from_secs(1)));
+        assert_eq!(path, probing);
+        // One slow window alone decides nothing.
+        assert!(!path.on_read(PROBE_BYTES as usize, window(4e9)));
+        assert!(!path.on_read(PROBE_BYTES as usize, window(10e9)));
+        assert_eq!(path, probing);
+        // A window is judged as a whole, not read by read.
+        let half = PROBE_BYTES as usize / 2;
+        assert!(!path.on_read(PROBE_BYTES as usize, window(4e9)));
+        assert!(!path.on_read(half, window(4e9) / 2));
+        assert!(path.on_read(half, window(4e9) / 2));
+        assert_eq!(path, Path::Splicing { bytes: 0 });
+        // After a while on the ring, reading is measured again.
+        assert!(!path.on_spliced(REPROBE_AFTER as usize - 1));
+        assert!(path.on_spliced(1));
+        assert_eq!(path, probing);
+        // Outside a flood nothing changes.
+        let mut reading = Path::Reading;
+        assert!(!reading.on_read(PROBE_BYTES as usize, Duration::from_secs(1)));
+        assert!(!reading.on_spliced(1 << 30));
+        assert_eq!(reading, Path::Reading);
+    }
+
+    #[test]
+    fn measuring_again_settles_the_ring_and_keeps_the_order() {
+        let data = stream(REPROBE_AFTER as usize + (1 << 20));
+        let prefix = &data[..300 * 1024];
+        let (read, mut write) = source();
+        let mut diag = flooded(0, 1000, prefix);
+        let mut rest = &data[prefix.len()..];
+        while diag.splicing() {
+            let chunk = &rest[..rest.len().min(512 * 1024)];
+            write.write_all(chunk).unwrap();
+            rest = &rest[chunk.len()..];
+            while let Took::Bytes(_) = diag.take_from(read.as_fd(), false) {}
+        }
+        assert!(diag.probing(), "measuring reads again");
+        assert_eq!(diag.take_from(read.as_fd(), true), Took::Off);
+        // The rest arrives by reads, after what the ring held.
+        let mut buf = vec![0; 1 << 20];
+        while let Ok(n) = read.try_clone().unwrap().read(&mut buf) {
+            diag.push(&buf[..n]);
+        }
+        diag.push(rest);
+        let mut whole = Capture::new(0, 1000);
+        whole.push(&data);
+        same_capture(&diag.finish(), &whole);
+    }
+}
