@@ -16,9 +16,10 @@
 //! share, that copy is nearly free, and a moved page would cost the helper
 //! a fresh one. When the pages come from a far cache (the two CPUs of a VM
 //! on distant cores), the copy is the expensive part. So reads during a
-//! flood are timed (two clock reads per read), and the ring is used while
-//! reading runs below [`SPLICE_BELOW`]; every [`REPROBE_AFTER`] bytes, a
-//! window of reads measures again. The choice changes speed, never what is
+//! flood are timed in windows (two clock reads per read; after a fast
+//! window the next [`REST_AFTER_FAST`] bytes go untimed), and the ring is
+//! used once reading runs below [`SPLICE_BELOW`]; every [`REPROBE_AFTER`]
+//! bytes, reads are measured again. The choice changes speed, never what is
 //! kept: both paths feed the same capture.
 //!
 //! One rule keeps the order: the ring holds the newest bytes, so it is
@@ -66,6 +67,9 @@ const MIN_TIMED_READ: usize = 4096;
 pub const SPLICE_BELOW: f64 = 5e9;
 /// On the flood path, measure reading again after this many bytes.
 pub const REPROBE_AFTER: u64 = 256 << 20;
+/// After a fast window, read this many bytes untimed before the next one:
+/// measuring costs two clock reads per read.
+pub const REST_AFTER_FAST: u64 = 56 << 20;
 
 /// How a flood is to be drained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,19 +106,31 @@ pub enum Path {
         busy: Duration,
         slow: u8,
     },
+    /// A flood, read untimed for a while after a fast window.
+    Resting { bytes: u64 },
     /// A flood, moved through the ring.
     Splicing { bytes: u64 },
 }
 
 impl Path {
-    /// A timed read of `bytes` that took `busy`. True when the flood should
-    /// move through the ring from now on.
-    pub fn on_read(&mut self, bytes: usize, busy: Duration) -> bool {
-        let Path::Probing {
-            bytes: seen,
-            busy: spent,
-            slow,
-        } = self
+    /// A read of `bytes`, timed (`busy`) while probing. True when the
+    /// flood should move through the ring from now on.
+    pub fn on_read(&mut self, bytes: usize, busy: Option<Duration>) -> bool {
+        if let Path::Resting { bytes: rested } = self {
+            *rested += bytes as u64;
+            if *rested >= REST_AFTER_FAST {
+                *self = Path::probe(0);
+            }
+            return false;
+        }
+        let (
+            Path::Probing {
+                bytes: seen,
+                busy: spent,
+                slow,
+            },
+            Some(busy),
+        ) = (&mut *self, busy)
         else {
             return false;
         };
@@ -127,11 +143,12 @@ impl Path {
             return false;
         }
         let rate = *seen as f64 / spent.as_secs_f64().max(1e-9);
-        let slow = if rate < SPLICE_BELOW { *slow + 1 } else { 0 };
-        *self = if slow >= SLOW_WINDOWS {
+        *self = if rate >= SPLICE_BELOW {
+            Path::Resting { bytes: 0 }
+        } else if *slow + 1 >= SLOW_WINDOWS {
             Path::Splicing { bytes: 0 }
         } else {
-            Path::probe(slow)
+            Path::probe(*slow + 1)
         };
         matches!(self, Path::Splicing { .. })
     }
@@ -226,9 +243,9 @@ impl Diagnostics {
         }
     }
 
-    /// A read of `bytes` (already pushed) took `busy`: maybe switch to
-    /// the ring.
-    pub fn on_read(&mut self, bytes: usize, busy: Duration) {
+    /// A read of `bytes` (already pushed), which took `busy` if it was
+    /// timed: maybe switch to the ring.
+    pub fn on_read(&mut self, bytes: usize, busy: Option<Duration>) {
         if self.path.on_read(bytes, busy) {
             self.open_ring();
         }
@@ -394,7 +411,7 @@ mod tests {
         diag.push(prefix);
         assert!(diag.probing(), "not judged a flood");
         for _ in 0..SLOW_WINDOWS {
-            diag.on_read(PROBE_BYTES as usize, Duration::from_secs(1));
+            diag.on_read(PROBE_BYTES as usize, Some(Duration::from_secs(1)));
         }
         assert!(diag.splicing(), "the flood path did not start");
         diag
@@ -493,7 +510,7 @@ mod tests {
         let mut diag = Diagnostics::new(Capture::new(0, 4 << 20), FloodPath::Auto);
         diag.push(&stream(5 << 20));
         for _ in 0..SLOW_WINDOWS {
-            diag.on_read(PROBE_BYTES as usize, Duration::from_secs(1));
+            diag.on_read(PROBE_BYTES as usize, Some(Duration::from_secs(1)));
         }
         assert!(!diag.splicing() && !diag.probing());
     }
@@ -503,20 +520,25 @@ mod tests {
         let window = |rate: f64| Duration::from_secs_f64(PROBE_BYTES as f64 / rate);
         let probing = Path::probe(0);
         let mut path = probing;
-        assert!(!path.on_read(PROBE_BYTES as usize, window(10e9)));
-        assert_eq!(path, probing, "fast: a new window is measured");
+        assert!(!path.on_read(PROBE_BYTES as usize, Some(window(10e9))));
+        assert_eq!(path, Path::Resting { bytes: 0 }, "fast: rest, untimed");
+        assert!(!path.on_read(REST_AFTER_FAST as usize - 1, None));
+        assert!(!path.on_read(1, None));
+        assert_eq!(path, probing, "then measure again");
         // Small reads are mostly system-call overhead: not evidence.
-        assert!(!path.on_read(100, Duration::from_secs(1)));
+        assert!(!path.on_read(100, Some(Duration::from_secs(1))));
         assert_eq!(path, probing);
         // One slow window alone decides nothing.
-        assert!(!path.on_read(PROBE_BYTES as usize, window(4e9)));
-        assert!(!path.on_read(PROBE_BYTES as usize, window(10e9)));
-        assert_eq!(path, probing);
+        assert!(!path.on_read(PROBE_BYTES as usize, Some(window(4e9))));
+        assert_eq!(path, Path::probe(1));
+        assert!(!path.on_read(PROBE_BYTES as usize, Some(window(10e9))));
+        assert_eq!(path, Path::Resting { bytes: 0 });
+        let mut path = probing;
         // A window is judged as a whole, not read by read.
         let half = PROBE_BYTES as usize / 2;
-        assert!(!path.on_read(PROBE_BYTES as usize, window(4e9)));
-        assert!(!path.on_read(half, window(4e9) / 2));
-        assert!(path.on_read(half, window(4e9) / 2));
+        assert!(!path.on_read(PROBE_BYTES as usize, Some(window(4e9))));
+        assert!(!path.on_read(half, Some(window(4e9) / 2)));
+        assert!(path.on_read(half, Some(window(4e9) / 2)));
         assert_eq!(path, Path::Splicing { bytes: 0 });
         // After a while on the ring, reading is measured again.
         assert!(!path.on_spliced(REPROBE_AFTER as usize - 1));
@@ -524,7 +546,7 @@ mod tests {
         assert_eq!(path, probing);
         // Outside a flood nothing changes.
         let mut reading = Path::Reading;
-        assert!(!reading.on_read(PROBE_BYTES as usize, Duration::from_secs(1)));
+        assert!(!reading.on_read(PROBE_BYTES as usize, Some(Duration::from_secs(1))));
         assert!(!reading.on_spliced(1 << 30));
         assert_eq!(reading, Path::Reading);
     }

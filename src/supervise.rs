@@ -477,9 +477,7 @@ impl Loop<'_> {
                     let busy = timer.map(|started| started.elapsed());
                     self.last_stderr = Some(now);
                     Self::diagnose(&mut self.diag, &mut self.live, now, &self.err_buf[..n]);
-                    if let Some(busy) = busy {
-                        self.diag.on_read(n, busy);
-                    }
+                    self.diag.on_read(n, busy);
                     if self.diag.splicing() {
                         return self.splice_stderr(now);
                     }
