@@ -1,6 +1,6 @@
 //! Fuzz the stderr capture: any stream, any split, any limits. The
-//! retained bytes and counts must not depend on the split, and the limits
-//! must hold.
+//! retained bytes and counts must not depend on the split, nor on bytes
+//! skipped unread by the flood path, and the limits must hold.
 #![no_main]
 
 use std::sync::OnceLock;
@@ -28,6 +28,20 @@ fuzz_target!(|input: &[u8]| {
     assert_eq!(whole.tail(), pieces.tail());
     assert_eq!(whole.bytes_seen(), data.len() as u64);
     assert!(whole.bytes_retained() <= (head + tail) as u64);
+    // The flood path discards bytes unread once the head is closed and at
+    // least `tail` newer bytes follow: the result must be the same.
+    let skip_from = (head + split % 16).min(data.len());
+    let newest_from = data.len().saturating_sub(tail + split % 7).max(skip_from);
+    let mut skipping = Capture::new(head, tail);
+    skipping.push(&data[..skip_from]);
+    if skipping.head_closed() && data.len() - newest_from >= tail {
+        skipping.skip_superseded((newest_from - skip_from) as u64);
+        skipping.push(&data[newest_from..]);
+        assert_eq!(whole.head(), skipping.head());
+        assert_eq!(whole.tail(), skipping.tail());
+        assert_eq!(whole.bytes_seen(), skipping.bytes_seen());
+        assert_eq!(whole.bytes_retained(), skipping.bytes_retained());
+    }
     let redactor = REDACTOR.get_or_init(Redactor::default);
     let excerpt = whole.excerpt(split, redactor);
     assert!(excerpt.head_shown + excerpt.tail_shown <= split);
