@@ -573,3 +573,71 @@ fn verify_usage_and_io_errors_exit_2() {
     std::fs::write(&empty, "").unwrap();
     assert_eq!(verify(&empty, &[]).code, 1);
 }
+
+#[test]
+fn a_lock_held_too_long_fails_closed_and_writes_nothing() {
+    let (_dir, path) = journal_with_calls(1);
+    let before = std::fs::read(&path).unwrap();
+    // Another holder keeps the lock (its own open file description).
+    let holder = std::fs::File::open(&path).unwrap();
+    mcp_bound::sys::lock_exclusive(&holder, std::time::Duration::from_secs(1)).unwrap();
+    let mut journal = Journal::new(path.clone(), Key::Plain);
+    journal.lock_wait = std::time::Duration::from_millis(200);
+    let started = std::time::Instant::now();
+    let err = journal
+        .append(Entry::Intent(&intent("c-late")))
+        .unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::TimedOut, "{err}");
+    assert!(started.elapsed() >= std::time::Duration::from_millis(200));
+    assert_eq!(std::fs::read(&path).unwrap(), before, "nothing was written");
+    // Once the holder lets go, the chain continues.
+    mcp_bound::sys::unlock(&holder);
+    journal.append(Entry::Intent(&intent("c-after"))).unwrap();
+    let verified = verify(&path, &[]);
+    assert_eq!(verified.code, 0, "{}", verified.text);
+}
+
+#[test]
+fn a_helper_never_runs_while_the_journal_stays_locked() {
+    // The real binary waits 10 s for the lock, then fails closed. The
+    // holder is a separate process, as another mcp-bound would be.
+    let (dir, path) = journal_with_calls(1);
+    let before = std::fs::read(&path).unwrap();
+    let ready = dir.path().join("locked");
+    let mut holder = Command::new("python3")
+        .args([
+            "-c",
+            "import fcntl, sys, time\n\
+             f = open(sys.argv[1], 'rb'); fcntl.flock(f, fcntl.LOCK_EX)\n\
+             open(sys.argv[2], 'w').close(); time.sleep(30)",
+            path.to_str().unwrap(),
+            ready.to_str().unwrap(),
+        ])
+        .spawn()
+        .unwrap();
+    let waiting = std::time::Instant::now();
+    while !exists(&ready) {
+        assert!(
+            waiting.elapsed() < std::time::Duration::from_secs(10),
+            "the lock holder never took the lock"
+        );
+        thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let marker = dir.path().join("helper-ran");
+    let done = Call::new(&["touch", marker.to_str().unwrap()])
+        .opt(&["--journal", path.to_str().unwrap()])
+        .run();
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    done.expect_state("failed_before_dispatch", 125);
+    done.check(!exists(&marker), "the helper never ran");
+    done.check(
+        done.stderr_text()
+            .contains("could not lock it within 10000 ms"),
+        "one clear line naming the lock",
+    );
+    done.check(
+        std::fs::read(&path).unwrap() == before,
+        "nothing was written",
+    );
+}
