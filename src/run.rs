@@ -69,6 +69,7 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
         started_at,
         redactor: &redactor,
         journal: None,
+        record_refused: std::cell::Cell::new(false),
     };
     // Fail closed: no intent in the journal, no helper.
     if let Some(journal) = &journal {
@@ -321,6 +322,9 @@ struct Finish<'a> {
     redactor: &'a Redactor,
     /// Set once the intent is in the journal: then a terminal entry is owed.
     journal: Option<&'a Journal>,
+    /// The record path already refused the in-flight record, and said so:
+    /// the final record is still tried, but a second refusal is not news.
+    record_refused: std::cell::Cell<bool>,
 }
 
 impl Finish<'_> {
@@ -329,6 +333,7 @@ impl Finish<'_> {
     fn write_in_flight(&self, record: &Record) -> Option<String> {
         let path = self.cli.record.as_ref()?;
         let err = write_record_file(path, record).err()?;
+        self.record_refused.set(true);
         Some(format!(
             "--record {}: cannot write the record before dispatch: {err}; the helper was not started",
             path.display()
@@ -493,6 +498,7 @@ impl Finish<'_> {
         }
         if let Some(path) = &cli.record
             && let Err(err) = write_record_file(path, &record)
+            && !self.record_refused.get()
         {
             complain(format!(
                 "mcp-bound: --record {}: cannot write the final record: {err}\n",

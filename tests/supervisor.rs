@@ -651,6 +651,9 @@ fn unusable_record_path_means_the_helper_never_runs() {
     std::fs::set_permissions(&read_only, std::fs::Permissions::from_mode(0o555)).unwrap();
     let mut paths = vec![
         "/nonexistent-dir/record.json".to_string(),
+        // Refused even to root: the directory is on a read-only filesystem.
+        "/proc/record.json".to_string(),
+        "/sys/record.json".to_string(),
         link.to_str().unwrap().to_string(),
         probe.path("").to_str().unwrap().to_string(),
     ];
@@ -665,7 +668,11 @@ fn unusable_record_path_means_the_helper_never_runs() {
             .opt(&["--record", &path])
             .run();
         done.expect_code(125);
-        done.check(done.stderr_text().contains("--record"), "names the option");
+        let stderr = done.stderr_text();
+        done.check(
+            stderr.starts_with("mcp-bound: --record ") && stderr.trim_end().lines().count() == 1,
+            "one line, naming the option",
+        );
         done.check(!exists(&marker), "the helper was not started");
     }
     assert!(
