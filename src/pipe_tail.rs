@@ -17,10 +17,13 @@
 //! a fresh one. When the pages come from a far cache (the two CPUs of a VM
 //! on distant cores), the copy is the expensive part. So reads during a
 //! flood are timed in windows (two clock reads per read; after a fast
-//! window the next [`REST_AFTER_FAST`] bytes go untimed), and the ring is
-//! used once reading runs below [`SPLICE_BELOW`]; every [`REPROBE_AFTER`]
-//! bytes, reads are measured again. The choice changes speed, never what is
-//! kept: both paths feed the same capture.
+//! window the next [`REST_AFTER_FAST`] bytes go untimed). Once reading
+//! runs below [`SPLICE_BELOW`], the ring is put on trial: it stays only if
+//! the flood then moves [`TRIAL_GAIN`] times faster in wall time than it
+//! did while read, since a slow copy does not always mean moving pages is
+//! cheaper. Every [`REPROBE_AFTER`] bytes, reads are measured again. The
+//! choice changes speed, never what is kept: both paths feed the same
+//! capture.
 //!
 //! One rule keeps the order: the ring holds the newest bytes, so it is
 //! settled before any other byte enters the capture (a diverted stdout
@@ -40,7 +43,7 @@
 use std::fs::File;
 use std::io::{self, Read};
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::capture::Capture;
 use crate::sys;
@@ -71,6 +74,14 @@ const MIN_TIMED_READ: usize = 4096;
 pub const SPLICE_BELOW: f64 = 4e9;
 /// On the flood path, measure reading again after this many bytes.
 pub const REPROBE_AFTER: u64 = 256 << 20;
+/// The ring is on trial for this many bytes...
+pub const TRIAL_BYTES: u64 = 32 << 20;
+/// ...and stays only if the flood then moves at least this much faster
+/// (wall time) than it did while read; otherwise reads come back for
+/// [`REPROBE_AFTER`] bytes. Slow reads say the copy is expensive, not
+/// that moving pages is cheaper: with three processes on two CPUs they
+/// were as fast.
+pub const TRIAL_GAIN: f64 = 1.1;
 /// After a fast window, read this many bytes untimed before the next one:
 /// measuring costs two clock reads per read.
 pub const REST_AFTER_FAST: u64 = 56 << 20;
@@ -98,31 +109,44 @@ pub enum Took {
     Off,
 }
 
-/// How a flood is drained. Pure: fed byte counts and read durations.
+/// How a flood is drained. Pure: fed byte counts, read durations and
+/// instants.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Path {
     /// Not a flood (yet), or the flood path is unavailable: plain reads.
     Reading,
     /// A flood, read, with the reads of this window timed, after `slow`
-    /// slow windows in a row.
+    /// slow windows in a row. `since`: the window's first timed read.
     Probing {
         bytes: u64,
         busy: Duration,
         slow: u8,
+        since: Option<Instant>,
     },
-    /// A flood, read untimed for a while after a fast window.
-    Resting { bytes: u64 },
-    /// A flood, moved through the ring.
-    Splicing { bytes: u64 },
+    /// A flood, read untimed until `bytes` reaches `until`.
+    Resting { bytes: u64, until: u64 },
+    /// A flood, moved through the ring since `since`. On `trial`, the
+    /// ring must beat `baseline` (bytes per second of wall time while
+    /// reading) or reads come back.
+    Splicing {
+        bytes: u64,
+        since: Instant,
+        baseline: f64,
+        trial: bool,
+    },
 }
 
 impl Path {
-    /// A read of `bytes`, timed (`busy`) while probing. True when the
-    /// flood should move through the ring from now on.
-    pub fn on_read(&mut self, bytes: usize, busy: Option<Duration>) -> bool {
-        if let Path::Resting { bytes: rested } = self {
+    /// A read of `bytes` at `now`, timed (`busy`) while probing. True when
+    /// the flood should move through the ring from now on.
+    pub fn on_read(&mut self, bytes: usize, busy: Option<Duration>, now: Instant) -> bool {
+        if let Path::Resting {
+            bytes: rested,
+            until,
+        } = self
+        {
             *rested += bytes as u64;
-            if *rested >= REST_AFTER_FAST {
+            if *rested >= *until {
                 *self = Path::probe(0);
             }
             return false;
@@ -132,6 +156,7 @@ impl Path {
                 bytes: seen,
                 busy: spent,
                 slow,
+                since,
             },
             Some(busy),
         ) = (&mut *self, busy)
@@ -141,29 +166,56 @@ impl Path {
         if bytes < MIN_TIMED_READ {
             return false;
         }
+        let started = *since.get_or_insert(now);
         *seen += bytes as u64;
         *spent += busy;
         if *seen < PROBE_BYTES {
             return false;
         }
         let rate = *seen as f64 / spent.as_secs_f64().max(1e-9);
+        let throughput = *seen as f64 / now.duration_since(started).as_secs_f64().max(1e-9);
         *self = if rate >= SPLICE_BELOW {
-            Path::Resting { bytes: 0 }
+            Path::Resting {
+                bytes: 0,
+                until: REST_AFTER_FAST,
+            }
         } else if *slow + 1 >= SLOW_WINDOWS {
-            Path::Splicing { bytes: 0 }
+            Path::Splicing {
+                bytes: 0,
+                since: now,
+                baseline: throughput,
+                trial: true,
+            }
         } else {
             Path::probe(*slow + 1)
         };
         matches!(self, Path::Splicing { .. })
     }
 
-    /// Bytes moved through the ring. True when it is time to measure
-    /// reading again.
-    pub fn on_spliced(&mut self, bytes: usize) -> bool {
-        let Path::Splicing { bytes: moved } = self else {
+    /// Bytes moved through the ring, at `now`. True when reads come back:
+    /// the ring did not pay on trial, or it is time to measure again.
+    pub fn on_spliced(&mut self, bytes: usize, now: Instant) -> bool {
+        let Path::Splicing {
+            bytes: moved,
+            since,
+            baseline,
+            trial,
+        } = self
+        else {
             return false;
         };
         *moved += bytes as u64;
+        if *trial && *moved >= TRIAL_BYTES {
+            let throughput = *moved as f64 / now.duration_since(*since).as_secs_f64().max(1e-9);
+            if throughput < *baseline * TRIAL_GAIN {
+                *self = Path::Resting {
+                    bytes: 0,
+                    until: REPROBE_AFTER,
+                };
+                return true;
+            }
+            *trial = false;
+        }
         if *moved < REPROBE_AFTER {
             return false;
         }
@@ -176,6 +228,7 @@ impl Path {
             bytes: 0,
             busy: Duration::ZERO,
             slow,
+            since: None,
         }
     }
 }
@@ -229,7 +282,13 @@ impl Diagnostics {
             let kept = (capture.head_limit() + capture.tail_limit()) as u64;
             if capture.head_closed() && capture.bytes_seen() >= kept + FLOOD_AFTER {
                 if self.flood_path == FloodPath::Splice {
-                    self.path = Path::Splicing { bytes: 0 };
+                    // Forced: no trial, so the instant is never read.
+                    self.path = Path::Splicing {
+                        bytes: 0,
+                        since: Instant::now(),
+                        baseline: 0.0,
+                        trial: false,
+                    };
                     self.open_ring();
                 } else {
                     self.path = Path::probe(0);
@@ -247,10 +306,10 @@ impl Diagnostics {
         }
     }
 
-    /// A read of `bytes` (already pushed), which took `busy` if it was
-    /// timed: maybe switch to the ring.
-    pub fn on_read(&mut self, bytes: usize, busy: Option<Duration>) {
-        if self.path.on_read(bytes, busy) {
+    /// A read of `bytes` (already pushed) at `now`, which took `busy` if
+    /// it was timed: maybe switch to the ring.
+    pub fn on_read(&mut self, bytes: usize, busy: Option<Duration>, now: Instant) {
+        if self.path.on_read(bytes, busy, now) {
             self.open_ring();
         }
     }
@@ -258,7 +317,7 @@ impl Diagnostics {
     /// Move what the helper's pipe holds into the ring, inside the kernel.
     /// `expect_data`: poll said the pipe is readable, so a move of nothing
     /// means the ring's slots are full.
-    pub fn take_from(&mut self, source: BorrowedFd<'_>, expect_data: bool) -> Took {
+    pub fn take_from(&mut self, source: BorrowedFd<'_>, expect_data: bool, now: Instant) -> Took {
         let (true, Some(ring)) = (self.splicing(), self.ring.as_mut()) else {
             return Took::Off;
         };
@@ -281,7 +340,7 @@ impl Diagnostics {
                 ring.held += n;
                 if ring.held > ring.trim_above && ring.trim(&mut self.capture).is_err() {
                     self.give_up();
-                } else if self.flood_path == FloodPath::Auto && self.path.on_spliced(n) {
+                } else if self.flood_path == FloodPath::Auto && self.path.on_spliced(n, now) {
                     self.settle();
                 }
                 Took::Bytes(n)
@@ -414,11 +473,20 @@ mod tests {
         let mut diag = Diagnostics::new(Capture::new(head, tail), FloodPath::Auto);
         diag.push(prefix);
         assert!(diag.probing(), "not judged a flood");
-        for _ in 0..SLOW_WINDOWS {
-            diag.on_read(PROBE_BYTES as usize, Some(Duration::from_secs(1)));
-        }
+        slow_windows(&mut diag);
         assert!(diag.splicing(), "the flood path did not start");
         diag
+    }
+
+    /// Windows of slow reads, spread over a long (future) stretch of wall
+    /// time: the ring's trial then compares against a trickle and passes.
+    fn slow_windows(diag: &mut Diagnostics) {
+        let mut at = Instant::now();
+        let half = PROBE_BYTES as usize / 2;
+        for _ in 0..SLOW_WINDOWS * 2 {
+            diag.on_read(half, Some(Duration::from_secs(1)), at);
+            at += Duration::from_secs(10);
+        }
     }
 
     fn stream(len: usize) -> Vec<u8> {
@@ -444,14 +512,17 @@ mod tests {
             write.write_all(chunk).unwrap();
             let mut moved = 0;
             while moved < chunk.len() {
-                match diag.take_from(read.as_fd(), moved == 0) {
+                match diag.take_from(read.as_fd(), moved == 0, Instant::now()) {
                     Took::Bytes(n) => moved += n,
                     other => panic!("unexpected {other:?}"),
                 }
             }
         }
         drop(write);
-        assert_eq!(diag.take_from(read.as_fd(), true), Took::Eof);
+        assert_eq!(
+            diag.take_from(read.as_fd(), true, Instant::now()),
+            Took::Eof
+        );
         let mut whole = Capture::new(100, 16 * 1024);
         whole.push(&data);
         same_capture(&diag.finish(), &whole);
@@ -468,7 +539,10 @@ mod tests {
         let mut diag = flooded(0, 16 * 1024, prefix);
         for byte in &data[prefix.len()..] {
             write.write_all(std::slice::from_ref(byte)).unwrap();
-            assert_eq!(diag.take_from(read.as_fd(), true), Took::Bytes(1));
+            assert_eq!(
+                diag.take_from(read.as_fd(), true, Instant::now()),
+                Took::Bytes(1)
+            );
         }
         assert!(diag.splicing());
         let mut whole = Capture::new(0, 16 * 1024);
@@ -482,10 +556,13 @@ mod tests {
         let (read, mut write) = source();
         let mut diag = flooded(0, 64, &data[..300 * 1024]);
         write.write_all(&data[300 * 1024..]).unwrap();
-        while let Took::Bytes(_) = diag.take_from(read.as_fd(), false) {}
+        while let Took::Bytes(_) = diag.take_from(read.as_fd(), false, Instant::now()) {}
         diag.push(b"[diverted]");
         write.write_all(b"after").unwrap();
-        assert_eq!(diag.take_from(read.as_fd(), true), Took::Bytes(5));
+        assert_eq!(
+            diag.take_from(read.as_fd(), true, Instant::now()),
+            Took::Bytes(5)
+        );
         let capture = diag.finish();
         let tail = capture.tail();
         assert!(
@@ -513,45 +590,76 @@ mod tests {
         // space, for good.
         let mut diag = Diagnostics::new(Capture::new(0, 4 << 20), FloodPath::Auto);
         diag.push(&stream(5 << 20));
-        for _ in 0..SLOW_WINDOWS {
-            diag.on_read(PROBE_BYTES as usize, Some(Duration::from_secs(1)));
-        }
+        slow_windows(&mut diag);
         assert!(!diag.splicing() && !diag.probing());
     }
 
     #[test]
     fn reads_from_a_shared_cache_stay_reads_slow_ones_move_to_the_ring() {
-        let window = |rate: f64| Duration::from_secs_f64(PROBE_BYTES as f64 / rate);
+        let t0 = Instant::now();
+        let at = |ms: u64| t0 + Duration::from_millis(ms);
+        let busy = |rate: f64| Some(Duration::from_secs_f64(PROBE_BYTES as f64 / rate));
+        let window = PROBE_BYTES as usize;
         let probing = Path::probe(0);
         let mut path = probing;
-        assert!(!path.on_read(PROBE_BYTES as usize, Some(window(SPLICE_BELOW * 2.0))));
-        assert_eq!(path, Path::Resting { bytes: 0 }, "fast: rest, untimed");
-        assert!(!path.on_read(REST_AFTER_FAST as usize - 1, None));
-        assert!(!path.on_read(1, None));
+        assert!(!path.on_read(window, busy(SPLICE_BELOW * 2.0), at(0)));
+        let rest = Path::Resting {
+            bytes: 0,
+            until: REST_AFTER_FAST,
+        };
+        assert_eq!(path, rest, "fast: rest, untimed");
+        assert!(!path.on_read(REST_AFTER_FAST as usize - 1, None, at(1)));
+        assert!(!path.on_read(1, None, at(2)));
         assert_eq!(path, probing, "then measure again");
         // Small reads are mostly system-call overhead: not evidence.
-        assert!(!path.on_read(100, Some(Duration::from_secs(1))));
+        assert!(!path.on_read(100, Some(Duration::from_secs(1)), at(3)));
         assert_eq!(path, probing);
         // One slow window alone decides nothing.
-        assert!(!path.on_read(PROBE_BYTES as usize, Some(window(SPLICE_BELOW / 2.0))));
-        assert_eq!(path, Path::probe(1));
-        assert!(!path.on_read(PROBE_BYTES as usize, Some(window(SPLICE_BELOW * 2.0))));
-        assert_eq!(path, Path::Resting { bytes: 0 });
+        assert!(!path.on_read(window, busy(SPLICE_BELOW / 2.0), at(4)));
+        assert!(matches!(path, Path::Probing { slow: 1, .. }));
+        assert!(!path.on_read(window, busy(SPLICE_BELOW * 2.0), at(5)));
+        assert_eq!(path, rest);
+        // Two slow windows in a row take the ring, on trial against the
+        // wall-time throughput of the last window: 8 MiB in 100 ms.
         let mut path = probing;
-        // A window is judged as a whole, not read by read.
-        let half = PROBE_BYTES as usize / 2;
-        assert!(!path.on_read(PROBE_BYTES as usize, Some(window(SPLICE_BELOW / 2.0))));
-        assert!(!path.on_read(half, Some(window(SPLICE_BELOW / 2.0) / 2)));
-        assert!(path.on_read(half, Some(window(SPLICE_BELOW / 2.0) / 2)));
-        assert_eq!(path, Path::Splicing { bytes: 0 });
-        // After a while on the ring, reading is measured again.
-        assert!(!path.on_spliced(REPROBE_AFTER as usize - 1));
-        assert!(path.on_spliced(1));
+        let half = window / 2;
+        assert!(!path.on_read(window, busy(SPLICE_BELOW / 2.0), at(0)));
+        assert!(!path.on_read(half, busy(SPLICE_BELOW / 2.0).map(|d| d / 2), at(100)));
+        assert!(path.on_read(half, busy(SPLICE_BELOW / 2.0).map(|d| d / 2), at(200)));
+        let Path::Splicing {
+            baseline, trial, ..
+        } = path
+        else {
+            panic!("not splicing: {path:?}");
+        };
+        assert!(trial);
+        assert!(
+            (baseline - PROBE_BYTES as f64 / 0.1).abs() < 1.0,
+            "{baseline}"
+        );
+        let on_trial = path;
+        // The ring pays (32 MiB in 100 ms: 4x): it stays, and reading is
+        // measured again after a while.
+        assert!(!path.on_spliced(TRIAL_BYTES as usize, at(300)));
+        assert!(matches!(path, Path::Splicing { trial: false, .. }));
+        assert!(!path.on_spliced((REPROBE_AFTER - TRIAL_BYTES) as usize - 1, at(400)));
+        assert!(path.on_spliced(1, at(500)));
         assert_eq!(path, probing);
+        // The ring does not pay (32 MiB in 400 ms: as fast as reads): reads
+        // come back, untimed, for as long as the ring would have run.
+        let mut path = on_trial;
+        assert!(path.on_spliced(TRIAL_BYTES as usize, at(600)));
+        assert_eq!(
+            path,
+            Path::Resting {
+                bytes: 0,
+                until: REPROBE_AFTER
+            }
+        );
         // Outside a flood nothing changes.
         let mut reading = Path::Reading;
-        assert!(!reading.on_read(PROBE_BYTES as usize, Some(Duration::from_secs(1))));
-        assert!(!reading.on_spliced(1 << 30));
+        assert!(!reading.on_read(window, Some(Duration::from_secs(1)), at(0)));
+        assert!(!reading.on_spliced(1 << 30, at(1)));
         assert_eq!(reading, Path::Reading);
     }
 
@@ -566,10 +674,13 @@ mod tests {
             let chunk = &rest[..rest.len().min(512 * 1024)];
             write.write_all(chunk).unwrap();
             rest = &rest[chunk.len()..];
-            while let Took::Bytes(_) = diag.take_from(read.as_fd(), false) {}
+            while let Took::Bytes(_) = diag.take_from(read.as_fd(), false, Instant::now()) {}
         }
         assert!(diag.probing(), "measuring reads again");
-        assert_eq!(diag.take_from(read.as_fd(), true), Took::Off);
+        assert_eq!(
+            diag.take_from(read.as_fd(), true, Instant::now()),
+            Took::Off
+        );
         // The rest arrives by reads, after what the ring held.
         let mut buf = vec![0; 1 << 20];
         while let Ok(n) = read.try_clone().unwrap().read(&mut buf) {

@@ -477,7 +477,7 @@ impl Loop<'_> {
                     let busy = timer.map(|started| started.elapsed());
                     self.last_stderr = Some(now);
                     Self::diagnose(&mut self.diag, &mut self.live, now, &self.err_buf[..n]);
-                    self.diag.on_read(n, busy);
+                    self.diag.on_read(n, busy, now);
                     if self.diag.splicing() {
                         return self.splice_stderr(now);
                     }
@@ -498,7 +498,7 @@ impl Loop<'_> {
             let Some(file) = self.err.as_ref() else {
                 return;
             };
-            match self.diag.take_from(file.as_fd(), attempt == 0) {
+            match self.diag.take_from(file.as_fd(), attempt == 0, now) {
                 Took::Bytes(n) => {
                     self.last_stderr = Some(now);
                     if n < crate::pipe_tail::MOVE_MAX {
