@@ -382,7 +382,10 @@ impl Diagnostics {
 
     fn close_ring(&mut self) {
         if let Some(mut ring) = self.ring.take() {
-            if ring.held > 0 && ring.read_into(&mut self.capture).is_err() {
+            let settled = ring.held == 0
+                || (ring.trim(&mut self.capture).is_ok()
+                    && ring.read_into(&mut self.capture).is_ok());
+            if !settled {
                 // Our own pipe failed to give back what it holds. Those
                 // bytes were seen: they count, as dropped.
                 self.capture.skip_superseded(ring.held as u64);
