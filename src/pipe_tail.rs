@@ -57,11 +57,11 @@ pub const MOVE_MAX: usize = 1 << 20;
 const FLOOD_AFTER: u64 = 256 * 1024;
 /// Reads are judged over windows of this many bytes...
 const PROBE_BYTES: u64 = 8 << 20;
-/// ...and the ring is taken after this many slow windows in a row, so that
-/// one window disturbed by the scheduler does not decide.
-const SLOW_WINDOWS: u8 = 2;
-/// ...counting only reads this large, whose time is mostly the copy.
+/// ...counting only reads this large, whose time is mostly the copy...
 const MIN_TIMED_READ: usize = 4096;
+/// ...and the ring is tried after this many slow windows in a row, so
+/// that one window disturbed by the scheduler does not decide.
+const SLOW_WINDOWS: u8 = 2;
 /// Reading slower than this (bytes per second inside read(2), system-call
 /// overhead included) means the pages come from a far cache: moving them
 /// is cheaper. Measured on a 2-vCPU AMD EPYC VM, over 8 MiB windows, and
@@ -89,7 +89,8 @@ pub const REST_AFTER_FAST: u64 = 56 << 20;
 /// How a flood is to be drained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FloodPath {
-    /// Read, timed; the ring while reading is slow.
+    /// Read, timed; the ring while reading is slow and the ring proves
+    /// faster.
     Auto,
     /// Always read (and what --live needs).
     Read,
