@@ -34,7 +34,7 @@ complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l excerpt-bytes -d 'M
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l echo -d 'When to print the stderr excerpt to mcp-bound\'s stderr at exit' -r -f -a "never\t''
 on-failure\t''
 always\t''"
-complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l flood-path -d 'How a stderr flood is drained: auto times reads and moves the flood inside the kernel (splice) while copying it is slow; read always copies; splice always moves. Speed only: what is kept and counted is the same' -r -f -a "auto\t''
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l flood-path -d 'How a stderr flood is drained: auto times reads and moves the flood inside the kernel (splice) while copying it is slow and moving proves faster; read always copies; splice always moves. Speed only: what is kept and counted is the same' -r -f -a "auto\t''
 read\t''
 splice\t''"
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l record -d 'Write the record to PATH: "dispatched" before the helper starts, replaced atomically at the end (mode 0600; a symlink is refused)' -r -F

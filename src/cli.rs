@@ -206,7 +206,7 @@ pub struct Cli {
     )]
     pub echo: Echo,
 
-    /// How a stderr flood is drained: auto times reads and moves the flood inside the kernel (splice) while copying it is slow; read always copies; splice always moves. Speed only: what is kept and counted is the same.
+    /// How a stderr flood is drained: auto times reads and moves the flood inside the kernel (splice) while copying it is slow and moving proves faster; read always copies; splice always moves. Speed only: what is kept and counted is the same.
     #[arg(
         long,
         value_name = "HOW",
