@@ -412,7 +412,8 @@ impl Ring {
         let devnull = std::fs::OpenOptions::new()
             .write(true)
             .open("/dev/null")
-            .ok()?;
+            .ok()
+            .filter(sys::is_dev_null)?;
         Some(Ring {
             read: File::from(read),
             write,

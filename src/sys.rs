@@ -295,6 +295,15 @@ mod linux {
         let _ = fcntl(fd, FcntlArg::F_SETPIPE_SZ(bytes));
     }
 
+    /// Whether `file` is the null device itself (1,3), not whatever a
+    /// container put at /dev/null: a regular file there would fill up.
+    pub fn is_dev_null(file: &File) -> bool {
+        use std::os::unix::fs::{FileTypeExt, MetadataExt};
+        file.metadata().is_ok_and(|meta| {
+            meta.file_type().is_char_device() && meta.rdev() == libc::makedev(1, 3)
+        })
+    }
+
     /// A pipe of our own, both ends non-blocking and close-on-exec, grown
     /// towards `bytes` (best effort). Returns (read end, write end, the
     /// capacity granted).
@@ -331,6 +340,21 @@ mod linux {
     #[cfg(test)]
     mod tests {
         use super::*;
+
+        #[test]
+        fn only_the_null_device_is_dev_null() {
+            let null = std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/null")
+                .unwrap();
+            assert!(is_dev_null(&null));
+            let zero = File::open("/dev/zero").unwrap();
+            assert!(!is_dev_null(&zero), "a character device, but not (1,3)");
+            let dir = std::env::temp_dir().join(format!("mcp-bound-null-{}", std::process::id()));
+            let plain = File::create(&dir).unwrap();
+            assert!(!is_dev_null(&plain));
+            std::fs::remove_file(&dir).unwrap();
+        }
 
         #[test]
         fn stat_with_odd_command_name() {
@@ -375,14 +399,17 @@ mod linux {
     pub fn private_pipe(_bytes: i32) -> io::Result<(OwnedFd, OwnedFd, usize)> {
         Err(io::ErrorKind::Unsupported.into())
     }
+    pub fn is_dev_null(_file: &File) -> bool {
+        false
+    }
     pub fn splice(_from: BorrowedFd<'_>, _to: BorrowedFd<'_>, _len: usize) -> io::Result<usize> {
         Err(io::ErrorKind::Unsupported.into())
     }
 }
 
 pub use linux::{
-    become_subreaper, children_of_self, descendants, die_with_parent, grow_pipe, is_zombie,
-    private_pipe, reopen_fifo_nonblocking, splice,
+    become_subreaper, children_of_self, descendants, die_with_parent, grow_pipe, is_dev_null,
+    is_zombie, private_pipe, reopen_fifo_nonblocking, splice,
 };
 
 /// Open (or create, mode 0600) a file for appending, never through a
