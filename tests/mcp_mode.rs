@@ -287,7 +287,14 @@ fn a_diverted_line_lands_after_the_flood_before_it() {
     // first. Bytes written to stderr after the line could overtake it:
     // two pipes carry no order between them.)
     let done = Call::sh("yes flood | head -c 7999998 >&2; echo 'Loading...'; echo '{\"ok\":true}'")
-        .opt(&["--stdout-guard", "jsonrpc", "--tail-bytes", "200"])
+        .opt(&[
+            "--stdout-guard",
+            "jsonrpc",
+            "--tail-bytes",
+            "200",
+            "--flood-path",
+            "splice",
+        ])
         .run();
     let prefix = "[mcp-bound: stdout line diverted, not a JSON object] ";
     done.expect_state("completed", 0)
