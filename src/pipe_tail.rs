@@ -302,7 +302,7 @@ impl Diagnostics {
         if self.ring.is_none() {
             self.ring = Ring::new(self.capture.tail_limit());
             if self.ring.is_none() {
-                self.give_up();
+                self.stop_flood_path();
             }
         }
     }
@@ -340,7 +340,7 @@ impl Diagnostics {
                 };
                 ring.held += n;
                 if ring.held > ring.trim_above && ring.trim(&mut self.capture).is_err() {
-                    self.give_up();
+                    self.stop_flood_path();
                 } else if self.flood_path == FloodPath::Auto && self.path.on_spliced(n, now) {
                     self.settle();
                 }
@@ -349,54 +349,39 @@ impl Diagnostics {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => Took::Nothing,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => Took::Nothing,
             Err(_) => {
-                self.give_up();
+                self.stop_flood_path();
                 Took::Off
             }
         }
     }
 
     /// Hand the held bytes to the capture: the excess to /dev/null
-    /// (counted), then the rest read. The ring stays for more.
+    /// (counted), then the rest read. The ring stays for more. Should our
+    /// own pipe fail to give them back, the ring is dropped and reads
+    /// resume; the bytes it still held were seen, so they count, as dropped.
     fn settle(&mut self) {
         let Some(ring) = self.ring.as_mut() else {
             return;
         };
-        if ring.held == 0 {
-            return;
-        }
-        if ring.trim(&mut self.capture).is_err() || ring.read_into(&mut self.capture).is_err() {
-            self.give_up();
+        if ring.held > 0 && ring.hand_over(&mut self.capture).is_err() {
+            self.capture.skip_superseded(ring.held as u64);
+            self.ring = None;
+            self.stop_flood_path();
         }
     }
 
-    /// The stream ended: settle and close the ring.
-    pub fn end_of_stream(&mut self) {
-        self.close_ring();
+    /// Plain reads from now on, the ring settled and closed: the stream
+    /// ended, no ring can be had, or splice misbehaved.
+    pub fn stop_flood_path(&mut self) {
+        self.settle();
+        self.ring = None;
         self.path = Path::Reading;
         self.flood_path = FloodPath::Read;
     }
 
-    /// Splice misbehaved or no ring can be had: plain reads from now on.
-    fn give_up(&mut self) {
-        self.end_of_stream();
-    }
-
-    fn close_ring(&mut self) {
-        if let Some(mut ring) = self.ring.take() {
-            let settled = ring.held == 0
-                || (ring.trim(&mut self.capture).is_ok()
-                    && ring.read_into(&mut self.capture).is_ok());
-            if !settled {
-                // Our own pipe failed to give back what it holds. Those
-                // bytes were seen: they count, as dropped.
-                self.capture.skip_superseded(ring.held as u64);
-            }
-        }
-    }
-
-    /// The capture, complete: the ring settled and closed.
+    /// The capture, complete: the ring settled.
     pub fn finish(mut self) -> Capture {
-        self.close_ring();
+        self.settle();
         self.capture
     }
 }
@@ -442,6 +427,12 @@ impl Ring {
             }
         }
         Ok(())
+    }
+
+    /// Everything held, into the capture: the excess counted, the tail read.
+    fn hand_over(&mut self, capture: &mut Capture) -> io::Result<()> {
+        self.trim(capture)?;
+        self.read_into(capture)
     }
 
     fn read_into(&mut self, capture: &mut Capture) -> io::Result<()> {

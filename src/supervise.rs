@@ -579,7 +579,7 @@ impl Loop<'_> {
 
     fn close_stderr(&mut self, now: Instant) {
         self.err = None;
-        self.diag.end_of_stream();
+        self.diag.stop_flood_path();
         if let Some(live) = self.live.as_mut() {
             live.finish();
         }

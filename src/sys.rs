@@ -350,10 +350,8 @@ mod linux {
             assert!(is_dev_null(&null));
             let zero = File::open("/dev/zero").unwrap();
             assert!(!is_dev_null(&zero), "a character device, but not (1,3)");
-            let dir = std::env::temp_dir().join(format!("mcp-bound-null-{}", std::process::id()));
-            let plain = File::create(&dir).unwrap();
-            assert!(!is_dev_null(&plain));
-            std::fs::remove_file(&dir).unwrap();
+            let plain = tempfile::tempfile().unwrap();
+            assert!(!is_dev_null(&plain), "a regular file");
         }
 
         #[test]
