@@ -155,15 +155,14 @@ pub fn sweep(helper_pid: i32, signo: i32, seen: &mut HashSet<i32>) -> Sweep {
     // a zombie by the time a later scan runs, and would go uncounted.
     let live = live_descendants(helper_pid);
     let group_signalled = signal_group(pgid, signo);
-    let mut outside_group = 0;
     let mut outsiders = Vec::new();
     for process in live {
         seen.insert(process.pid);
         if process.pgid != pgid && signal_pid(process.pid, signo) {
-            outside_group += 1;
             outsiders.push(process.pid);
         }
     }
+    let outside_group = outsiders.len() as u32;
     if signo != crate::signals::SIGKILL && signo != crate::signals::SIGCONT {
         signal_group(pgid, crate::signals::SIGCONT);
         for pid in outsiders {
