@@ -65,13 +65,13 @@ const SLOW_WINDOWS: u8 = 2;
 /// Reading slower than this (bytes per second inside read(2), system-call
 /// overhead included) means the pages come from a far cache: moving them
 /// is cheaper. Measured on a 2-vCPU AMD EPYC VM, over 8 MiB windows, and
-/// changing within one run as the scheduler moves processes: 10 to 13 GB/s
-/// from a shared cache; 3.2 to 3.5 GB/s otherwise, where the ring costs
-/// 0.30 s per GiB against 0.42 s for reads. With a writer fed by a pipe
-/// (`yes | head`, three processes on two CPUs) there are also phases at 4.2
-/// to 5.2 GB/s in which the ring does not pay (1.23x of cat against 1.16x
-/// for reads): they stay reads.
-pub const SPLICE_BELOW: f64 = 4e9;
+/// changing within one run as the scheduler moves processes: 14 to 18
+/// GB/s, or 10 to 11 GB/s, from a shared cache; 5.3 to 7.8 GB/s otherwise,
+/// where the ring costs 0.31 s per GiB against 0.45 s for reads. With a
+/// writer fed by a pipe (`yes | head`, three processes on two CPUs) slow
+/// windows come in phases in which the ring does not pay; the trial sends
+/// those back to reads.
+pub const SPLICE_BELOW: f64 = 8.5e9;
 /// On the flood path, measure reading again after this many bytes.
 pub const REPROBE_AFTER: u64 = 256 << 20;
 /// The ring is on trial for this many bytes...
