@@ -541,32 +541,9 @@ impl Loop<'_> {
                 Ok(n) => {
                     self.last_stdout = Some(now);
                     self.stdout.bytes_seen += n as u64;
-                    if self.capture_stdout {
-                        let bytes = &self.out_buf[..n];
-                        Self::diagnose(&mut self.diag, &mut self.live, now, bytes);
-                        continue;
-                    }
-                    self.out_start = 0;
-                    self.out_end = match self.guard.as_mut() {
-                        None => n,
-                        Some(guard) => {
-                            self.out_buf.clear();
-                            let (diag, live) = (&mut self.diag, &mut self.live);
-                            guard.feed(
-                                &self.in_buf[..n],
-                                &mut self.out_buf,
-                                &mut |bytes, reason| divert_to(diag, live, now, bytes, reason),
-                            );
-                            self.out_buf.len()
-                        }
-                    };
-                    if self.sink_gone {
-                        self.stdout.bytes_discarded += self.out_end as u64;
-                        self.out_end = 0;
-                        continue;
-                    }
-                    self.flush(now);
-                    if self.out_start < self.out_end || n < target_len {
+                    let waiting = self.take_stdout(now, n);
+                    // A short read emptied the pipe: see drain_stderr.
+                    if waiting || n < target_len {
                         break;
                     }
                 }
@@ -576,6 +553,38 @@ impl Loop<'_> {
             }
         }
         self.flush_live();
+    }
+
+    /// The `n` bytes just read from the helper's stdout go to the capture
+    /// (stdout merged into diagnostics), the sink, or nowhere once the
+    /// sink's reader is gone. True when some wait for our reader.
+    fn take_stdout(&mut self, now: Instant, n: usize) -> bool {
+        if self.capture_stdout {
+            let bytes = &self.out_buf[..n];
+            Self::diagnose(&mut self.diag, &mut self.live, now, bytes);
+            return false;
+        }
+        self.out_start = 0;
+        self.out_end = match self.guard.as_mut() {
+            None => n,
+            Some(guard) => {
+                self.out_buf.clear();
+                let (diag, live) = (&mut self.diag, &mut self.live);
+                guard.feed(
+                    &self.in_buf[..n],
+                    &mut self.out_buf,
+                    &mut |bytes, reason| divert_to(diag, live, now, bytes, reason),
+                );
+                self.out_buf.len()
+            }
+        };
+        if self.sink_gone {
+            self.stdout.bytes_discarded += self.out_end as u64;
+            self.out_end = 0;
+            return false;
+        }
+        self.flush(now);
+        self.out_start < self.out_end
     }
 
     fn close_stdout(&mut self, now: Instant) {
