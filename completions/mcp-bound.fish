@@ -24,8 +24,8 @@ function __fish_mcp_bound_using_subcommand
     contains -- $cmd[1] $argv
 end
 
-complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l timeout -d 'Deadline for the helper, from its start; 0 means none. GNU syntax: 10, 1.5, 1e-3, 500ms, 30s, 5m, 1h, 1d' -r
-complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -s s -l signal -d 'Signal sent to the helper\'s group at the deadline: a name (any case, SIG optional) or a number' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l timeout -d 'Deadline for the helper, from its start; 0 or inf means none. GNU syntax: 10, 1.5, 1e-3, 0x1p-3, 500ms, 30s, 5m, 1h, 1d' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -s s -l signal -d 'Signal sent to the helper\'s group at the deadline: a name (any case, SIG optional; RTMIN+N, RTMAX-N) or a number' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -s k -l grace -l kill-after -d 'Time between the first signal and SIGKILL to the whole tree; 0 kills at once [default: 5s; 1s with --mcp]' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l wait-delay -d 'After the helper exits, how long to wait for descendants to release its pipes before terminating them; also the wait for EOF after the final KILL [default: 1s; 500ms with --mcp]' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l head-bytes -d 'Bytes of the start of stderr to keep' -r
@@ -43,10 +43,10 @@ complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l call-id -d 'The cal
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l session-id -d 'The session\'s id in the record' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l stdout-guard -d 'Let through only complete stdout lines that are one JSON object; divert everything else into the stderr capture [default: off; jsonrpc with --mcp]' -r -f -a "off\t''
 jsonrpc\t''"
-complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l max-message-bytes -d 'With the guard, a longer stdout line is diverted, never held' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l max-message-bytes -d 'With the guard, a longer stdout line is diverted, never held (at least 1)' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l live -d 'Forward the helper\'s stderr to ours as it arrives, within --live-rate and --live-burst; drops are counted and announced [default: off; on with --mcp]' -r -f -a "true\t''
 false\t''"
-complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l live-rate -d 'Live stderr budget: bytes per second' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l live-rate -d 'Live stderr budget: bytes per second (at least 1; --live=false turns live output off)' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l live-burst -d 'Live stderr budget: most bytes at once (also the bound on what waits to be written)' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l stdin-close-grace -d 'Watch our stdin for hang-up (without reading it); then give the helper this long to exit before terminating it [default: off; 2s with --mcp]' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l redact -d 'Also mask matches of REGEX (repeatable) in everything written out of the capture; built-in patterns cover Authorization headers, Bearer tokens, private keys, common API token shapes and password=/token=/secret= pairs' -r

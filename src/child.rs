@@ -14,8 +14,7 @@ use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 
-use nix::sys::signal::{Signal, kill, killpg};
-use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid, waitpid};
+use nix::sys::wait::{WaitPidFlag, waitpid};
 use nix::unistd::Pid;
 
 use crate::sys;
@@ -103,17 +102,20 @@ pub fn spawn(argv: &[OsString], stdin: Option<OwnedFd>) -> Result<Helper, SpawnE
     })
 }
 
-fn to_signal(signo: i32) -> Option<Signal> {
-    Signal::try_from(signo).ok()
+/// Signals go out by number: nix's `Signal` has no real-time signals,
+/// and `-s RTMIN+1` must reach the helper as GNU timeout sends it.
+fn send(target: i32, signo: i32) -> bool {
+    // SAFETY: kill(2) with plain integers; a negative target is a group.
+    signo > 0 && unsafe { nix::libc::kill(target, signo) } == 0
 }
 
 /// Signal the helper's process group. False if the group is gone.
 pub fn signal_group(pgid: i32, signo: i32) -> bool {
-    to_signal(signo).is_some_and(|signal| killpg(Pid::from_raw(pgid), signal).is_ok())
+    pgid > 1 && send(-pgid, signo)
 }
 
 fn signal_pid(pid: i32, signo: i32) -> bool {
-    to_signal(signo).is_some_and(|signal| kill(Pid::from_raw(pid), signal).is_ok())
+    pid > 1 && send(pid, signo)
 }
 
 /// Live processes below mcp-bound other than the helper itself.
@@ -176,13 +178,29 @@ pub fn sweep(helper_pid: i32, signo: i32, seen: &mut HashSet<i32>) -> Sweep {
 }
 
 /// Has the helper exited? Leaves it a zombie (WNOWAIT) so its pid stays ours.
+/// Read through libc: nix's `WaitStatus` cannot hold a death by a
+/// real-time signal, and would report such an exit as none at all.
 pub fn observe_exit(pid: i32) -> Option<ExitObs> {
-    let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
-    match waitid(Id::Pid(Pid::from_raw(pid)), flags) {
-        Ok(WaitStatus::Exited(_, code)) => Some(ExitObs::Code(code)),
-        Ok(WaitStatus::Signaled(_, signal, core_dumped)) => Some(ExitObs::Signal {
-            signo: signal as i32,
-            core_dumped,
+    use nix::libc;
+    // SAFETY: siginfo_t is plain data; waitid fills it or leaves it zeroed.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    let flags = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
+    // SAFETY: a valid pointer to our own siginfo_t.
+    let rc = unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, flags) };
+    // SAFETY: si_pid and si_status are valid for SIGCHLD-style siginfo.
+    let (from, status) = unsafe { (info.si_pid(), info.si_status()) };
+    if rc != 0 || from == 0 {
+        return None;
+    }
+    match info.si_code {
+        libc::CLD_EXITED => Some(ExitObs::Code(status)),
+        libc::CLD_KILLED => Some(ExitObs::Signal {
+            signo: status,
+            core_dumped: false,
+        }),
+        libc::CLD_DUMPED => Some(ExitObs::Signal {
+            signo: status,
+            core_dumped: true,
         }),
         _ => None,
     }

@@ -155,6 +155,7 @@ signal ends the helper's whole process tree: signal, grace, then KILL. At the en
 record states what was observed.",
     after_help = AFTER_HELP,
     max_term_width = 100,
+    override_usage = "mcp-bound [OPTIONS] -- <COMMAND> [ARGS]...\n       mcp-bound verify [OPTIONS] <JOURNAL>",
     subcommand_negates_reqs = true,
     args_conflicts_with_subcommands = true,
     disable_help_subcommand = true
@@ -163,11 +164,11 @@ pub struct Cli {
     #[command(subcommand)]
     pub subcommand: Option<Sub>,
 
-    /// Deadline for the helper, from its start; 0 means none. GNU syntax: 10, 1.5, 1e-3, 500ms, 30s, 5m, 1h, 1d.
-    #[arg(long, value_name = "DURATION", env = "MCP_BOUND_TIMEOUT", value_parser = units::parse_duration, help_heading = "Deadline options")]
+    /// Deadline for the helper, from its start; 0 or inf means none. GNU syntax: 10, 1.5, 1e-3, 0x1p-3, 500ms, 30s, 5m, 1h, 1d.
+    #[arg(long, value_name = "DURATION", env = "MCP_BOUND_TIMEOUT", value_parser = units::parse_timeout, help_heading = "Deadline options")]
     pub timeout: Option<Duration>,
 
-    /// Signal sent to the helper's group at the deadline: a name (any case, SIG optional) or a number.
+    /// Signal sent to the helper's group at the deadline: a name (any case, SIG optional; RTMIN+N, RTMAX-N) or a number.
     #[arg(short = 's', long, value_name = "SIGNAL", env = "MCP_BOUND_SIGNAL", default_value = "TERM", value_parser = signals::parse, help_heading = "Deadline options")]
     pub signal: i32,
 
@@ -252,16 +253,16 @@ pub struct Cli {
     )]
     pub stdout_guard: Option<GuardMode>,
 
-    /// With the guard, a longer stdout line is diverted, never held.
-    #[arg(long, value_name = "BYTES", env = "MCP_BOUND_MAX_MESSAGE_BYTES", default_value = "16MiB", value_parser = units::parse_capture_bytes, help_heading = "MCP server mode options")]
+    /// With the guard, a longer stdout line is diverted, never held (at least 1).
+    #[arg(long, value_name = "BYTES", env = "MCP_BOUND_MAX_MESSAGE_BYTES", default_value = "16MiB", value_parser = positive_capture_bytes, help_heading = "MCP server mode options")]
     pub max_message_bytes: usize,
 
     /// Forward the helper's stderr to ours as it arrives, within --live-rate and --live-burst; drops are counted and announced [default: off; on with --mcp].
     #[arg(long, value_name = "BOOL", env = "MCP_BOUND_LIVE", value_parser = BoolishValueParser::new(), num_args = 0..=1, default_missing_value = "true", require_equals = true, help_heading = "MCP server mode options")]
     pub live: Option<bool>,
 
-    /// Live stderr budget: bytes per second.
-    #[arg(long, value_name = "BYTES", env = "MCP_BOUND_LIVE_RATE", default_value = "16KiB", value_parser = units::parse_bytes, help_heading = "MCP server mode options")]
+    /// Live stderr budget: bytes per second (at least 1; --live=false turns live output off).
+    #[arg(long, value_name = "BYTES", env = "MCP_BOUND_LIVE_RATE", default_value = "16KiB", value_parser = positive_bytes, help_heading = "MCP server mode options")]
     pub live_rate: u64,
 
     /// Live stderr budget: most bytes at once (also the bound on what waits to be written).
@@ -312,6 +313,7 @@ pub struct Cli {
         long,
         value_name = "FILE",
         env = "MCP_BOUND_JOURNAL_KEY",
+        requires = "journal",
         help_heading = "Journal options"
     )]
     pub journal_key: Option<PathBuf>,
@@ -449,6 +451,21 @@ fn positive_duration(text: &str) -> Result<Duration, String> {
     }
 }
 
+/// A byte count where 0 would silently lose everything.
+fn positive_bytes(text: &str) -> Result<u64, String> {
+    match units::parse_bytes(text)? {
+        0 => Err("must be at least 1 (0 would drop everything, unannounced)".into()),
+        bytes => Ok(bytes),
+    }
+}
+
+fn positive_capture_bytes(text: &str) -> Result<usize, String> {
+    match units::parse_capture_bytes(text)? {
+        0 => Err("must be at least 1 (0 would divert every message)".into()),
+        bytes => Ok(bytes),
+    }
+}
+
 fn parse_regex(text: &str) -> Result<String, String> {
     crate::redact::Redactor::new(&[text.to_string()]).map(|_| text.to_string())
 }
@@ -494,15 +511,40 @@ where
             clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
                 Ok(Parsed::Print(err.render().to_string()))
             }
-            _ if verifying => Err(Error::VerifyUsage(one_line(&err.render().to_string()))),
-            _ => Err(Error::Usage(one_line(&err.render().to_string()))),
+            kind if verifying => Err(Error::VerifyUsage(one_line(
+                &err.render().to_string(),
+                kind,
+            ))),
+            kind => Err(Error::Usage(one_line(&err.render().to_string(), kind))),
         },
     }
 }
 
-/// clap's first line, without its "error: " prefix and usage block.
-fn one_line(rendered: &str) -> String {
-    let first = rendered.lines().next().unwrap_or("invalid usage");
-    let text = first.strip_prefix("error: ").unwrap_or(first);
-    format!("{text} (see --help)")
+/// clap's message on one line, without its "error: " prefix. A missing
+/// argument names what is missing and shows the usage line; other errors
+/// point to --help.
+fn one_line(rendered: &str, kind: clap::error::ErrorKind) -> String {
+    let mut lines = rendered.lines();
+    let first = lines.next().unwrap_or("invalid usage");
+    let mut text = first.strip_prefix("error: ").unwrap_or(first).to_string();
+    // clap lists missing arguments on indented lines after a colon.
+    if text.ends_with(':') {
+        let missing: Vec<&str> = rendered
+            .lines()
+            .skip(1)
+            .take_while(|line| line.starts_with("  "))
+            .map(str::trim)
+            .collect();
+        text.push(' ');
+        text.push_str(&missing.join(", "));
+    }
+    let usage = rendered
+        .lines()
+        .find_map(|line| line.strip_prefix("Usage: "));
+    match (kind, usage) {
+        (clap::error::ErrorKind::MissingRequiredArgument, Some(usage)) => {
+            format!("{text}; Usage: {}", usage.trim())
+        }
+        _ => format!("{text} (see --help)"),
+    }
 }

@@ -23,7 +23,7 @@ use crate::sink::Sink;
 use crate::supervise::{self, Outcome};
 use crate::sys;
 use crate::termination::{Policy, Reason};
-use crate::units::millis;
+use crate::units::{limit_millis, millis};
 
 /// How long the final writes to our stderr or a record fd may wait for a
 /// reader that does not read. Past it they are dropped: never hang at exit.
@@ -223,7 +223,7 @@ fn initial_record(
             Some(method) => Approval {
                 required: true,
                 method: Some(method.record()),
-                timeout_ms: Some(millis(cli.approval_timeout)),
+                timeout_ms: Some(limit_millis(cli.approval_timeout)),
                 ..Approval::default()
             },
             None => Approval::default(),
@@ -238,10 +238,10 @@ fn initial_record(
             ..Default::default()
         },
         limits: Limits {
-            timeout_ms: policy.timeout.map(millis),
+            timeout_ms: policy.timeout.map(limit_millis),
             signal: signals::name(cli.signal),
-            grace_ms: millis(policy.grace),
-            wait_delay_ms: millis(policy.wait_delay),
+            grace_ms: limit_millis(policy.grace),
+            wait_delay_ms: limit_millis(policy.wait_delay),
             head_bytes: cli.head_bytes as u64,
             tail_bytes: cli.tail_bytes as u64,
             excerpt_bytes: cli.excerpt_bytes as u64,
@@ -249,7 +249,7 @@ fn initial_record(
             max_message_bytes: cli.max_message_bytes as u64,
             live_rate: live.map(|(rate, _)| rate),
             live_burst: live.map(|(_, burst)| burst),
-            stdin_close_grace_ms: policy.stdin_close_grace.map(millis),
+            stdin_close_grace_ms: policy.stdin_close_grace.map(limit_millis),
             redact_patterns: redactor.extra_patterns() as u64,
         },
         events: Vec::new(),

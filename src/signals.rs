@@ -129,33 +129,85 @@ impl SignalPipe {
     }
 }
 
-/// `TERM` for 15; the number itself for anything unnamed.
+/// The real-time signals this system has, as libc reports them (glibc
+/// keeps the first two for itself, so SIGRTMIN is 34 on Linux).
+#[cfg(target_os = "linux")]
+fn real_time() -> std::ops::RangeInclusive<i32> {
+    nix::libc::SIGRTMIN()..=nix::libc::SIGRTMAX()
+}
+
+#[cfg(not(target_os = "linux"))]
+#[allow(clippy::reversed_empty_ranges)]
+fn real_time() -> std::ops::RangeInclusive<i32> {
+    1..=0
+}
+
+/// `TERM` for 15; real-time signals as GNU names them (`RTMIN`, `RTMIN+1`,
+/// …, `RTMAX-1`, `RTMAX`: the nearer end); the number for anything else.
 pub fn name(signo: i32) -> String {
-    match Signal::try_from(signo) {
-        Ok(signal) => signal.as_str().trim_start_matches("SIG").to_string(),
-        Err(_) => signo.to_string(),
+    if let Ok(signal) = Signal::try_from(signo) {
+        return signal.as_str().trim_start_matches("SIG").to_string();
+    }
+    let range = real_time();
+    let (min, max) = (*range.start(), *range.end());
+    match signo {
+        _ if !range.contains(&signo) => signo.to_string(),
+        _ if signo == min => "RTMIN".into(),
+        _ if signo == max => "RTMAX".into(),
+        _ if signo <= min + (max - min) / 2 => format!("RTMIN+{}", signo - min),
+        _ => format!("RTMAX-{}", max - signo),
     }
 }
 
 /// Parse a signal as GNU timeout does: a name in any case with or without
-/// `SIG`, or a number.
+/// `SIG` (`RTMIN+N` and `RTMAX-N` included), or a number.
 pub fn parse(text: &str) -> Result<i32, String> {
     let trimmed = text.trim();
-    let invalid = || format!("'{text}' is not a signal (use e.g. TERM, SIGINT, 9)");
+    let invalid = || format!("'{text}' is not a signal (use e.g. TERM, SIGINT, 9, RTMIN+1)");
     if let Ok(number) = trimmed.parse::<i32>() {
-        return Signal::try_from(number)
-            .map(|s| s as i32)
-            .map_err(|_| invalid());
+        return match Signal::try_from(number) {
+            Ok(signal) => Ok(signal as i32),
+            Err(_) if real_time().contains(&number) => Ok(number),
+            Err(_) => Err(invalid()),
+        };
     }
     let upper = trimmed.to_ascii_uppercase();
-    let full = if upper.starts_with("SIG") {
-        upper
-    } else {
-        format!("SIG{upper}")
-    };
-    full.parse::<Signal>()
+    let bare = upper.strip_prefix("SIG").unwrap_or(&upper);
+    if let Some(signo) = parse_real_time(bare) {
+        return signo.ok_or_else(invalid);
+    }
+    format!("SIG{bare}")
+        .parse::<Signal>()
         .map(|s| s as i32)
         .map_err(|_| invalid())
+}
+
+/// `RTMIN`, `RTMIN+N`, `RTMAX`, `RTMAX-N`: None if not of that shape,
+/// Some(None) if of that shape but out of range.
+fn parse_real_time(bare: &str) -> Option<Option<i32>> {
+    let range = real_time();
+    let (base, rest, sign) = if let Some(rest) = bare.strip_prefix("RTMIN") {
+        (*range.start(), rest, 1)
+    } else if let Some(rest) = bare.strip_prefix("RTMAX") {
+        (*range.end(), rest, -1)
+    } else {
+        return None;
+    };
+    let offset = match rest {
+        "" => 0,
+        _ => {
+            let digits = rest.strip_prefix(if sign > 0 { '+' } else { '-' });
+            match digits.filter(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit())) {
+                Some(d) => match d.parse::<i32>() {
+                    Ok(n) => n,
+                    Err(_) => return Some(None),
+                },
+                None => return Some(None),
+            }
+        }
+    };
+    let signo = base.checked_add(sign * offset)?;
+    Some(range.contains(&signo).then_some(signo))
 }
 
 #[cfg(test)]
@@ -174,5 +226,31 @@ mod tests {
         }
         assert_eq!(name(15), "TERM");
         assert_eq!(name(9), "KILL");
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn real_time_signals_as_gnu_names_them() {
+        let (min, max) = (nix::libc::SIGRTMIN(), nix::libc::SIGRTMAX());
+        assert_eq!(parse("RTMIN"), Ok(min));
+        assert_eq!(parse("sigrtmin+1"), Ok(min + 1));
+        assert_eq!(parse("SIGRTMAX-2"), Ok(max - 2));
+        assert_eq!(parse("rtmax"), Ok(max));
+        assert_eq!(parse(&min.to_string()), Ok(min));
+        assert_eq!(parse(&max.to_string()), Ok(max));
+        for bad in [
+            "RTMIN-1", "RTMAX+1", "RTMIN+", "RTMIN+x", "RTMIN+99", "RTMAX-99", "RTMINX",
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?}");
+        }
+        assert!(parse(&(max + 1).to_string()).is_err());
+        assert_eq!(name(min), "RTMIN");
+        assert_eq!(name(min + 1), "RTMIN+1");
+        assert_eq!(name(max - 2), "RTMAX-2");
+        assert_eq!(name(max), "RTMAX");
+        // Every name reads back as its number.
+        for signo in min..=max {
+            assert_eq!(parse(&name(signo)), Ok(signo), "{signo}");
+        }
     }
 }

@@ -12,24 +12,12 @@ pub const MAX_DURATION: Duration = Duration::from_secs(u32::MAX as u64);
 pub const MAX_CAPTURE_BYTES: u64 = 1 << 30;
 
 /// Parse `10`, `10.34`, `1e-3`, `.1`, `500ms`, `30s`, `5m`, `1h`, `1d`,
-/// `2.34e+5d`. A bare number is seconds. Tiny values round up to 1 ns, so
-/// a deadline is never shorter than asked; huge values clamp.
+/// `2.34e+5d`, and as strtod(3) reads them for GNU timeout, hex floats
+/// (`0x10`, `0x1p-3`) and `inf`/`infinity`. A bare number is seconds. Tiny
+/// values round up to 1 ns, so a deadline is never shorter than asked; huge
+/// and infinite values clamp to [`MAX_DURATION`] (see [`parse_timeout`]).
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let trimmed = text.trim();
-    if trimmed.is_empty() {
-        return Err("empty duration".into());
-    }
-    let (number, unit_seconds) = split_unit(trimmed);
-    let value: f64 = number
-        .parse()
-        .ok()
-        .filter(|_| is_plain_number(number))
-        .ok_or_else(|| {
-            format!("'{text}' is not a duration (use e.g. 10, 1.5, 500ms, 30s, 5m, 1h, 1d)")
-        })?;
-    if value.is_sign_negative() && value != 0.0 {
-        return Err(format!("'{text}': a duration cannot be negative"));
-    }
+    let (value, unit_seconds) = parse_number_and_unit(text)?;
     let seconds = value * unit_seconds;
     if seconds == 0.0 {
         return Ok(Duration::ZERO);
@@ -41,14 +29,152 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_nanos(nanos as u64))
 }
 
+/// A deadline: as [`parse_duration`], but an infinite one (`inf`,
+/// `infinity`) is no deadline at all, like `0`: both return zero.
+pub fn parse_timeout(text: &str) -> Result<Duration, String> {
+    match parse_number_and_unit(text)? {
+        (value, _) if value.is_infinite() => Ok(Duration::ZERO),
+        _ => parse_duration(text),
+    }
+}
+
+fn not_a_duration(text: &str) -> String {
+    format!("'{text}' is not a duration (use e.g. 10, 1.5, 500ms, 30s, 5m, 1h, 1d, inf)")
+}
+
+/// The number (never negative, never NaN) and the seconds its unit is worth.
+fn parse_number_and_unit(text: &str) -> Result<(f64, f64), String> {
+    let trimmed = text.trim();
+    if trimmed.is_empty() {
+        return Err("empty duration".into());
+    }
+    let (negative, unsigned) = match trimmed.as_bytes()[0] {
+        b'-' => (true, &trimmed[1..]),
+        b'+' => (false, &trimmed[1..]),
+        _ => (false, trimmed),
+    };
+    let (value, rest) = if let Some(rest) = strip_infinity(unsigned) {
+        (f64::INFINITY, rest)
+    } else if let Some(hex) = unsigned
+        .strip_prefix("0x")
+        .or_else(|| unsigned.strip_prefix("0X"))
+    {
+        parse_hex_float(hex).ok_or_else(|| not_a_duration(text))?
+    } else {
+        let (number, unit_seconds) = split_unit(unsigned);
+        // One sign at most, and it was taken off above.
+        let value: f64 = number
+            .parse()
+            .ok()
+            .filter(|_| is_plain_number(number) && !number.starts_with(['+', '-']))
+            .ok_or_else(|| not_a_duration(text))?;
+        return sign_checked(text, negative, value).map(|v| (v, unit_seconds));
+    };
+    let unit_seconds = unit_of(rest).ok_or_else(|| not_a_duration(text))?;
+    sign_checked(text, negative, value).map(|v| (v, unit_seconds))
+}
+
+fn sign_checked(text: &str, negative: bool, value: f64) -> Result<f64, String> {
+    if negative && value != 0.0 {
+        return Err(format!("'{text}': a duration cannot be negative"));
+    }
+    Ok(value)
+}
+
+/// `inf` or `infinity`, any case, and what follows it.
+fn strip_infinity(text: &str) -> Option<&str> {
+    let lower = text.to_ascii_lowercase();
+    if lower.starts_with("infinity") {
+        Some(&text["infinity".len()..])
+    } else if lower.starts_with("inf") {
+        Some(&text["inf".len()..])
+    } else {
+        None
+    }
+}
+
+/// The hex float after `0x`, as strtod reads it: hex digits with an
+/// optional point, then an optional binary exponent `p[+-]N`. Returns the
+/// value and what follows (a unit, or nothing).
+fn parse_hex_float(text: &str) -> Option<(f64, &str)> {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    let mut value = 0f64;
+    let mut digits = 0;
+    let mut scale = 0i32;
+    let mut seen_point = false;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'.' if !seen_point => seen_point = true,
+            b => match (b as char).to_digit(16) {
+                Some(d) => {
+                    value = value * 16.0 + d as f64;
+                    digits += 1;
+                    if seen_point {
+                        scale -= 4;
+                    }
+                }
+                None => break,
+            },
+        }
+        i += 1;
+    }
+    if digits == 0 {
+        return None;
+    }
+    let mut exponent = 0i32;
+    if i < bytes.len() && matches!(bytes[i], b'p' | b'P') {
+        let mut j = i + 1;
+        let negative = match bytes.get(j) {
+            Some(b'-') => {
+                j += 1;
+                true
+            }
+            Some(b'+') => {
+                j += 1;
+                false
+            }
+            _ => false,
+        };
+        let start = j;
+        while j < bytes.len() && bytes[j].is_ascii_digit() {
+            exponent = exponent
+                .saturating_mul(10)
+                .saturating_add((bytes[j] - b'0') as i32);
+            j += 1;
+        }
+        // strtod needs digits after p; without them the p is not consumed.
+        if j > start {
+            if negative {
+                exponent = -exponent;
+            }
+            i = j;
+        }
+    }
+    let value = value * 2f64.powi(exponent.saturating_add(scale));
+    Some((value, &text[i..]))
+}
+
+const UNITS: [(&str, f64); 5] = [
+    ("ms", 1e-3),
+    ("s", 1.0),
+    ("m", 60.0),
+    ("h", 3600.0),
+    ("d", 86400.0),
+];
+
+/// The seconds a whole suffix is worth; `""` is seconds.
+fn unit_of(suffix: &str) -> Option<f64> {
+    if suffix.is_empty() {
+        return Some(1.0);
+    }
+    UNITS
+        .iter()
+        .find(|(name, _)| *name == suffix)
+        .map(|(_, seconds)| *seconds)
+}
+
 fn split_unit(text: &str) -> (&str, f64) {
-    const UNITS: [(&str, f64); 5] = [
-        ("ms", 1e-3),
-        ("s", 1.0),
-        ("m", 60.0),
-        ("h", 3600.0),
-        ("d", 86400.0),
-    ];
     for (suffix, seconds) in UNITS {
         if let Some(number) = text.strip_suffix(suffix) {
             return (number, seconds);
@@ -57,7 +183,9 @@ fn split_unit(text: &str) -> (&str, f64) {
     (text, 1.0)
 }
 
-/// Rust's float parser also takes `inf`, `nan` and `infinity`; GNU does not.
+/// A decimal number as strtod reads one. Rust's float parser would also
+/// take `nan`, which GNU refuses (no duration is NaN); `inf` and hex are
+/// read before this, as strtod does.
 fn is_plain_number(number: &str) -> bool {
     !number.is_empty()
         && number
@@ -107,6 +235,12 @@ pub fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
+/// A limit in whole milliseconds, rounded up: a limit of 0.4 ms is
+/// recorded as 1 ms, never as 0 (which would read as "none").
+pub fn limit_millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,10 +273,41 @@ mod tests {
     #[test]
     fn bad_durations() {
         for bad in [
-            "", "-1", "abc", "1D", "1x", "inf", "nan", "1.2.3s", "s", "ms", "--1",
+            "", "-1", "abc", "1D", "1x", "nan", "1.2.3s", "s", "ms", "--1", "+-1", "-inf", "0x",
+            "0xg", "0x1q", "infx", "in", "-0x1",
         ] {
             assert!(parse_duration(bad).is_err(), "{bad:?} should be rejected");
         }
+    }
+
+    #[test]
+    fn strtod_forms_gnu_timeout_accepts() {
+        assert_eq!(parse_duration("0x10"), Ok(Duration::from_secs(16)));
+        assert_eq!(parse_duration("0x1p-3"), Ok(Duration::from_millis(125)));
+        assert_eq!(parse_duration("0X1.8p1"), Ok(Duration::from_secs(3)));
+        // strtod reads the d as a hex digit: 0x1d is 29 seconds, not a day.
+        assert_eq!(parse_duration("0x1d"), Ok(Duration::from_secs(29)));
+        assert_eq!(parse_duration("0x1s"), Ok(Duration::from_secs(1)));
+        assert_eq!(parse_duration("0x2m"), Ok(Duration::from_secs(120)));
+        // A p without digits is not an exponent, and then not a unit.
+        assert!(parse_duration("0x1p").is_err());
+        assert_eq!(parse_duration("+5"), Ok(Duration::from_secs(5)));
+        assert_eq!(parse_duration("-0"), Ok(Duration::ZERO));
+        for infinite in ["inf", "INF", "infinity", "Infinity", "+inf", "infs", "infd"] {
+            assert_eq!(parse_duration(infinite), Ok(MAX_DURATION), "{infinite}");
+            assert_eq!(parse_timeout(infinite), Ok(Duration::ZERO), "{infinite}");
+        }
+        assert_eq!(parse_timeout("2s"), Ok(Duration::from_secs(2)));
+    }
+
+    #[test]
+    fn limits_round_up_to_whole_milliseconds() {
+        assert_eq!(limit_millis(Duration::ZERO), 0);
+        assert_eq!(limit_millis(Duration::from_nanos(1)), 1);
+        assert_eq!(limit_millis(Duration::from_micros(400)), 1);
+        assert_eq!(limit_millis(Duration::from_micros(1001)), 2);
+        assert_eq!(limit_millis(Duration::from_secs(2)), 2000);
+        assert_eq!(millis(Duration::from_micros(1999)), 1);
     }
 
     #[test]

@@ -582,7 +582,15 @@ fn invalid_options_exit_125_and_start_nothing() {
         &["--timeout", "abc"],
         &["--timeout", "-1"],
         &["--timeout", "1D"],
-        &["--timeout", "inf"],
+        &["--timeout", "-inf"],
+        &["--timeout", "nan"],
+        &["--timeout", "0x"],
+        &["--timeout", "0x1p"],
+        &["--signal", "RTMIN+99"],
+        &["--signal", "RTMAX-1x"],
+        &["--live-rate", "0"],
+        &["--max-message-bytes", "0"],
+        &["--journal-key", "/nonexistent/key"],
         &["--signal", "FOO"],
         &["--signal", "0"],
         &["--grace", "soon"],
@@ -630,10 +638,24 @@ fn invalid_environment_values_exit_125() {
         ("MCP_BOUND_ECHO", "loud"),
         ("MCP_BOUND_FLOOD_PATH", "fast"),
         ("MCP_BOUND_PRESERVE_STATUS", "perhaps"),
+        ("MCP_BOUND_LIVE_RATE", "0"),
+        ("MCP_BOUND_MAX_MESSAGE_BYTES", "0"),
+        // A key with no journal to key is a mistake, not a no-op.
+        ("MCP_BOUND_JOURNAL_KEY", "/nonexistent/key"),
     ] {
-        let done = Call::new(&["true"]).without_record().env(key, value).run();
+        let probe = Call::new(&[]);
+        let marker = probe.path("helper-ran");
+        let done = Call::new(&["touch", marker.to_str().unwrap()])
+            .without_record()
+            .env(key, value)
+            .run();
         done.expect_code(125);
-        done.check(done.stderr_text().starts_with("mcp-bound: "), key);
+        let stderr = done.stderr_text();
+        done.check(
+            stderr.starts_with("mcp-bound: ") && stderr.trim_end().lines().count() == 1,
+            &format!("one clear line for {key}={value}"),
+        );
+        done.check(!exists(&marker), "the helper was not started");
     }
 }
 
@@ -641,10 +663,96 @@ fn invalid_environment_values_exit_125() {
 fn missing_command_is_a_usage_error() {
     let done = Call::new(&[]).without_record().run();
     done.expect_code(125);
+    let stderr = done.stderr_text();
     done.check(
-        done.stderr_text().contains("required"),
-        "names what is missing",
+        stderr.trim_end().lines().count() == 1,
+        "one line, not clap's block",
     );
+    done.check(stderr.contains("<COMMAND>"), "names what is missing");
+    done.check(
+        stderr.contains("Usage: mcp-bound [OPTIONS] -- <COMMAND>"),
+        "shows the usage line",
+    );
+    let done = Call::new(&[]).without_record().opt(&["verify"]).run();
+    done.expect_code(2);
+    let stderr = done.stderr_text();
+    done.check(
+        stderr.trim_end().lines().count() == 1 && stderr.contains("<JOURNAL>"),
+        "verify names the missing journal",
+    );
+    done.check(
+        stderr.contains("Usage: mcp-bound verify"),
+        "verify shows its usage line",
+    );
+}
+
+#[test]
+fn sub_millisecond_limits_stay_within_the_schema() {
+    // The harness validates the record: 0 would break timeout_ms >= 1.
+    let done = Call::sh("sleep 5")
+        .opt(&[
+            "--timeout",
+            "0.0004",
+            "--grace",
+            "0.0004",
+            "--wait-delay",
+            "0.0001",
+        ])
+        .run();
+    done.expect_state("timed_out", 124)
+        .expect("/limits/timeout_ms", json!(1))
+        .expect("/limits/grace_ms", json!(1))
+        .expect("/limits/wait_delay_ms", json!(1));
+    let done = Call::new(&["true"])
+        .opt(&["--approve-cmd", "sleep 5", "--approval-timeout", "0.0004"])
+        .run();
+    done.expect_state("denied", 77)
+        .expect("/approval/timeout_ms", json!(1))
+        .expect("/approval/decision", json!("expired"));
+}
+
+#[test]
+fn gnu_durations_inf_and_hex() {
+    // inf is no deadline at all, as with GNU timeout.
+    for text in ["inf", "infinity", "INF", "infs"] {
+        Call::new(&["true"])
+            .opt(&["--timeout", text])
+            .run()
+            .expect_state("completed", 0)
+            .expect("/limits/timeout_ms", Value::Null);
+    }
+    // 0x1p-3 is 0.125 s: a hex float, as strtod reads it.
+    let done = Call::sh("sleep 5").opt(&["--timeout", "0x1p-3"]).run();
+    done.expect_state("timed_out", 124)
+        .expect("/limits/timeout_ms", json!(125));
+    Call::new(&["true"])
+        .opt(&["--timeout", "0x10"])
+        .run()
+        .expect("/limits/timeout_ms", json!(16000));
+}
+
+#[test]
+fn real_time_signals_by_number_and_name() {
+    let rtmin = 34;
+    for (text, name, number) in [
+        ("34", "RTMIN", rtmin),
+        ("RTMIN", "RTMIN", rtmin),
+        ("rtmin+1", "RTMIN+1", rtmin + 1),
+        ("SIGRTMAX-2", "RTMAX-2", 62),
+        ("SIGRTMAX", "RTMAX", 64),
+    ] {
+        let done = Call::sh("sleep 5")
+            .opt(&["--timeout", "0.1", "-s", text])
+            .run();
+        done.expect_state("timed_out", 124)
+            .expect("/limits/signal", json!(name))
+            .expect("/exit", json!({"signal": name, "core_dumped": false}));
+        done.check(
+            done.signals_sent()[0]
+                == (name.to_string(), "group".to_string(), "timeout".to_string()),
+            &format!("{text}: signal {number} sent by name {name}"),
+        );
+    }
 }
 
 #[test]

@@ -520,6 +520,10 @@ impl Done {
         }
         let Some(record) = &self.record else {
             // Usage errors stop before any record: the caller checks that.
+            // But a record file that exists and does not parse is a failure.
+            if let Some(text) = &self.record_text {
+                panic!("the record file is not one JSON object: {text:?}{self}");
+            }
             return;
         };
         let errors: Vec<String> = schema()
