@@ -123,7 +123,8 @@ chained forged append passes unless the journal is keyed and the forger lacks th
         "A safety net, not a guarantee: helpers must not print credentials. Captured text is masked \
 when it is written out (record, echo, journal, live stderr, argv): Authorization headers, Bearer \
 tokens, private key blocks, AWS/GitHub/GitLab/Slack/sk- tokens, password=/token=/secret= pairs, \
-and --redact patterns. A token cut in two by truncation is masked as [cut]. Masking cannot undo a \
+and --redact patterns. A token cut in two by truncation is masked as [cut] (at most 64 bytes at the cut). \
+Error text and every line mcp-bound prints about a call are masked too. Masking cannot undo a \
 secret that already reached a terminal or another log. The environment is never recorded.",
     ),
     (

@@ -3,6 +3,14 @@
 use std::io::Write;
 
 use mcp_bound::cli::{self, Parsed};
+use mcp_bound::redact::Redactor;
+
+/// Errors that reach main can quote argv or a bad value: mask them with
+/// the built-in patterns, as every other line mcp-bound writes.
+fn complain(prefix: &str, err: &dyn std::fmt::Display) {
+    let line = format!("{prefix}: {err}");
+    eprintln!("{}", Redactor::default().redact(&line));
+}
 
 fn main() {
     let code = match cli::parse(std::env::args_os()) {
@@ -11,15 +19,15 @@ fn main() {
             0
         }
         Ok(Parsed::Verify(args)) => mcp_bound::verify::run(&args).unwrap_or_else(|err| {
-            eprintln!("mcp-bound verify: {err}");
+            complain("mcp-bound verify", &err);
             err.exit_code()
         }),
         Ok(Parsed::Run(args)) => mcp_bound::run::run(*args).unwrap_or_else(|err| {
-            eprintln!("mcp-bound: {err}");
+            complain("mcp-bound", &err);
             err.exit_code()
         }),
         Err(err) => {
-            eprintln!("mcp-bound: {err}");
+            complain("mcp-bound", &err);
             err.exit_code()
         }
     };

@@ -22,6 +22,10 @@ pub const MASK: &str = "[REDACTED]";
 pub const CUT_MASK: &str = "[cut]";
 /// Shorter fragments at a cut are left alone: too short to be a secret.
 const CUT_FRAGMENT_MIN: usize = 8;
+/// At most this much of a token at a cut is masked. Half a secret sits
+/// right at the cut; a long run (a 10 MB line, a base64 blob, minified
+/// JSON) must not vanish whole behind one `[cut]`.
+const CUT_FRAGMENT_MAX: usize = 64;
 
 /// Built-in patterns, each with the replacement for its match and the
 /// lowercase words without which it cannot match. Capture groups keep the
@@ -159,19 +163,36 @@ impl Redactor {
         if cut_before {
             let end = token_run_end(piece);
             if end >= CUT_FRAGMENT_MIN {
-                piece = &piece[end..];
+                piece = &piece[floor_boundary(piece, end.min(CUT_FRAGMENT_MAX))..];
                 prefix = CUT_MASK;
             }
         }
         if cut_after {
             let start = token_run_start(piece);
             if piece.len() - start >= CUT_FRAGMENT_MIN {
-                piece = &piece[..start];
+                let start = start.max(piece.len().saturating_sub(CUT_FRAGMENT_MAX));
+                piece = &piece[..ceil_boundary(piece, start)];
                 suffix = CUT_MASK;
             }
         }
         format!("{prefix}{}{suffix}", self.redact(piece))
     }
+}
+
+/// The char boundary at or before `i` (token runs are ASCII, so this only
+/// matters when the cap lands past one).
+fn floor_boundary(text: &str, mut i: usize) -> usize {
+    while !text.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+fn ceil_boundary(text: &str, mut i: usize) -> usize {
+    while !text.is_char_boundary(i) {
+        i += 1;
+    }
+    i
 }
 
 fn is_token_char(c: char) -> bool {
@@ -358,6 +379,22 @@ mod tests {
             "head [cut]"
         );
         assert_eq!(redactor.redact_piece("ab cd", true, true), "ab cd");
+    }
+
+    #[test]
+    fn a_long_token_at_a_cut_loses_only_a_bounded_fragment() {
+        let redactor = Redactor::default();
+        let long = "a".repeat(1000);
+        let cut = redactor.redact_piece(&long, true, true);
+        assert_eq!(cut, format!("[cut]{}[cut]", "a".repeat(1000 - 2 * 64)));
+        // Only the head end cut: the tail end is whole and stays.
+        let cut = redactor.redact_piece(&format!("{long} end"), true, false);
+        assert_eq!(cut, format!("[cut]{} end", "a".repeat(1000 - 64)));
+        // A secret split by the cut (its second half) is still masked.
+        assert_eq!(
+            redactor.redact_piece("SECRETHALF0123456789 visible", true, false),
+            "[cut] visible"
+        );
     }
 
     #[test]

@@ -424,7 +424,7 @@ impl Finish<'_> {
                 None => "denied; the helper was not started".to_string(),
             },
         };
-        eprintln!("mcp-bound: {message}");
+        self.say(format!("mcp-bound: {message}\n"));
         record.state = State::Denied;
         Some(self.finish(record.clone(), code::DENIED, None))
     }
@@ -432,15 +432,27 @@ impl Finish<'_> {
     /// Nothing was started: say so in one line, and in the record and
     /// journal where those exist.
     fn fail_before_dispatch(&self, mut record: Record, error: String, exit_code: i32) -> i32 {
-        eprintln!("mcp-bound: {error}");
+        self.say(format!("mcp-bound: {error}\n"));
         record.state = State::FailedBeforeDispatch;
         record.error = Some(error);
         self.finish(record, exit_code, None)
     }
 
+    /// The one way a line reaches our stderr from a call: masked, and
+    /// bounded in time so a reader that does not read cannot hang us.
+    fn say(&self, line: String) {
+        let line = self.redactor.redact(&line);
+        let _ = Sink::stderr().write_all_within(line.as_bytes(), EXIT_WRITE_LIMIT);
+    }
+
     /// Complete the record, write it everywhere asked, echo, return the code.
     fn finish(&self, mut record: Record, exit_code: i32, outcome: Option<Outcome>) -> i32 {
         let cli = self.cli;
+        // The error text can quote argv or a path: it leaves masked, like
+        // everything else (the journal's terminal entry is built from this).
+        record.error = record
+            .error
+            .map(|error| self.redactor.redact(&error).into_owned());
         record.exit_code = Some(exit_code);
         record.ended_at = Some(rfc3339(SystemTime::now()));
         record.duration_ms = Some(millis(self.origin.elapsed()));
@@ -477,10 +489,7 @@ impl Finish<'_> {
         }
         record.events.sort_by_key(|event: &Event| event.t_ms);
 
-        let mut stderr = Sink::stderr();
-        let mut complain = |line: String| {
-            let _ = stderr.write_all_within(line.as_bytes(), EXIT_WRITE_LIMIT);
-        };
+        let complain = |line: String| self.say(line);
         // A failure or denial before dispatch already printed its one line.
         let echo = match cli.echo {
             _ if matches!(record.state, State::FailedBeforeDispatch | State::Denied) => false,

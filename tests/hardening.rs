@@ -289,3 +289,57 @@ fn an_unstartable_call_still_ends_with_a_record_and_a_journal_terminal() {
     assert_eq!(last["kind"], "terminal");
     assert_eq!(last["state"], "failed_before_dispatch");
 }
+
+#[test]
+fn a_secret_in_argv_never_leaks_through_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("audit.jsonl");
+    let program = format!("/nonexistent/token={SECRET}");
+    let done = Call::new(&[program.as_str()])
+        .opt(&["--journal", journal.to_str().unwrap(), "--record-fd", "2"])
+        .run();
+    done.expect_state("failed_before_dispatch", 127);
+    let error = done.field("/error").as_str().unwrap();
+    done.check(
+        error.contains("token=[REDACTED]") && error.contains("command not found"),
+        "the error still says what happened, masked",
+    );
+    no_secret(&done, "the record", done.record_text.as_deref().unwrap());
+    no_secret(&done, "our stderr", &done.stderr_text());
+    no_secret(
+        &done,
+        "the journal",
+        &std::fs::read_to_string(&journal).unwrap(),
+    );
+    // Usage errors are masked too: clap echoes the bad value.
+    let done = Call::new(&["true"])
+        .without_record()
+        .opt(&["--timeout", &format!("token={SECRET}")])
+        .run();
+    done.expect_code(125);
+    no_secret(&done, "a usage error", &done.stderr_text());
+}
+
+#[test]
+fn a_cut_masks_a_bounded_fragment_and_the_rest_stays_visible() {
+    // One 10 MB line: head and tail are both inside the same long token.
+    let done = Call::sh("head -c 10000000 /dev/zero | tr '\\0' a >&2; exit 1")
+        .opt(&["--head-bytes", "1024", "--tail-bytes", "2048"])
+        .run();
+    done.expect_state("completed", 1);
+    let excerpt = done.field("/stderr/excerpt").as_str().unwrap();
+    let visible = excerpt.matches('a').count();
+    done.check(
+        visible >= 1024 + 2048 - 4 * 64,
+        &format!("the retained text stays visible ({visible} bytes of it shown)"),
+    );
+    done.check(
+        excerpt.contains("[cut]"),
+        "the edges at the cuts are masked",
+    );
+    // The echo on our stderr shows text, not only markers.
+    done.check(
+        done.stderr_text().contains(&"a".repeat(512)),
+        "the echo shows the retained text",
+    );
+}
