@@ -63,8 +63,31 @@ fn terminal(i: usize) -> Terminal {
     }
 }
 
+/// A journal of `entries` entries (each call's intent, then its terminal).
+fn write_journal(path: &std::path::Path, entries: usize) {
+    let _ = std::fs::remove_file(path);
+    let mut writer = Journal::new(path.to_path_buf(), Key::Plain);
+    writer.sync = false;
+    for i in 0..entries / 2 {
+        writer.append(Entry::Intent(&intent(i))).unwrap();
+        writer.append(Entry::Terminal(&terminal(i))).unwrap();
+    }
+}
+
 fn main() {
-    let mut args = std::env::args().skip(1);
+    let mut args = std::env::args().skip(1).peekable();
+    // `journal_bench write PATH ENTRIES`: only write a journal (bench/run
+    // measures verify's peak RSS on it).
+    if args.peek().map(String::as_str) == Some("write") {
+        args.next();
+        let path = PathBuf::from(
+            args.next()
+                .expect("usage: journal_bench write PATH ENTRIES"),
+        );
+        let entries = args.next().expect("ENTRIES").parse().expect("a count");
+        write_journal(&path, entries);
+        return;
+    }
     let dir = PathBuf::from(args.next().expect("usage: journal_bench DIR [ENTRIES]"));
     let entries: usize = args.next().map_or(200_000, |n| n.parse().expect("a count"));
 
@@ -85,14 +108,7 @@ fn main() {
     }
 
     let path = dir.join("verify.jsonl");
-    let _ = std::fs::remove_file(&path);
-    let mut writer = Journal::new(path.clone(), Key::Plain);
-    writer.sync = false;
-    // A typical journal: each call's intent, then its terminal.
-    for i in 0..entries / 2 {
-        writer.append(Entry::Intent(&intent(i))).unwrap();
-        writer.append(Entry::Terminal(&terminal(i))).unwrap();
-    }
+    write_journal(&path, entries);
     let entries = entries / 2 * 2;
     let bytes = std::fs::metadata(&path).unwrap().len();
     let mut best = f64::MAX;

@@ -110,10 +110,12 @@ and terminal.",
         "--journal appends an intent (synced, before dispatch; if it cannot be written the helper is \
 not started) and a terminal entry, hash-chained: h is SHA-256 (HMAC-SHA256 with --journal-key) of \
 the exact bytes of the line before its h field, prev links to the previous h. Appends take an \
-exclusive flock; a torn tail is kept and accounted for by a recover entry. mcp-bound verify checks \
+exclusive flock; a torn tail is kept and accounted for by a recover entry (a whole last entry that \
+lacks only its newline is finished and chained onto, and verify warns about it). mcp-bound verify checks \
 every line's hash, strict shape, seq continuity, prev linkage and intent/decision/terminal pairing, \
 reports the first break (HASH_MISMATCH, CHAIN_BREAK, SEQ_GAP, SEQ_ORDER, TORN_TAIL, \
-ORPHAN_TERMINAL, DUPLICATE_CALL, MALFORMED, ANCHOR_MISSING) with its line, lists unfinished calls, \
+ORPHAN_TERMINAL, DUPLICATE_CALL for a second intent while the call is open, MALFORMED, ANCHOR_MISSING) \
+with its line, lists unfinished calls, uses memory for the calls in flight only, \
 and exits 0 intact, 1 broken, 2 unusable. What it cannot prove alone: a cut tail, a rollback or a \
 whole rewritten file pass unless checked with --anchor (a head h kept elsewhere); a correctly \
 chained forged append passes unless the journal is keyed and the forger lacks the key.",

@@ -20,7 +20,7 @@
 //! passes unless the journal is keyed and the forger lacks the key.
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::unix::fs::FileExt;
@@ -311,9 +311,20 @@ impl Journal {
 
     fn append_locked(&self, file: &File, entry: Entry<'_>) -> io::Result<Appended> {
         let len = file.metadata()?.len();
-        let tail = read_tail(file, len)?;
+        let mut tail = read_tail(file, len)?;
         let ts = now_rfc3339();
         let mut out = Vec::new();
+        // A whole entry that lacks only its newline, chained onto the line
+        // before it: finish the line and chain onto it (verify accepts it
+        // as it stands, with a warning). Anything else torn is kept and
+        // accounted for by a recover entry below.
+        if let Some(whole) = self.unterminated_entry(file, &tail)? {
+            out.push(b'\n');
+            tail = Tail {
+                last: Some(whole),
+                torn: None,
+            };
+        }
         let (mut seq, mut prev) = match &tail.last {
             Some(line) => {
                 // The key id is compared before any hash is checked, so a
@@ -382,6 +393,27 @@ impl Journal {
             file.sync_data()?;
         }
         Ok(Appended { seq, h })
+    }
+}
+
+impl Journal {
+    /// The torn bytes after the last newline, if they are one whole entry
+    /// that follows the last complete line (or a first genesis entry).
+    fn unterminated_entry(&self, file: &File, tail: &Tail) -> io::Result<Option<Vec<u8>>> {
+        let Some(torn) = &tail.torn else {
+            return Ok(None);
+        };
+        if torn.torn_length > MAX_LINE as u64 {
+            return Ok(None);
+        }
+        let mut bytes = vec![0u8; torn.torn_length as usize];
+        file.read_exact_at(&mut bytes, torn.torn_offset)?;
+        let follows = parse_line(&self.key, &bytes).is_ok_and(|entry| match &tail.last {
+            Some(line) => parse_line(&self.key, line)
+                .is_ok_and(|last| entry.seq == last.seq + 1 && entry.prev == last.h),
+            None => entry.seq == 0 && entry.kind == "genesis" && entry.prev == ZERO_HASH,
+        });
+        Ok(follows.then_some(bytes))
     }
 }
 
@@ -740,6 +772,8 @@ pub struct Report {
     pub anchor: Option<String>,
     pub anchor_found: Option<bool>,
     pub unfinished: Vec<Unfinished>,
+    /// The last entry is whole but lacks its final newline (a warning).
+    pub final_newline_missing: bool,
 }
 
 /// A torn fragment waiting for the `recover` entry that accounts for it.
@@ -787,9 +821,9 @@ pub fn verify_reader(
             anchor: anchor.map(str::to_string),
             anchor_found: anchor.map(|_| false),
             unfinished: Vec::new(),
+            final_newline_missing: false,
         },
         open: HashMap::new(),
-        closed: HashSet::new(),
         last_seq: None,
         last_h: ZERO_HASH.to_string(),
         pending_torn: None,
@@ -827,20 +861,14 @@ struct Verifier<'k> {
     key: &'k Key,
     anchor: Option<&'k str>,
     report: Report,
+    /// Calls with an intent and no terminal yet: the only per-call state,
+    /// so memory follows the calls in flight, not the journal's length. A
+    /// call id may repeat once its call has ended (hosts reuse
+    /// --call-id); two calls with one id in flight at once are a break.
     open: HashMap<String, Unfinished>,
-    /// Finished calls, as 16-byte digests of their ids: enough to catch a
-    /// duplicate, at 16 bytes per call instead of the id itself.
-    closed: HashSet<[u8; 16]>,
     last_seq: Option<u64>,
     last_h: String,
     pending_torn: Option<PendingTorn>,
-}
-
-fn id_digest(call_id: &str) -> [u8; 16] {
-    let digest = Sha256::digest(call_id.as_bytes());
-    let mut out = [0u8; 16];
-    out.copy_from_slice(&digest[..16]);
-    out
 }
 
 fn peek_seq(line: &[u8]) -> Option<u64> {
@@ -869,17 +897,27 @@ impl Verifier<'_> {
                 detail,
             }))
         };
-        let Some(content) = bytes.strip_suffix(b"\n") else {
-            if let Some(pending) = self.pending_torn.take() {
-                return Ok(Err(pending.error));
+        let content = match bytes.strip_suffix(b"\n") {
+            Some(content) => content,
+            // The last line lacks its newline. A whole entry that lacks
+            // only that is still an entry (the write stopped after it): a
+            // warning, and the next append finishes the line.
+            None if self.pending_torn.is_none() && parse_line(self.key, bytes).is_ok() => {
+                self.report.final_newline_missing = true;
+                bytes
             }
-            return fail(
-                BreakKind::TornTail,
-                format!(
-                    "the last line ({} bytes) has no newline: a write was cut short",
-                    bytes.len()
-                ),
-            );
+            None => {
+                if let Some(pending) = self.pending_torn.take() {
+                    return Ok(Err(pending.error));
+                }
+                return fail(
+                    BreakKind::TornTail,
+                    format!(
+                        "the last line ({} bytes) has no newline: a write was cut short",
+                        bytes.len()
+                    ),
+                );
+            }
         };
         if self.last_seq.is_none() && self.pending_torn.is_none() {
             self.check_key(content)?;
@@ -998,11 +1036,10 @@ impl Verifier<'_> {
                 }
                 let call_id = parsed.call_id.as_deref().unwrap_or_default();
                 if kind == "intent" {
-                    if self.open.contains_key(call_id) || self.closed.contains(&id_digest(call_id))
-                    {
+                    if self.open.contains_key(call_id) {
                         return fail(
                             BreakKind::DuplicateCall,
-                            format!("a second intent for call {call_id}"),
+                            format!("a second intent for call {call_id} while it is open"),
                         );
                     }
                     self.open.insert(
@@ -1031,17 +1068,11 @@ impl Verifier<'_> {
                             );
                         }
                     }
-                } else if self.open.remove(call_id).is_some() {
-                    self.closed.insert(id_digest(call_id));
-                } else if self.closed.contains(&id_digest(call_id)) {
-                    return fail(
-                        BreakKind::DuplicateCall,
-                        format!("a second terminal for call {call_id}"),
-                    );
-                } else {
+                } else if self.open.remove(call_id).is_none() {
+                    // Also a second terminal for a call that already ended.
                     return fail(
                         BreakKind::OrphanTerminal,
-                        format!("a terminal for call {call_id} with no intent"),
+                        format!("a terminal for call {call_id} with no open intent"),
                     );
                 }
             }

@@ -53,6 +53,13 @@ pub fn render(report: &Report) -> String {
             call.call_id, call.ts, call.line
         );
     }
+    if report.final_newline_missing && report.broken.is_none() {
+        let _ = writeln!(
+            out,
+            "WARNING: the last entry (line {}) lacks its final newline: the write stopped after a whole entry; the next append finishes the line",
+            report.validated_lines
+        );
+    }
     match (&report.broken, &report.head) {
         (Some(broken), _) => {
             let _ = writeln!(

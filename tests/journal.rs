@@ -521,6 +521,37 @@ fn duplicate_and_orphan_calls_are_reported() {
     all.push(rehash(&moved));
     write_lines(&path, &all);
     expect_break(&path, 3, "ORPHAN_TERMINAL");
+
+    // A call id may be used again once its call has ended (hosts reuse
+    // --call-id); verify keeps no state per finished call.
+    let path = dir.path().join("reuse.jsonl");
+    for _ in 0..2 {
+        Call::new(&["true"])
+            .opt(&["--journal", path.to_str().unwrap(), "--call-id", "again"])
+            .run()
+            .expect_state("completed", 0);
+    }
+    let verified = verify(&path, &[]);
+    assert_eq!(verified.code, 0, "{}", verified.text);
+    // A second terminal for an ended call has no open intent.
+    let mut all = lines(&path);
+    let last: Value = serde_json::from_str(all.last().unwrap()).unwrap();
+    let copy = all
+        .last()
+        .unwrap()
+        .replacen(
+            &format!("\"seq\":{}", last["seq"]),
+            &format!("\"seq\":{}", last["seq"].as_u64().unwrap() + 1),
+            1,
+        )
+        .replacen(
+            last["prev"].as_str().unwrap(),
+            last["h"].as_str().unwrap(),
+            1,
+        );
+    all.push(rehash(&copy));
+    write_lines(&path, &all);
+    expect_break(&path, 6, "ORPHAN_TERMINAL");
 }
 
 #[test]
@@ -639,5 +670,172 @@ fn a_helper_never_runs_while_the_journal_stays_locked() {
     done.check(
         std::fs::read(&path).unwrap() == before,
         "nothing was written",
+    );
+}
+
+/// Every seq is the one before plus one, and every prev is the h before.
+#[track_caller]
+fn assert_one_chain(path: &Path) {
+    let mut prev = journal::ZERO_HASH.to_string();
+    for (expected_seq, line) in lines(path).into_iter().enumerate() {
+        let entry: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(entry["seq"], expected_seq, "seq in {line}");
+        assert_eq!(entry["prev"], prev.as_str(), "prev in {line}");
+        prev = entry["h"].as_str().unwrap().to_string();
+    }
+}
+
+#[test]
+fn every_tear_position_of_the_last_line_recovers_to_a_journal_that_verifies() {
+    // Cut 1: only the final newline. Cut 2: the closing brace too. Cut 40:
+    // inside the last line. Cut to the line start: the whole last entry.
+    let (_dir, sample) = journal_with_calls(2);
+    let last_len = lines(&sample).last().unwrap().len() + 1;
+    for cut in [1, 2, 40, last_len - 1] {
+        let (_dir, path) = journal_with_calls(2);
+        let bytes = std::fs::read(&path).unwrap();
+        let kept = &bytes[..bytes.len() - cut];
+        std::fs::write(&path, kept).unwrap();
+        let before = verify(&path, &[]);
+        if cut == 1 {
+            // A complete entry that lacks only its newline is an entry.
+            assert_eq!(before.code, 0, "cut {cut}: {}", before.text);
+            assert!(
+                before.text.contains("WARNING") && before.text.contains("newline"),
+                "cut {cut}: the missing newline is a warning: {}",
+                before.text
+            );
+            assert_eq!(before.report["final_newline_missing"], true);
+            assert_eq!(before.report["entries"], 5);
+        } else {
+            expect_break(&path, 5, "TORN_TAIL");
+        }
+
+        // Two more writers: each chains onto what is there.
+        for _ in 0..2 {
+            Call::new(&["true"])
+                .opt(&["--journal", path.to_str().unwrap()])
+                .run()
+                .expect_state("completed", 0);
+        }
+        let after = verify(&path, &[]);
+        assert_eq!(after.code, 0, "cut {cut}: {}", after.text);
+        assert_eq!(after.report["final_newline_missing"], false);
+        assert!(
+            std::fs::read(&path).unwrap().starts_with(kept),
+            "cut {cut}: nothing deleted"
+        );
+        let all = lines(&path);
+        let kinds: Vec<String> = all
+            .iter()
+            .map(|l| match serde_json::from_str::<Value>(l) {
+                Ok(entry) => entry["kind"].as_str().unwrap_or_default().to_string(),
+                Err(_) => "torn".to_string(),
+            })
+            .collect();
+        if cut == 1 {
+            // The writer finished the line and chained onto it.
+            assert_one_chain(&path);
+            assert!(!kinds.contains(&"recover".to_string()), "{kinds:?}");
+            assert_eq!(after.report["entries"], 9);
+            assert_eq!(after.report["unfinished"].as_array().unwrap().len(), 0);
+        } else {
+            assert_eq!(kinds[5], "recover", "cut {cut}: {kinds:?}");
+            assert_eq!(after.report["entries"], 9, "cut {cut}");
+            // The torn call's intent remains without a terminal.
+            assert_eq!(after.report["unfinished"].as_array().unwrap().len(), 1);
+        }
+    }
+}
+
+/// A valid journal of `calls` finished calls, written directly (minimal
+/// entries, so a large one is quick to make).
+fn synthetic_journal(path: &Path, calls: usize) {
+    use std::io::Write;
+    let mut out = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
+    let mut prev = journal::ZERO_HASH.to_string();
+    let mut seq = 0u64;
+    let ts = "2026-01-01T00:00:00.000Z";
+    let mut emit = |body: String, prev: &mut String, seq: &mut u64| {
+        let prefix = format!(
+            r#"{{"v":1,"seq":{seq},"prev":"{prev}",{body}"#,
+            seq = *seq,
+            prev = prev
+        );
+        let h = journal::hex(&Sha256::digest(prefix.as_bytes()));
+        writeln!(out, "{prefix},\"h\":\"{h}\"}}").unwrap();
+        *prev = h;
+        *seq += 1;
+    };
+    emit(
+        format!(r#""kind":"genesis","ts":"{ts}","journal_id":"j_test","key_id":null"#),
+        &mut prev,
+        &mut seq,
+    );
+    for i in 0..calls {
+        emit(
+            format!(
+                r#""kind":"intent","ts":"{ts}","call_id":"c_{i}","session_id":null,"argv":["true"],"cwd":null,"uid":0,"host":null,"pid":1,"limits":{{}}"#
+            ),
+            &mut prev,
+            &mut seq,
+        );
+        emit(
+            format!(
+                r#""kind":"terminal","ts":"{ts}","call_id":"c_{i}","state":"completed","signals":[],"streams":{{}}"#
+            ),
+            &mut prev,
+            &mut seq,
+        );
+    }
+}
+
+/// Peak RSS of `mcp-bound verify` over the journal at `path`, in KiB, and
+/// its exit code. The journal is fed through a FIFO, and VmHWM is read once
+/// everything is written (verify has then read all but a pipe's worth):
+/// the peak of verify's own address space, not of whoever forked it.
+fn verify_peak_rss_kib(path: &Path) -> (u64, i32) {
+    let fifo = path.with_extension("fifo");
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let mut child = Command::new(util::BIN)
+        .arg("verify")
+        .arg(&fifo)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut writer = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+    std::io::copy(&mut std::fs::File::open(path).unwrap(), &mut writer).unwrap();
+    let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
+    let rss = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM in /proc/PID/status");
+    drop(writer);
+    let code = child.wait().unwrap().code().unwrap();
+    (rss, code)
+}
+
+#[test]
+fn verify_memory_does_not_grow_with_the_journal() {
+    let dir = tempfile::tempdir().unwrap();
+    let small = dir.path().join("small.jsonl");
+    let large = dir.path().join("large.jsonl");
+    synthetic_journal(&small, 2_000);
+    synthetic_journal(&large, 100_000);
+    let (small_rss, small_code) = verify_peak_rss_kib(&small);
+    let (large_rss, large_code) = verify_peak_rss_kib(&large);
+    assert_eq!((small_code, large_code), (0, 0), "both journals verify");
+    eprintln!("verify peak RSS: {small_rss} KiB, {large_rss} KiB");
+    // 50 times the calls; a digest per finished call would cost ~4 MB.
+    assert!(
+        large_rss < small_rss + 1024,
+        "verify's peak RSS grew from {small_rss} KiB (4k entries) to {large_rss} KiB (200k entries)"
     );
 }
