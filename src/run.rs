@@ -260,12 +260,14 @@ fn initial_record(
     }
 }
 
-/// The state and exit code follow from what was observed, in this order:
-/// a cancellation while the helper ran decides the state; otherwise the
-/// helper completed, whatever happened to its descendants afterwards.
+/// The state and exit code follow from what was observed: a timeout
+/// while the helper ran is `timed_out`; any other cancellation, while it
+/// ran or during the clean-up after it exited (pipes held, leftovers), is
+/// `cancelled_after_dispatch`, with the helper's real exit kept; otherwise
+/// the helper completed, whatever happened to its descendants afterwards.
 fn decide(cli: &Cli, outcome: &Outcome, record: &mut Record) -> i32 {
     let helper_status = outcome.exit.map(ExitObs::shell_status);
-    let (state, exit_code) = match outcome.cancelled_while_running {
+    let (state, exit_code) = match outcome.cancelled_while_running.or(outcome.cancellation) {
         Some(Reason::Timeout) => {
             let status = if cli.preserve_status {
                 helper_status.unwrap_or(code::TIMED_OUT)
@@ -275,20 +277,20 @@ fn decide(cli: &Cli, outcome: &Outcome, record: &mut Record) -> i32 {
             (State::TimedOut, status)
         }
         Some(Reason::Signal(signo)) => (State::CancelledAfterDispatch, 128 + signo),
+        Some(Reason::ClientDisconnected) => {
+            (State::CancelledAfterDispatch, code::CLIENT_DISCONNECTED)
+        }
         // The host asked for shutdown by closing stdin and left: the
         // helper's own status says how it ended.
         Some(Reason::StdinClosed) => (
             State::CancelledAfterDispatch,
             helper_status.unwrap_or(code::OWN_FAILURE),
         ),
-        Some(_) => (State::CancelledAfterDispatch, code::CLIENT_DISCONNECTED),
-        None => {
-            let status = match outcome.cancellation {
-                Some(Reason::Signal(signo)) => 128 + signo,
-                _ => helper_status.unwrap_or(code::OWN_FAILURE),
-            };
-            (State::Completed, status)
-        }
+        // Clean-up after the helper exited is not a cancellation.
+        Some(Reason::PipesHeld | Reason::Leftovers) | None => (
+            State::Completed,
+            helper_status.unwrap_or(code::OWN_FAILURE),
+        ),
     };
     record.state = state;
     let cancel = outcome.cancelled_while_running.or(outcome.cancellation);

@@ -170,6 +170,28 @@ fn success_then_flood_then_cancel_is_cancelled_after_dispatch() {
 }
 
 #[test]
+fn a_cancel_during_cleanup_is_cancelled_after_dispatch_with_the_real_exit() {
+    // The helper exits 0 at once; a grandchild holds stderr, so mcp-bound
+    // is in its --wait-delay cleanup when the host's TERM arrives.
+    let mut run = Call::sh("echo done; (yes x 1>&2 &); exit 0")
+        .opt(&["--wait-delay", "30"])
+        .start();
+    run.wait_for_line("done");
+    run.wait_for_exited_child();
+    run.signal("TERM");
+    let done = run.finish();
+    done.expect_state("cancelled_after_dispatch", 143)
+        .expect("/exit", json!({"code": 0}))
+        .expect("/cancel_reason", json!("signal"))
+        .expect("/cancel_signal", json!("TERM"))
+        .expect("/stream_end", json!("eof_after_descendants_killed"));
+    done.check(
+        done.signals_sent()[0] == ("TERM".into(), "group".into(), "signal".into()),
+        "the TERM went to what was left of the tree",
+    );
+}
+
+#[test]
 fn interrupt_is_forwarded_and_a_second_signal_escalates_to_kill() {
     // The helper survives INT (it traps it) and ignores TERM; only KILL ends it.
     let script = "trap 'echo GOT-INT' INT; trap '' TERM; echo READY; \

@@ -265,6 +265,36 @@ impl Started {
         self.stdout.take().expect("stdout already taken")
     }
 
+    /// Block until mcp-bound has a child that has exited and not been
+    /// reaped: the helper, which mcp-bound keeps a zombie until the end
+    /// (a handshake on observed state, not a sleep).
+    pub fn wait_for_exited_child(&self) {
+        let pid = self.child.id();
+        let deadline = Instant::now() + WATCHDOG;
+        loop {
+            let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+                .unwrap_or_default();
+            let zombie = children.split_whitespace().any(|child| {
+                std::fs::read_to_string(format!("/proc/{child}/stat"))
+                    .ok()
+                    .and_then(|stat| {
+                        let rest = &stat[stat.rfind(')')? + 2..];
+                        Some(rest.starts_with('Z'))
+                    })
+                    .unwrap_or(false)
+            });
+            if zombie {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no child of mcp-bound exited: {}",
+                self.call.describe()
+            );
+            thread::yield_now();
+        }
+    }
+
     /// Send a signal to mcp-bound (by name, as `kill -s` takes it).
     pub fn signal(&self, name: &str) {
         send_signal(self.child.id(), name);
