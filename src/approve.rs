@@ -77,7 +77,6 @@ pub struct Outcome {
 /// Settings the gate borrows from the call.
 pub struct Gate<'a> {
     pub timeout: Duration,
-    pub grace: Duration,
     pub wait_delay: Duration,
     pub redactor: &'a Redactor,
     pub signals: &'a SignalPipe,
@@ -152,7 +151,10 @@ fn by_command(
         policy: Policy {
             timeout: Some(gate.timeout),
             signal: crate::signals::SIGTERM,
-            grace: gate.grace,
+            // The approval's deadline is wall-clock and nothing extends
+            // it: at the deadline TERM and KILL go out together, so an
+            // approver that ignores TERM cannot stretch it by --grace.
+            grace: Duration::ZERO,
             wait_delay: gate.wait_delay,
             stdin_close_grace: None,
         },

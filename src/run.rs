@@ -287,10 +287,9 @@ fn decide(cli: &Cli, outcome: &Outcome, record: &mut Record) -> i32 {
             helper_status.unwrap_or(code::OWN_FAILURE),
         ),
         // Clean-up after the helper exited is not a cancellation.
-        Some(Reason::PipesHeld | Reason::Leftovers) | None => (
-            State::Completed,
-            helper_status.unwrap_or(code::OWN_FAILURE),
-        ),
+        Some(Reason::PipesHeld | Reason::Leftovers) | None => {
+            (State::Completed, helper_status.unwrap_or(code::OWN_FAILURE))
+        }
     };
     record.state = state;
     let cancel = outcome.cancelled_while_running.or(outcome.cancellation);
@@ -373,7 +372,6 @@ impl Finish<'_> {
         };
         let gate = approve::Gate {
             timeout: cli.approval_timeout,
-            grace: cli.grace(),
             wait_delay: cli.wait_delay(),
             redactor: self.redactor,
             signals,
