@@ -225,16 +225,8 @@ fn by_tty(request: &Request<'_>, gate: &Gate<'_>, started: Instant) -> Verdict {
             return decided(Some(Decision::Expired));
         }
         let interests = [
-            sys::Interest {
-                fd: gate.signals.fd().as_raw_fd(),
-                read: true,
-                write: false,
-            },
-            sys::Interest {
-                fd: tty.as_raw_fd(),
-                read: true,
-                write: false,
-            },
+            sys::Interest::new(gate.signals.fd().as_raw_fd(), true, false),
+            sys::Interest::new(tty.as_raw_fd(), true, false),
         ];
         if let Err(e) = sys::poll(&interests, &mut ready, Some(deadline - now)) {
             return error(format!("--approve tty: {e}"));

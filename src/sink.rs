@@ -190,11 +190,7 @@ impl Sink {
             if now >= deadline {
                 return Err(io::Error::from(io::ErrorKind::TimedOut));
             }
-            let interest = [sys::Interest {
-                fd,
-                read: false,
-                write: true,
-            }];
+            let interest = [sys::Interest::new(fd, false, true)];
             sys::poll(&interest, &mut ready, Some(deadline - now))?;
             if ready[0].writable || ready[0].error || ready[0].hangup {
                 self.writable();

@@ -193,7 +193,7 @@ pub fn supervise(
 }
 
 fn push_interest(interests: &mut Vec<Interest>, fd: RawFd, read: bool, write: bool) -> usize {
-    interests.push(Interest { fd, read, write });
+    interests.push(Interest::new(fd, read, write));
     interests.len() - 1
 }
 
@@ -287,9 +287,15 @@ impl Loop<'_> {
             };
             // Our stdin is watched for hang-up without being read: the
             // helper reads it directly.
-            let stdin_slot = self
-                .watch_stdin
-                .then(|| push_interest(&mut interests, 0, false, false));
+            // A socket the host shut down for writing reports only
+            // POLLRDHUP: that is a hang-up too.
+            let stdin_slot = self.watch_stdin.then(|| {
+                interests.push(Interest {
+                    peer_closed: true,
+                    ..Interest::new(0, false, false)
+                });
+                interests.len() - 1
+            });
             let timeout = self
                 .next_wake()
                 .map(|wake| wake.saturating_duration_since(now));

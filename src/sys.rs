@@ -22,7 +22,26 @@ pub struct Interest {
     pub fd: RawFd,
     pub read: bool,
     pub write: bool,
+    /// Also report the peer's end of writing as a hang-up: a socket shut
+    /// down with SHUT_WR never reports POLLHUP, only POLLRDHUP (Linux).
+    pub peer_closed: bool,
 }
+
+impl Interest {
+    pub fn new(fd: RawFd, read: bool, write: bool) -> Interest {
+        Interest {
+            fd,
+            read,
+            write,
+            peer_closed: false,
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+const PEER_CLOSED: libc::c_short = libc::POLLRDHUP;
+#[cfg(not(target_os = "linux"))]
+const PEER_CLOSED: libc::c_short = 0;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Ready {
@@ -45,7 +64,8 @@ pub fn poll(
         .map(|interest| libc::pollfd {
             fd: interest.fd,
             events: (if interest.read { libc::POLLIN } else { 0 })
-                | (if interest.write { libc::POLLOUT } else { 0 }),
+                | (if interest.write { libc::POLLOUT } else { 0 })
+                | (if interest.peer_closed { PEER_CLOSED } else { 0 }),
             revents: 0,
         })
         .collect();
@@ -69,7 +89,7 @@ pub fn poll(
     ready.extend(fds.iter().map(|fd| Ready {
         readable: fd.revents & libc::POLLIN != 0,
         writable: fd.revents & libc::POLLOUT != 0,
-        hangup: fd.revents & libc::POLLHUP != 0,
+        hangup: fd.revents & (libc::POLLHUP | PEER_CLOSED) != 0,
         error: fd.revents & (libc::POLLERR | libc::POLLNVAL) != 0,
     }));
     Ok(())

@@ -310,3 +310,24 @@ fn a_diverted_line_lands_after_the_flood_before_it() {
     );
     done.check(done.stdout == b"{\"ok\":true}\n", "the message passes");
 }
+
+#[test]
+fn a_socket_stdin_shut_down_for_writing_counts_as_a_hang_up() {
+    // Hosts that talk over a socketpair end with shutdown(SHUT_WR): the
+    // socket never reports POLLHUP, only end of file (POLLRDHUP).
+    let (host, ours) = std::os::unix::net::UnixStream::pair().unwrap();
+    let run = Call::new(&["sleep", "30"])
+        .opt(&["--mcp", "--stdin-close-grace", "0.3"])
+        .stdin(Stdio::from(std::os::fd::OwnedFd::from(ours)))
+        .start();
+    host.shutdown(std::net::Shutdown::Write).unwrap();
+    let done = run.finish();
+    drop(host);
+    done.expect_state("cancelled_after_dispatch", 143)
+        .expect("/cancel_reason", json!("stdin_closed"))
+        .expect("/exit", json!({"signal": "TERM", "core_dumped": false}));
+    done.check(
+        done.events("stdin_closed").len() == 1,
+        "the hang-up is an event",
+    );
+}
