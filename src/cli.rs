@@ -92,7 +92,7 @@ covers the helper itself, not its descendants, which must watch their own parent
         "With --mcp: the stdout guard lets through only complete lines that are one JSON object and \
 diverts the rest (banners, BOMs, partial lines, over-long lines) into the stderr capture, counted; \
 stderr is forwarded live within a token bucket, drops counted and announced; stdin is watched for \
-hang-up without being read, and the server then gets --stdin-close-grace (2s) to exit before its \
+hang-up without being read (a socket shut down for writing counts), and the server then gets --stdin-close-grace (2s) to exit before its \
 tree is terminated. Hosts close stdin, SIGTERM 2s later and SIGKILL 2s after that; with --grace 1s \
 and --wait-delay 500ms the worst case ends, record written, by about 3.5s: keep \
 stdin-close-grace + grace + wait-delay below the host's total.",
