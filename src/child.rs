@@ -50,6 +50,8 @@ pub struct Helper {
     pub pid: i32,
     pub stdout: OwnedFd,
     pub stderr: OwnedFd,
+    /// The helper's tree, told apart from children we had before it.
+    pub family: Family,
 }
 
 #[derive(Debug)]
@@ -64,6 +66,8 @@ pub enum SpawnError {
 /// outlive a SIGKILLed supervisor.
 pub fn spawn(argv: &[OsString], stdin: Option<OwnedFd>) -> Result<Helper, SpawnError> {
     let parent = std::process::id() as i32;
+    // Usually empty and one small read: our children before this one.
+    let strangers = Family::strangers_before_dispatch();
     let mut command = Command::new(&argv[0]);
     command
         .args(&argv[1..])
@@ -95,10 +99,12 @@ pub fn spawn(argv: &[OsString], stdin: Option<OwnedFd>) -> Result<Helper, SpawnE
         }
         sys::grow_pipe(fd.as_fd(), 1 << 20);
     }
+    let pid = child.id() as i32;
     Ok(Helper {
-        pid: child.id() as i32,
+        pid,
         stdout,
         stderr,
+        family: Family::new(pid, strangers),
     })
 }
 
@@ -118,23 +124,65 @@ fn signal_pid(pid: i32, signo: i32) -> bool {
     pid > 1 && send(pid, signo)
 }
 
-/// Live processes below mcp-bound other than the helper itself.
-pub fn live_descendants(helper_pid: i32) -> Vec<sys::ProcInfo> {
-    sys::descendants(std::process::id() as i32)
-        .into_iter()
-        .filter(|p| !p.zombie && p.pid != helper_pid)
-        .collect()
+/// Who belongs to the helper's tree. mcp-bound can inherit children it
+/// never started (a shell that `exec`s it hands over its background jobs
+/// and the process substitution carrying our stderr); those, and anything
+/// that started before the helper, are strangers: never signalled, never
+/// waited for, only reaped if they exit.
+#[derive(Debug, Clone, Default)]
+pub struct Family {
+    pub helper: i32,
+    /// The helper's start time (ticks since boot), if /proc showed it.
+    helper_start: Option<u64>,
+    /// Our children before dispatch, as (pid, start time).
+    strangers: Vec<(i32, u64)>,
 }
 
-/// After the helper exited: is anything below mcp-bound still running?
-/// As a subreaper, every live descendant then is, or descends from, one of
-/// our own live children (a dead child's children re-parent to us), so
-/// reading our children list answers it without scanning all of /proc.
-pub fn descendants_left(helper_pid: i32) -> bool {
-    sys::children_of_self()
-        .into_iter()
-        .filter(|pid| *pid != helper_pid)
-        .any(|pid| !sys::is_zombie(pid))
+impl Family {
+    /// Our children now: call before the helper is spawned.
+    pub fn strangers_before_dispatch() -> Vec<(i32, u64)> {
+        sys::children_of_self()
+            .into_iter()
+            .filter_map(sys::proc_info)
+            .map(|p| (p.pid, p.start))
+            .collect()
+    }
+
+    pub fn new(helper: i32, strangers: Vec<(i32, u64)>) -> Family {
+        Family {
+            helper,
+            helper_start: sys::proc_info(helper).map(|p| p.start),
+            strangers,
+        }
+    }
+
+    /// Not the helper's: an earlier child of ours, or older than the helper
+    /// (a stranger's descendant that re-parented to us).
+    fn is_stranger(&self, p: &sys::ProcInfo) -> bool {
+        self.helper_start.is_some_and(|start| p.start < start)
+            || self.strangers.contains(&(p.pid, p.start))
+    }
+
+    /// Live processes of the helper's tree other than the helper itself.
+    pub fn live_descendants(&self) -> Vec<sys::ProcInfo> {
+        sys::descendants(std::process::id() as i32, &|p| self.is_stranger(p))
+            .into_iter()
+            .filter(|p| !p.zombie && p.pid != self.helper)
+            .collect()
+    }
+
+    /// After the helper exited: is anything of its tree still running?
+    /// As a subreaper, every live descendant then is, or descends from, one
+    /// of our own live children (a dead child's children re-parent to us),
+    /// so reading our children list answers it without scanning all of
+    /// /proc.
+    pub fn descendants_left(&self) -> bool {
+        sys::children_of_self()
+            .into_iter()
+            .filter(|pid| *pid != self.helper)
+            .filter_map(sys::proc_info)
+            .any(|p| !p.zombie && !self.is_stranger(&p))
+    }
 }
 
 /// What one sweep did.
@@ -151,11 +199,11 @@ pub struct Sweep {
 /// TERM as "force". `seen` collects every descendant pid signalled.
 /// A stopped process only acts on the signal once continued, so CONT
 /// follows, unless the signal is KILL (which needs no help) or CONT.
-pub fn sweep(helper_pid: i32, signo: i32, seen: &mut HashSet<i32>) -> Sweep {
-    let pgid = helper_pid;
+pub fn sweep(family: &Family, signo: i32, seen: &mut HashSet<i32>) -> Sweep {
+    let pgid = family.helper;
     // Scan before signalling: a process that dies of the signal at once is
     // a zombie by the time a later scan runs, and would go uncounted.
-    let live = live_descendants(helper_pid);
+    let live = family.live_descendants();
     let group_signalled = signal_group(pgid, signo);
     let mut outsiders = Vec::new();
     for process in live {

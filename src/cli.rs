@@ -79,7 +79,10 @@ through a self-pipe: no thread handles them.",
         "The helper runs in its own process group. On Linux mcp-bound is a child subreaper, so \
 descendants that leave the group (setsid, double fork) re-parent to it and are still found: \
 every termination step signals the group with killpg and every other live descendant one by one, \
-never the same process twice in one step. The helper is observed with waitid(WNOWAIT) and reaped \
+never the same process twice in one step. Only the helper's tree is signalled: children mcp-bound \
+already had before dispatch (a shell that exec'd it hands over its background jobs and process \
+substitutions) and processes older than the helper are never signalled or waited for, only reaped \
+if they exit. The helper is observed with waitid(WNOWAIT) and reaped \
 last, so its process group id cannot be reused while it is signalled. When the helper exits but \
 descendants hold its stdout or stderr open, mcp-bound waits --wait-delay, then terminates them \
 (signal, --grace, KILL); the helper's real exit status is kept and stream_end says what happened. \

@@ -78,6 +78,7 @@ pub struct Outcome {
 struct Loop<'a> {
     origin: Instant,
     pid: i32,
+    family: child::Family,
     term: Terminator,
     signals: &'a SignalPipe,
     sink: &'a mut Sink,
@@ -124,6 +125,7 @@ pub fn supervise(
     let mut state = Loop {
         origin,
         pid: helper.pid,
+        family: helper.family.clone(),
         term: Terminator::new(config.policy, dispatched_at),
         signals,
         sink,
@@ -231,7 +233,7 @@ impl Loop<'_> {
                 return Ok(());
             }
             if self.term.helper_exited() && !self.streams_open() {
-                if self.term.finished(child::descendants_left(self.pid)) {
+                if self.term.finished(self.family.descendants_left()) {
                     return Ok(());
                 }
                 match self.term.phase() {
@@ -244,7 +246,9 @@ impl Loop<'_> {
                     // Only new pids: the record must not fill with repeats
                     // while a killed tree takes its time to die.
                     Phase::Killed { .. } => {
-                        let fresh = child::live_descendants(self.pid)
+                        let fresh = self
+                            .family
+                            .live_descendants()
                             .iter()
                             .any(|p| !self.descendants.contains(&p.pid));
                         if fresh {
@@ -425,7 +429,7 @@ impl Loop<'_> {
 
     fn perform_sweep(&mut self, now: Instant, signo: i32, reason: Option<Reason>) {
         let before = self.descendants.len();
-        let sweep = child::sweep(self.pid, signo, &mut self.descendants);
+        let sweep = child::sweep(&self.family, signo, &mut self.descendants);
         let reason = match reason.or(self.term.reason()) {
             Some(Reason::Timeout) => SignalReason::Timeout,
             Some(Reason::Signal(_)) => SignalReason::Signal,

@@ -182,6 +182,9 @@ pub struct ProcInfo {
     pub ppid: i32,
     pub pgid: i32,
     pub zombie: bool,
+    /// When it started, in clock ticks since boot (stat field 22): with
+    /// the pid, this names one process even after its pid is reused.
+    pub start: u64,
 }
 
 #[cfg(target_os = "linux")]
@@ -227,16 +230,27 @@ mod linux {
         let state = fields.next()?;
         let ppid = fields.next()?.parse().ok()?;
         let pgid = fields.next()?.parse().ok()?;
+        // Fields 6 to 21, then starttime.
+        let start = fields.nth(16)?.parse().ok()?;
         Some(ProcInfo {
             pid,
             ppid,
             pgid,
             zombie: state == "Z" || state == "X",
+            start,
         })
     }
 
-    /// Every process below `root` (not `root` itself), from one /proc scan.
-    pub fn descendants(root: i32) -> Vec<ProcInfo> {
+    /// One process, as /proc shows it now (None once it is reaped).
+    pub fn proc_info(pid: i32) -> Option<ProcInfo> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        parse_stat(pid, &stat)
+    }
+
+    /// Every process below `root` (not `root` itself), from one /proc
+    /// scan, leaving out each process for which `skip` says so together
+    /// with everything below it.
+    pub fn descendants(root: i32, skip: &dyn Fn(&ProcInfo) -> bool) -> Vec<ProcInfo> {
         let Ok(entries) = std::fs::read_dir("/proc") else {
             return Vec::new();
         };
@@ -260,19 +274,14 @@ mod linux {
         let mut frontier = vec![root];
         while let Some(parent) = frontier.pop() {
             for info in by_parent.remove(&parent).unwrap_or_default() {
+                if skip(&info) {
+                    continue;
+                }
                 frontier.push(info.pid);
                 found.push(info);
             }
         }
         found
-    }
-
-    /// Whether `pid` is a zombie (or already gone).
-    pub fn is_zombie(pid: i32) -> bool {
-        std::fs::read_to_string(format!("/proc/{pid}/stat"))
-            .ok()
-            .and_then(|stat| parse_stat(pid, &stat))
-            .is_none_or(|info| info.zombie)
     }
 
     /// Our direct children, cheaply, for reaping subreaped orphans.
@@ -285,7 +294,7 @@ mod linux {
                     .collect()
             })
             .unwrap_or_else(|_| {
-                descendants(pid as i32)
+                descendants(pid as i32, &|_| false)
                     .into_iter()
                     .filter(|p| p.ppid == pid as i32)
                     .map(|p| p.pid)
@@ -376,17 +385,26 @@ mod linux {
 
         #[test]
         fn stat_with_odd_command_name() {
-            let info = parse_stat(42, "42 (a) b (c)) S 7 42 42 0 -1").unwrap();
+            // Fields 3 to 22 of a real stat line, after an odd name.
+            let rest = "S 7 42 42 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654";
+            let info = parse_stat(42, &format!("42 (a) b (c)) {rest} 1 2 3")).unwrap();
             assert_eq!(
                 info,
                 ProcInfo {
                     pid: 42,
                     ppid: 7,
                     pgid: 42,
-                    zombie: false
+                    zombie: false,
+                    start: 987654,
                 }
             );
-            assert!(parse_stat(1, "1 (x) Z 0 1 1").unwrap().zombie);
+            let zombie = rest.replacen('S', "Z", 1);
+            assert!(parse_stat(1, &format!("1 (x) {zombie}")).unwrap().zombie);
+            assert_eq!(
+                parse_stat(1, "1 (x) Z 0 1 1"),
+                None,
+                "a cut line is no line"
+            );
         }
     }
 }
@@ -401,14 +419,14 @@ mod linux {
     pub fn die_with_parent(_parent: i32) -> io::Result<()> {
         Ok(())
     }
-    pub fn descendants(_root: i32) -> Vec<ProcInfo> {
+    pub fn proc_info(_pid: i32) -> Option<ProcInfo> {
+        None
+    }
+    pub fn descendants(_root: i32, _skip: &dyn Fn(&ProcInfo) -> bool) -> Vec<ProcInfo> {
         Vec::new()
     }
     pub fn children_of_self() -> Vec<i32> {
         Vec::new()
-    }
-    pub fn is_zombie(_pid: i32) -> bool {
-        true
     }
     pub fn reopen_fifo_nonblocking(_fd: RawFd) -> Option<OwnedFd> {
         None
@@ -427,7 +445,7 @@ mod linux {
 
 pub use linux::{
     become_subreaper, children_of_self, descendants, die_with_parent, grow_pipe, is_dev_null,
-    is_zombie, private_pipe, reopen_fifo_nonblocking, splice,
+    private_pipe, proc_info, reopen_fifo_nonblocking, splice,
 };
 
 /// Open (or create, mode 0600) a file for appending, never through a

@@ -896,3 +896,127 @@ fn slow_reader_after_the_helper_closed_stdout_costs_no_spin() {
         &format!("mcp-bound used {cpu_ticks} ticks while waiting"),
     );
 }
+
+/// Is `pid` still running (not gone, not a zombie)?
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            let rest = &stat[stat.rfind(')')? + 2..];
+            Some(!rest.starts_with('Z') && !rest.starts_with('X'))
+        })
+        .unwrap_or(false)
+}
+
+/// What a run of mcp-bound exec'd by a shell left behind.
+struct Execed {
+    status: std::process::ExitStatus,
+    record: Value,
+    log: String,
+    sibling_alive: bool,
+}
+
+/// bash starts a background sibling and a process substitution carrying
+/// its stderr to a log, then execs mcp-bound with `options` on `helper`.
+fn exec_from_a_shell(options: &str, helper: &str) -> Execed {
+    let dir = tempfile::tempdir().unwrap();
+    let (record, log, sibling, carrier) = (
+        dir.path().join("record.json"),
+        dir.path().join("stderr.log"),
+        dir.path().join("sibling.pid"),
+        dir.path().join("carrier.pid"),
+    );
+    let script = format!(
+        "sleep 300 & echo $! > {sibling}; exec 2> >(exec cat > {log}); echo $! > {carrier}; \
+         exec {bin} --record {record} {options} -- sh -c '{helper}'",
+        sibling = sibling.display(),
+        log = log.display(),
+        carrier = carrier.display(),
+        bin = util::BIN,
+        record = record.display(),
+    );
+    let status = Command::new("bash")
+        .args(["-c", &script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    let read_pid = |path: &std::path::Path| -> u32 {
+        std::fs::read_to_string(path)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let (sibling_pid, carrier_pid) = (read_pid(&sibling), read_pid(&carrier));
+    let sibling_alive = running(sibling_pid);
+    // The carrier ends by itself once mcp-bound's stderr closes: wait for
+    // that (observed state, not a sleep), then read what it carried.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while running(carrier_pid) && std::time::Instant::now() < deadline {
+        thread::yield_now();
+    }
+    let _ = Command::new("kill").arg(sibling_pid.to_string()).status();
+    let text = std::fs::read_to_string(&record).unwrap();
+    let record: Value = serde_json::from_str(&text).unwrap();
+    util::check_schema(&record);
+    Execed {
+        status,
+        record,
+        log: std::fs::read_to_string(&log).unwrap_or_default(),
+        sibling_alive,
+    }
+}
+
+#[test]
+fn children_mcp_bound_had_before_dispatch_are_never_signalled() {
+    // A shell that execs mcp-bound hands it its earlier children: a
+    // background sibling, and the process substitution that carries
+    // mcp-bound's own stderr to a log. Neither belongs to the helper.
+    let run = exec_from_a_shell("--wait-delay 0.2", "echo hi >&2; exit 3");
+    let context = format!(
+        "status {:?}\nrecord {}\nlog {:?}",
+        run.status, run.record, run.log
+    );
+    assert_eq!(run.status.code(), Some(3), "{context}");
+    assert_eq!(run.record["state"], "completed", "{context}");
+    assert_eq!(run.record["descendants_signalled"], 0, "{context}");
+    assert!(
+        run.record["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e["event"] != "signal_sent"),
+        "nothing was signalled: {context}"
+    );
+    assert!(
+        run.sibling_alive,
+        "the background sibling was left alone: {context}"
+    );
+    assert!(
+        run.log.contains("hi\n") && run.log.contains("mcp-bound: completed"),
+        "the exit echo reached the log through the process substitution: {context}"
+    );
+}
+
+#[test]
+fn live_stderr_through_an_inherited_process_substitution_arrives_whole() {
+    // The MCP host pattern: `… --mcp … 2> >(cat > f)`. Every line the
+    // server wrote reaches the log, with no drop marker.
+    let run = exec_from_a_shell(
+        "--mcp --live-rate 1MiB --live-burst 1MiB",
+        "i=0; while [ $i -lt 2000 ]; do echo line-$i >&2; i=$((i+1)); done",
+    );
+    let context = format!("status {:?}\nrecord {}", run.status, run.record);
+    assert_eq!(run.status.code(), Some(0), "{context}");
+    assert_eq!(run.record["descendants_signalled"], 0, "{context}");
+    assert_eq!(run.record["stderr"]["live_bytes_dropped"], 0, "{context}");
+    let lines: Vec<&str> = run.log.lines().collect();
+    assert_eq!(lines.first(), Some(&"line-0"), "{context}");
+    assert!(
+        lines.contains(&"line-1999"),
+        "the last line arrived: {context}"
+    );
+    assert!(!run.log.contains("dropped"), "no drop: {context}");
+    assert!(run.sibling_alive, "{context}");
+}

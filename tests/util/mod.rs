@@ -556,13 +556,29 @@ impl Done {
             }
             return;
         };
-        let errors: Vec<String> = schema()
-            .iter_errors(record)
-            .map(|e| format!("{} at {}", e, e.instance_path()))
-            .collect();
-        if !errors.is_empty() {
+        if let Err(errors) = schema_errors(record) {
             panic!("record does not match schema/record.schema.json: {errors:?}{self}");
         }
+    }
+}
+
+fn schema_errors(record: &Value) -> Result<(), Vec<String>> {
+    let errors: Vec<String> = schema()
+        .iter_errors(record)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
+}
+
+/// Validate a record that a test produced outside the harness.
+#[track_caller]
+pub fn check_schema(record: &Value) {
+    if let Err(errors) = schema_errors(record) {
+        panic!("record does not match schema/record.schema.json: {errors:?}\n{record}");
     }
 }
 
