@@ -57,7 +57,8 @@ exit ({\"code\": N}, {\"signal\": \"TERM\", \"core_dumped\": false}, or null whe
 exit_code (mcp-bound's own), stream_end (eof, eof_after_descendants_killed, closed_while_held), \
 descendants_signalled. Then argv, cwd, pid, started_at, ended_at (RFC 3339), duration_ms, \
 stdout {bytes_seen, bytes_forwarded, bytes_discarded}, \
-stderr {bytes_seen, bytes_retained, truncated, head_bytes, tail_bytes, excerpt}, the limits in force, \
+stderr {bytes_seen, bytes_retained, truncated, head_bytes, tail_bytes, excerpt, live_bytes_forwarded, \
+live_bytes_dropped, live_bytes_unsent: with --live every byte seen is one of the three}, the limits in force, \
 and events: dispatched, cancel_requested, signal_sent (signal, target group or descendants, count, reason), \
 helper_exited, stdout_closed, stderr_closed, streams_abandoned, each with t_ms, \
 milliseconds on the monotonic clock since mcp-bound started. \
@@ -94,7 +95,8 @@ covers the helper itself, not its descendants, which must watch their own parent
         "MCP SERVER MODE",
         "With --mcp: the stdout guard lets through only complete lines that are one JSON object and \
 diverts the rest (banners, BOMs, partial lines, over-long lines) into the stderr capture, counted; \
-stderr is forwarded live within a token bucket, drops counted and announced; stdin is watched for \
+stderr is forwarded live within a token bucket, drops counted and announced, and the exit echo is then \
+the summary line only (no line twice in the host's log); stdin is watched for \
 hang-up without being read (a socket shut down for writing counts), and the server then gets --stdin-close-grace (2s) to exit before its \
 tree is terminated. Hosts close stdin, SIGTERM 2s later and SIGKILL 2s after that; with --grace 1s \
 and --wait-delay 500ms the worst case ends, record written, by about 3.5s: keep \

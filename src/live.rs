@@ -14,6 +14,9 @@ use std::time::{Duration, Instant};
 
 use crate::redact::{LineRedactor, Redactor};
 
+/// Counts are in the helper's bytes (what was offered), never in what is
+/// written: masking changes lengths and markers are ours. At every moment
+/// `bytes_seen == bytes_forwarded + bytes_dropped + unsent()`.
 #[derive(Debug, Clone)]
 pub struct Live {
     rate: u64,
@@ -21,12 +24,18 @@ pub struct Live {
     tokens: f64,
     refilled_at: Instant,
     queue: VecDeque<u8>,
+    /// The queue in pieces: (output bytes still to write, helper bytes
+    /// they stand for). A piece is forwarded once all of it is written.
+    pieces: VecDeque<(usize, u64)>,
     redactor: LineRedactor,
     scratch: Vec<u8>,
     /// Dropped since the last marker.
     unannounced: u64,
+    pub bytes_seen: u64,
     pub bytes_forwarded: u64,
     pub bytes_dropped: u64,
+    /// Our stderr's reader went away: nothing more can be shown.
+    gone: bool,
     /// The last queued byte was a newline (or nothing was queued yet), so a
     /// marker can start on a line of its own.
     at_line_start: bool,
@@ -45,11 +54,14 @@ impl Live {
             tokens: burst as f64,
             refilled_at: now,
             queue: VecDeque::new(),
+            pieces: VecDeque::new(),
             redactor: LineRedactor::new(redactor),
             scratch: Vec::new(),
             unannounced: 0,
+            bytes_seen: 0,
             bytes_forwarded: 0,
             bytes_dropped: 0,
+            gone: false,
             at_line_start: true,
         }
     }
@@ -75,9 +87,10 @@ impl Live {
             text.insert(0, '\n');
         }
         let cost = text.len();
-        if self.tokens >= cost as f64 && self.room() >= cost {
+        if !self.gone && self.tokens >= cost as f64 && self.room() >= cost {
             self.tokens -= cost as f64;
             self.queue.extend(text.as_bytes());
+            self.pieces.push_back((cost, 0));
             self.unannounced = 0;
             self.at_line_start = true;
         }
@@ -85,6 +98,11 @@ impl Live {
 
     /// The helper wrote `chunk` to stderr: queue what the budget allows.
     pub fn offer(&mut self, now: Instant, chunk: &[u8]) {
+        self.bytes_seen += chunk.len() as u64;
+        if self.gone {
+            self.bytes_dropped += chunk.len() as u64;
+            return;
+        }
         self.refill(now);
         self.try_announce();
         let allowed = if self.unannounced > 0 {
@@ -93,33 +111,68 @@ impl Live {
         } else {
             (self.tokens as usize).min(self.room()).min(chunk.len())
         };
-        let mut skipped = 0;
+        let mut lost = 0;
         if allowed > 0 {
             self.tokens -= allowed as f64;
             self.scratch.clear();
-            skipped = self.redactor.feed(&chunk[..allowed], &mut self.scratch);
-            self.enqueue_scratch();
+            let held_before = self.redactor.held();
+            let skipped = self.redactor.feed(&chunk[..allowed], &mut self.scratch);
+            // What came out stands for what was held plus what went in,
+            // less what is held now.
+            let represented = held_before + (allowed - skipped) - self.redactor.held();
+            self.enqueue_scratch(represented as u64);
+            lost += skipped;
         }
-        let dropped = (chunk.len() - allowed) as u64;
+        let dropped = chunk.len() - allowed;
         if dropped > 0 {
-            self.redactor.dropped(chunk.last() == Some(&b'\n'));
+            // A held partial line is cut by the drop: it goes too.
+            lost += dropped + self.redactor.dropped(chunk.last() == Some(&b'\n'));
         }
-        self.unannounced += dropped + skipped as u64;
-        self.bytes_dropped += dropped + skipped as u64;
+        self.unannounced += lost as u64;
+        self.bytes_dropped += lost as u64;
     }
 
-    fn enqueue_scratch(&mut self) {
+    /// Queue the masked output in `scratch`, standing for `input` helper
+    /// bytes (output may be empty: a private key block masked away).
+    fn enqueue_scratch(&mut self, input: u64) {
         if let Some(last) = self.scratch.last() {
             self.at_line_start = *last == b'\n';
             self.queue.extend(&self.scratch);
+        }
+        if input > 0 || !self.scratch.is_empty() {
+            self.pieces.push_back((self.scratch.len(), input));
         }
     }
 
     /// The stream ended: let a held partial line through (masked).
     pub fn finish(&mut self) {
+        if self.gone {
+            return;
+        }
         self.scratch.clear();
+        let held = self.redactor.held();
         self.redactor.flush(&mut self.scratch);
-        self.enqueue_scratch();
+        self.enqueue_scratch(held as u64);
+    }
+
+    /// Our stderr's reader went away: what waits can never be shown, and
+    /// neither can anything after it. All of it is counted as dropped.
+    pub fn reader_gone(&mut self) {
+        if self.gone {
+            return;
+        }
+        self.gone = true;
+        self.bytes_dropped += self.unsent();
+        self.redactor.dropped(true);
+        self.queue.clear();
+        self.pieces.clear();
+        self.unannounced = 0;
+    }
+
+    /// Helper bytes taken in but not yet written: queued, or held as a
+    /// partial line. At exit these are the ones never shown.
+    pub fn unsent(&self) -> u64 {
+        self.pieces.iter().map(|(_, input)| input).sum::<u64>() + self.redactor.held() as u64
     }
 
     /// Time passed: a pending marker may now fit.
@@ -150,7 +203,21 @@ impl Live {
     /// `n` bytes of the front were written.
     pub fn consume(&mut self, n: usize) {
         self.queue.drain(..n);
-        self.bytes_forwarded += n as u64;
+        let mut left = n;
+        while let Some(front) = self.pieces.front_mut() {
+            if front.0 > left {
+                front.0 -= left;
+                break;
+            }
+            left -= front.0;
+            self.bytes_forwarded += front.1;
+            self.pieces.pop_front();
+        }
+    }
+
+    /// A drop marker is still owed (the budget has not allowed it yet).
+    pub fn drop_unannounced(&self) -> u64 {
+        self.unannounced
     }
 }
 
@@ -206,6 +273,117 @@ mod tests {
         live.offer(t0, b"token=abc123\npartial");
         live.finish();
         assert_eq!(drain(&mut live), b"token=[REDACTED]\npartial");
+    }
+
+    /// One step of a run: the helper writes, or our reader takes some
+    /// bytes, or time passes, or our reader goes away.
+    #[derive(Debug, Clone)]
+    enum Step {
+        Write(Vec<u8>),
+        Read(usize),
+        Wait(u64),
+        ReaderGone,
+    }
+
+    fn step() -> impl proptest::strategy::Strategy<Value = Step> {
+        use proptest::prelude::*;
+        let text = prop::collection::vec(
+            prop_oneof![Just(b'a'), Just(b'\n'), Just(b' '), Just(b'='), Just(b'k'),],
+            0..300,
+        );
+        let secret = Just(b"\ntoken=abcdef123456\n".to_vec());
+        let key =
+            Just(b"-----BEGIN RSA PRIVATE KEY-----\nxyz\n-----END RSA PRIVATE KEY-----\n".to_vec());
+        prop_oneof![
+            6 => prop_oneof![text, secret, key].prop_map(Step::Write),
+            4 => (0usize..200).prop_map(Step::Read),
+            2 => (0u64..50).prop_map(Step::Wait),
+            1 => Just(Step::ReaderGone),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Every byte offered is forwarded, dropped or still queued: none
+        /// vanishes, whatever the reader's speed, the budget or the end.
+        #[test]
+        fn every_byte_is_forwarded_dropped_or_unsent(
+            steps in proptest::collection::vec(step(), 0..80),
+            rate in 1u64..2000,
+            burst in 64u64..600,
+        ) {
+            let t0 = Instant::now();
+            let mut now = t0;
+            let mut live = Live::new(rate, burst, t0, Redactor::default());
+            let mut seen = 0u64;
+            let mut gone = false;
+            let mut written = Vec::new();
+            for step in steps {
+                match step {
+                    Step::Write(bytes) => {
+                        seen += bytes.len() as u64;
+                        live.offer(now, &bytes);
+                    }
+                    Step::Read(n) if !gone => {
+                        let front = live.front();
+                        let n = n.min(front.len());
+                        written.extend_from_slice(&front[..n]);
+                        live.consume(n);
+                    }
+                    Step::Read(_) => {}
+                    Step::Wait(ms) => {
+                        now += Duration::from_millis(ms);
+                        live.tick(now);
+                    }
+                    Step::ReaderGone => {
+                        gone = true;
+                        live.reader_gone();
+                    }
+                }
+                proptest::prop_assert_eq!(
+                    live.bytes_seen, seen,
+                    "every offered byte is seen"
+                );
+                proptest::prop_assert_eq!(
+                    live.bytes_forwarded + live.bytes_dropped + live.unsent(),
+                    seen,
+                    "forwarded {} + dropped {} + unsent {}",
+                    live.bytes_forwarded, live.bytes_dropped, live.unsent()
+                );
+            }
+            live.finish();
+            if !gone {
+                // The reader takes everything left at the end.
+                while !live.is_empty() {
+                    let n = live.front().len();
+                    written.extend_from_slice(live.front());
+                    live.consume(n);
+                }
+                proptest::prop_assert_eq!(live.unsent(), 0);
+            }
+            proptest::prop_assert_eq!(
+                live.bytes_forwarded + live.bytes_dropped + live.unsent(),
+                seen
+            );
+            let text = String::from_utf8_lossy(&written);
+            proptest::prop_assert!(!text.contains("abcdef123456"), "secrets stay masked");
+        }
+    }
+
+    #[test]
+    fn the_reader_going_away_keeps_what_was_forwarded() {
+        let t0 = Instant::now();
+        let mut live = Live::new(1_000_000, 4096, t0, Redactor::default());
+        live.offer(t0, b"one\ntwo\n");
+        let n = live.front().len();
+        live.consume(n);
+        live.offer(t0, b"three\npartial");
+        live.reader_gone();
+        live.offer(t0, b"after\n");
+        assert_eq!(live.bytes_seen, 27);
+        assert_eq!(live.bytes_forwarded, 8);
+        assert_eq!(live.bytes_dropped, 19);
+        assert_eq!(live.unsent(), 0);
+        assert!(live.is_empty());
     }
 
     #[test]

@@ -156,10 +156,14 @@ pub struct StderrFacts {
     pub tail_bytes: u64,
     /// Marker, head and tail as text; invalid UTF-8 shown as U+FFFD.
     pub excerpt: String,
-    /// With --live: bytes forwarded to our stderr as they came, and dropped
-    /// over the budget (still in the capture and the counts above).
+    /// With --live, in the helper's bytes: forwarded to our stderr as they
+    /// came (masked), and dropped over the budget or after our stderr's
+    /// reader went away (still in the capture and the counts above).
     pub live_bytes_forwarded: u64,
     pub live_bytes_dropped: u64,
+    /// Taken in for live output but still queued at exit, never written.
+    /// With --live: bytes_seen = forwarded + dropped + unsent.
+    pub live_bytes_unsent: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -236,10 +236,18 @@ impl LineRedactor {
     }
 
     /// Bytes before this point were dropped; `at_line_end` when they ended
-    /// with a newline, so what follows starts a line of its own.
-    pub fn dropped(&mut self, at_line_end: bool) {
+    /// with a newline, so what follows starts a line of its own. The held
+    /// partial line is cut by the drop and discarded: returns its length.
+    pub fn dropped(&mut self, at_line_end: bool) -> usize {
+        let discarded = self.carry.len();
         self.carry.clear();
         self.skip_to_newline = !at_line_end;
+        discarded
+    }
+
+    /// Bytes of a partial line held back, waiting for its newline.
+    pub fn held(&self) -> usize {
+        self.carry.len()
     }
 
     /// Feed bytes; masked complete lines are appended to `out`. Returns

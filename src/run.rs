@@ -470,6 +470,7 @@ impl Finish<'_> {
                 excerpt: capture.excerpt(retained, self.redactor).text,
                 live_bytes_forwarded: outcome.live_forwarded,
                 live_bytes_dropped: outcome.live_dropped,
+                live_bytes_unsent: outcome.live_unsent,
             };
             record.last_stdout_at = outcome
                 .last_stdout
@@ -498,7 +499,15 @@ impl Finish<'_> {
             Echo::Always => true,
         };
         if echo {
-            let mut text = echo_text.unwrap_or_default();
+            // With --live the host's log already has the stderr, as it
+            // came: repeating it as an excerpt would show every line twice.
+            // Only the summary line then, which says so.
+            let shown_live = record.limits.live_rate.is_some();
+            let mut text = if shown_live {
+                String::new()
+            } else {
+                echo_text.unwrap_or_default()
+            };
             if !text.is_empty() && !text.ends_with('\n') {
                 text.push('\n');
             }
@@ -571,11 +580,23 @@ fn summary(record: &Record) -> String {
     } else {
         format!("; sent {}", signals_sent.join(", "))
     };
+    let stderr = &record.stderr;
+    let kept = if record.limits.live_rate.is_some() {
+        let mut live = format!("{} shown live", stderr.live_bytes_forwarded);
+        if stderr.live_bytes_dropped > 0 {
+            live.push_str(&format!(", {} dropped", stderr.live_bytes_dropped));
+        }
+        if stderr.live_bytes_unsent > 0 {
+            live.push_str(&format!(", {} unsent at exit", stderr.live_bytes_unsent));
+        }
+        live
+    } else {
+        format!("{} kept", stderr.bytes_retained)
+    };
     format!(
-        "mcp-bound: {state} after {}ms ({exit}{sent}); stderr {} bytes seen, {} kept; exit {}\n",
+        "mcp-bound: {state} after {}ms ({exit}{sent}); stderr {} bytes seen, {kept}; exit {}\n",
         record.duration_ms.unwrap_or(0),
-        record.stderr.bytes_seen,
-        record.stderr.bytes_retained,
+        stderr.bytes_seen,
         record.exit_code.unwrap_or(code::OWN_FAILURE),
     )
 }

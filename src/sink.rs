@@ -173,7 +173,6 @@ impl Sink {
     /// limit the rest is dropped and TimedOut returned.
     pub fn write_all_within(&mut self, mut bytes: &[u8], limit: Duration) -> io::Result<()> {
         let deadline = Instant::now() + limit;
-        let mut ready = Vec::with_capacity(1);
         while !bytes.is_empty() {
             match self.try_write(bytes) {
                 Wrote::Bytes(n) => {
@@ -183,18 +182,27 @@ impl Sink {
                 Wrote::Gone(e) => return Err(e),
                 Wrote::WouldBlock => {}
             }
-            let Some(fd) = self.poll_fd() else {
-                return Err(io::Error::from(io::ErrorKind::BrokenPipe));
-            };
-            let now = Instant::now();
-            if now >= deadline {
-                return Err(io::Error::from(io::ErrorKind::TimedOut));
-            }
-            let interest = [sys::Interest::new(fd, false, true)];
-            sys::poll(&interest, &mut ready, Some(deadline - now))?;
-            if ready[0].writable || ready[0].error || ready[0].hangup {
-                self.writable();
-            }
+            self.wait_writable(deadline)?;
+        }
+        Ok(())
+    }
+
+    /// Wait until the reader may take bytes again, or `deadline` passes
+    /// (TimedOut), or the reader is gone (an error, or a hang-up that the
+    /// next write reports).
+    pub fn wait_writable(&mut self, deadline: Instant) -> io::Result<()> {
+        let Some(fd) = self.poll_fd() else {
+            return Err(io::Error::from(io::ErrorKind::BrokenPipe));
+        };
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(io::Error::from(io::ErrorKind::TimedOut));
+        }
+        let mut ready = Vec::with_capacity(1);
+        let interest = [sys::Interest::new(fd, false, true)];
+        sys::poll(&interest, &mut ready, Some(deadline - now))?;
+        if ready[0].writable || ready[0].error || ready[0].hangup {
+            self.writable();
         }
         Ok(())
     }

@@ -39,6 +39,8 @@ const STDERR_READ: usize = 64 * 1024;
 const READS_PER_TURN: usize = 16;
 /// Cancel events kept in the record; a signal storm is not a log.
 const MAX_CANCEL_EVENTS: usize = 8;
+/// At exit, the most time the live queue gets to reach our stderr.
+const LIVE_EXIT_LIMIT: std::time::Duration = std::time::Duration::from_millis(500);
 /// After a huge guarded message, give the memory back.
 const KEEP_CAPACITY: usize = 1 << 20;
 
@@ -69,6 +71,8 @@ pub struct Outcome {
     pub stdout: StdoutFacts,
     pub live_forwarded: u64,
     pub live_dropped: u64,
+    /// Taken in for live output but never written (queued at exit).
+    pub live_unsent: u64,
     pub events: Vec<Event>,
     pub descendants_signalled: u32,
     pub last_stdout: Option<Instant>,
@@ -651,9 +655,10 @@ impl Loop<'_> {
             match err_sink.try_write(live.front()) {
                 Wrote::Bytes(n) => live.consume(n),
                 Wrote::WouldBlock => break,
-                // Our stderr is gone: nothing more can be shown live.
+                // Our stderr is gone: nothing more can be shown live, and
+                // what waits is counted as dropped (not forgotten).
                 Wrote::Gone(_) => {
-                    self.live = None;
+                    live.reader_gone();
                     return;
                 }
             }
@@ -679,7 +684,28 @@ impl Loop<'_> {
         }
     }
 
+    /// The streams are closed: give what the live queue still holds (and
+    /// a drop marker the budget now allows) a bounded time to reach our
+    /// stderr. What is still unsent after it is counted in the record.
+    fn drain_live_at_exit(&mut self) {
+        let deadline = Instant::now() + LIVE_EXIT_LIMIT;
+        loop {
+            if let Some(live) = self.live.as_mut() {
+                live.tick(Instant::now());
+            }
+            self.flush_live();
+            let waiting = self.live.as_ref().is_some_and(|l| !l.is_empty());
+            let Some(err_sink) = self.err_sink.as_mut() else {
+                return;
+            };
+            if !waiting || err_sink.wait_writable(deadline).is_err() {
+                return;
+            }
+        }
+    }
+
     fn finish(mut self) -> Outcome {
+        self.drain_live_at_exit();
         if self.exit.is_some() {
             child::reap(self.pid);
         }
@@ -701,10 +727,10 @@ impl Loop<'_> {
                     .redact_piece(&String::from_utf8_lossy(bytes), false, cut)
             });
         }
-        let (live_forwarded, live_dropped) = self
-            .live
-            .as_ref()
-            .map_or((0, 0), |live| (live.bytes_forwarded, live.bytes_dropped));
+        let (live_forwarded, live_dropped, live_unsent) =
+            self.live.as_ref().map_or((0, 0, 0), |live| {
+                (live.bytes_forwarded, live.bytes_dropped, live.unsent())
+            });
         Outcome {
             exit: self.exit,
             cancelled_while_running: self.cancelled_while_running,
@@ -714,6 +740,7 @@ impl Loop<'_> {
             stdout: self.stdout,
             live_forwarded,
             live_dropped,
+            live_unsent,
             events: self.events,
             descendants_signalled: self.descendants.len() as u32,
             last_stdout: self.last_stdout,

@@ -139,8 +139,13 @@ fn a_fifty_megabyte_stderr_burst_does_not_stall_the_next_response() {
     );
     let dropped = done.field("/stderr/live_bytes_dropped").as_u64().unwrap();
     let forwarded = done.field("/stderr/live_bytes_forwarded").as_u64().unwrap();
+    let unsent = done.field("/stderr/live_bytes_unsent").as_u64().unwrap();
     done.check(dropped > 49_000_000, "live output was held to its budget");
     done.check(forwarded < 1_000_000, "only the budget reached our stderr");
+    done.check(
+        seen == forwarded + dropped + unsent,
+        "every byte seen is forwarded, dropped or unsent",
+    );
     let live = done.stderr_text();
     done.check(
         live.contains("[mcp-bound: dropped ") && live.contains(" bytes of stderr]"),
@@ -329,5 +334,83 @@ fn a_socket_stdin_shut_down_for_writing_counts_as_a_hang_up() {
     done.check(
         done.events("stdin_closed").len() == 1,
         "the hang-up is an event",
+    );
+}
+
+#[test]
+fn live_counts_hold_when_our_stderr_reader_goes_away() {
+    // Our stderr's reader reads one line and leaves; the server then
+    // writes 100 kB more. What was delivered stays counted as forwarded,
+    // the rest as dropped: nothing is in neither counter.
+    let dir = tempfile::tempdir().unwrap();
+    let (record, fifo) = (dir.path().join("record.json"), dir.path().join("go"));
+    assert!(
+        Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let script = format!(
+        "echo first >&2; read x < {}; head -c 100000 /dev/zero | tr '\\0' z >&2; echo >&2; exit 0",
+        fifo.display()
+    );
+    let mut child = Command::new(util::BIN)
+        .args(["--live", "--record"])
+        .arg(&record)
+        .args(["--", "sh", "-c", &script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut stderr, &mut first).unwrap();
+    assert_eq!(first, "first\n");
+    drop(stderr);
+    std::fs::write(&fifo, "go\n").unwrap();
+    let status = child.wait().unwrap();
+    let text = std::fs::read_to_string(&record).unwrap();
+    let value: Value = serde_json::from_str(&text).unwrap();
+    util::check_schema(&value);
+    assert_eq!(status.code(), Some(0), "{text}");
+    assert_eq!(value["state"], "completed", "{text}");
+    let count = |name: &str| value["stderr"][name].as_u64().unwrap();
+    assert_eq!(count("bytes_seen"), 6 + 100_001, "{text}");
+    assert_eq!(
+        count("live_bytes_forwarded"),
+        6,
+        "the line that was read: {text}"
+    );
+    assert_eq!(count("live_bytes_dropped"), 100_001, "{text}");
+    assert_eq!(count("live_bytes_unsent"), 0, "{text}");
+}
+
+#[test]
+fn a_failing_server_s_stderr_reaches_the_host_once() {
+    // Under --mcp, stderr is forwarded live; the exit echo must not repeat
+    // it, only say what happened.
+    let done = Call::sh("echo boom-diagnostic >&2; exit 1")
+        .opt(&["--mcp"])
+        .run();
+    done.expect_state("completed", 1)
+        .expect("/stderr/live_bytes_forwarded", json!(16));
+    let stderr = done.stderr_text();
+    done.check(
+        stderr.matches("boom-diagnostic").count() == 1,
+        "each stderr line reaches the host's log once",
+    );
+    done.check(
+        stderr.contains("mcp-bound: completed") && stderr.contains("shown live"),
+        "the summary line says the stderr was shown live",
+    );
+    // Without --live the echo still shows the excerpt.
+    let done = Call::sh("echo boom-diagnostic >&2; exit 1")
+        .opt(&["--mcp", "--live=false"])
+        .run();
+    done.check(
+        done.stderr_text().matches("boom-diagnostic").count() == 1,
+        "the excerpt is echoed when nothing was shown live",
     );
 }
