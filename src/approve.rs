@@ -167,17 +167,17 @@ fn by_command(
         capture_stdout: true,
     };
     let mut nowhere = Sink::absent();
-    let run = match supervise::supervise(
+    let run = supervise::supervise(
         approver,
         started,
         gate.origin,
         gate.signals,
         &mut nowhere,
         &config,
-    ) {
-        Ok(run) => run,
-        Err(e) => return error(format!("approver {program}: {e}")),
-    };
+    );
+    if let Some(failure) = run.failure {
+        return error(format!("approver {program}: {failure}"));
+    }
     let excerpt = Some(run.capture.excerpt(APPROVER_TAIL, gate.redactor).text);
     let (decision, cancelled_by) = match run.cancelled_while_running {
         Some(Reason::Timeout) => (Some(Decision::Expired), None),

@@ -229,12 +229,28 @@ pub fn sweep(family: &Family, signo: i32, seen: &mut HashSet<i32>) -> Sweep {
 /// Read through libc: nix's `WaitStatus` cannot hold a death by a
 /// real-time signal, and would report such an exit as none at all.
 pub fn observe_exit(pid: i32) -> Option<ExitObs> {
+    wait_exit(pid, false)
+}
+
+/// Block until the helper has exited (it was just sent KILL): only for the
+/// path where the poll loop itself can no longer run.
+pub fn await_exit(pid: i32) -> Option<ExitObs> {
+    wait_exit(pid, true)
+}
+
+fn wait_exit(pid: i32, block: bool) -> Option<ExitObs> {
     use nix::libc;
     // SAFETY: siginfo_t is plain data; waitid fills it or leaves it zeroed.
     let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-    let flags = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
-    // SAFETY: a valid pointer to our own siginfo_t.
-    let rc = unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, flags) };
+    let flags = libc::WEXITED | libc::WNOWAIT | if block { 0 } else { libc::WNOHANG };
+    let rc = loop {
+        // SAFETY: a valid pointer to our own siginfo_t.
+        let rc = unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, flags) };
+        if rc != 0 && std::io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+            continue;
+        }
+        break rc;
+    };
     // SAFETY: si_pid and si_status are valid for SIGCHLD-style siginfo.
     let (from, status) = unsafe { (info.si_pid(), info.si_status()) };
     if rc != 0 || from == 0 {

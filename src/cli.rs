@@ -28,7 +28,7 @@ pub const EXIT_STATUS: &[(&str, &str)] = &[
     ),
     (
         "125",
-        "mcp-bound itself failed: bad usage or value, or a record that could not be written before dispatch; nothing was started",
+        "mcp-bound itself failed: bad usage or value, or a record that could not be written before dispatch (nothing was started); or, after dispatch, mcp-bound could not go on supervising (state failed_after_dispatch: the helper's tree was killed)",
     ),
     ("126", "the helper was found but could not be run"),
     ("127", "the helper was not found"),
@@ -48,19 +48,27 @@ pub const EXIT_STATUS: &[(&str, &str)] = &[
 
 pub const RECORD: &str = "\
 One JSON object (schema mcp-bound/record/v1, published as schema/record.schema.json). \
-With --record PATH it is written with state \"dispatched\" and exit null before the helper starts, \
-then replaced atomically (temporary file and rename, mode 0600) at the end; \
-with --record-fd N one line is written at the end. \
-Lifecycle facts come first: state (dispatched, completed, timed_out, cancelled_before_dispatch, \
-cancelled_after_dispatch, failed_before_dispatch), cancel_reason (timeout, signal, client_disconnected), \
+With --record PATH it is written before the helper starts (state awaiting_approval while an approval \
+is asked, then dispatched, with exit null), then replaced atomically (temporary file and rename, \
+mode 0600) at the end; with --record-fd N one line is written at the end. \
+Lifecycle facts come first. state: awaiting_approval, dispatched (in flight; stays if mcp-bound is \
+SIGKILLed), completed, timed_out, cancelled_before_dispatch, cancelled_after_dispatch (also a cancel \
+during clean-up after the helper exited), failed_before_dispatch (nothing started: 125, 126 or 127, \
+with error), failed_after_dispatch (mcp-bound itself failed after the start: the helper's tree was \
+killed, exit 125, with error; the helper may have acted), denied (approval denied or expired, exit 77). \
+cancel_reason: timeout, signal, client_disconnected, stdin_closed. \
 exit ({\"code\": N}, {\"signal\": \"TERM\", \"core_dumped\": false}, or null when no exit was observed; never 0 unless 0 was seen), \
 exit_code (mcp-bound's own), stream_end (eof, eof_after_descendants_killed, closed_while_held), \
 descendants_signalled. Then argv, cwd, pid, started_at, ended_at (RFC 3339), duration_ms, \
-stdout {bytes_seen, bytes_forwarded, bytes_discarded}, \
+approval {required, method (command, tty), decision (approved, denied, expired, error), requested_at, \
+decided_at, waited_ms, timeout_ms, approver_exit, excerpt}, \
+stdout {bytes_seen, bytes_forwarded, bytes_discarded, guard (off, jsonrpc), lines_forwarded, \
+lines_diverted, bytes_diverted, first_diverted}, \
 stderr {bytes_seen, bytes_retained, truncated, head_bytes, tail_bytes, excerpt, live_bytes_forwarded, \
 live_bytes_dropped, live_bytes_unsent: with --live every byte seen is one of the three}, the limits in force, \
-and events: dispatched, cancel_requested, signal_sent (signal, target group or descendants, count, reason), \
-helper_exited, stdout_closed, stderr_closed, streams_abandoned, each with t_ms, \
+and events: dispatched, cancel_requested, signal_sent (signal, target group or descendants, count, \
+reason: timeout, signal, client_disconnected, stdin_closed, pipes_held, leftovers, supervisor_failure), \
+helper_exited, stdout_closed, stderr_closed, stdin_closed, streams_abandoned, each with t_ms, \
 milliseconds on the monotonic clock since mcp-bound started. \
 A cancellation after dispatch is never reported as a failure: the helper may already have acted.";
 
@@ -127,6 +135,15 @@ whole rewritten file pass unless checked with --anchor (a head h kept elsewhere)
 chained forged append passes unless the journal is keyed and the forger lacks the key.",
     ),
     (
+        "VERIFY",
+        "mcp-bound verify [--anchor HEX] [--json] [--key FILE] JOURNAL. --anchor HEX: a head h \
+recorded earlier (from \"OK: ... h=<hex>\"), which must still be in the journal; this catches a cut \
+tail, a rollback or a rewrite. --json: print the report as one JSON object (ok, entries, journal_id, \
+keyed, head, validated_lines, break, anchor, anchor_found, unfinished, final_newline_missing) \
+instead of text. --key FILE: the key of a keyed journal (the one given to --journal-key). Exit 0 \
+intact (warnings allowed), 1 integrity failure, 2 usage or I/O error.",
+    ),
+    (
         "REDACTION",
         "A safety net, not a guarantee: helpers must not print credentials. Captured text is masked \
 when it is written out (record, echo, journal, live stderr, argv): Authorization headers, Bearer \
@@ -181,7 +198,7 @@ pub struct Cli {
     #[arg(short = 's', long, value_name = "SIGNAL", env = "MCP_BOUND_SIGNAL", default_value = "TERM", value_parser = signals::parse, help_heading = "Deadline options")]
     pub signal: i32,
 
-    /// Time between the first signal and SIGKILL to the whole tree; 0 kills at once [default: 5s; 1s with --mcp].
+    /// Time between the first signal and SIGKILL to the whole tree; 0 kills at once. Also spelled --kill-after, as GNU timeout names it [default: 5s; 1s with --mcp].
     #[arg(short = 'k', long, visible_alias = "kill-after", value_name = "DURATION", env = "MCP_BOUND_GRACE", value_parser = units::parse_duration, help_heading = "Deadline options")]
     pub grace: Option<Duration>,
 

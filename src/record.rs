@@ -22,6 +22,9 @@ pub enum State {
     /// The helper had started and may already have acted.
     CancelledAfterDispatch,
     FailedBeforeDispatch,
+    /// mcp-bound itself failed after the helper started: it killed the
+    /// helper's tree and wrote what it saw. The helper may have acted.
+    FailedAfterDispatch,
     /// The approver denied the call, or approval expired: never started.
     Denied,
 }
@@ -46,6 +49,8 @@ pub enum SignalReason {
     StdinClosed,
     PipesHeld,
     Leftovers,
+    /// mcp-bound could not go on supervising (see `error`).
+    SupervisorFailure,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

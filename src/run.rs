@@ -150,9 +150,11 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
         &signals,
         &mut stdout,
         &config,
-    )
-    .map_err(|e| setup("poll failed", e))?;
+    );
     let exit_code = decide(&cli, &outcome, &mut record);
+    if let Some(failure) = &outcome.failure {
+        call.say(format!("mcp-bound: {failure}\n"));
+    }
     Ok(call.finish(record, exit_code, Some(outcome)))
 }
 
@@ -267,7 +269,11 @@ fn initial_record(
 /// the helper completed, whatever happened to its descendants afterwards.
 fn decide(cli: &Cli, outcome: &Outcome, record: &mut Record) -> i32 {
     let helper_status = outcome.exit.map(ExitObs::shell_status);
-    let (state, exit_code) = match outcome.cancelled_while_running.or(outcome.cancellation) {
+    let cancel = outcome.cancelled_while_running.or(outcome.cancellation);
+    let (state, exit_code) = match cancel {
+        // mcp-bound itself failed after dispatch: whatever else happened,
+        // that is the truth of this call (the helper may have acted).
+        _ if outcome.failure.is_some() => (State::FailedAfterDispatch, code::OWN_FAILURE),
         Some(Reason::Timeout) => {
             let status = if cli.preserve_status {
                 helper_status.unwrap_or(code::TIMED_OUT)
@@ -287,17 +293,18 @@ fn decide(cli: &Cli, outcome: &Outcome, record: &mut Record) -> i32 {
             helper_status.unwrap_or(code::OWN_FAILURE),
         ),
         // Clean-up after the helper exited is not a cancellation.
-        Some(Reason::PipesHeld | Reason::Leftovers) | None => {
+        Some(Reason::PipesHeld | Reason::Leftovers | Reason::SupervisorFailure) | None => {
             (State::Completed, helper_status.unwrap_or(code::OWN_FAILURE))
         }
     };
     record.state = state;
-    let cancel = outcome.cancelled_while_running.or(outcome.cancellation);
-    record.cancel_reason = cancel.map(|reason| match reason {
-        Reason::Timeout => CancelReason::Timeout,
-        Reason::Signal(_) => CancelReason::Signal,
-        Reason::StdinClosed => CancelReason::StdinClosed,
-        _ => CancelReason::ClientDisconnected,
+    record.error = outcome.failure.clone();
+    record.cancel_reason = cancel.and_then(|reason| match reason {
+        Reason::Timeout => Some(CancelReason::Timeout),
+        Reason::Signal(_) => Some(CancelReason::Signal),
+        Reason::StdinClosed => Some(CancelReason::StdinClosed),
+        Reason::ClientDisconnected => Some(CancelReason::ClientDisconnected),
+        Reason::PipesHeld | Reason::Leftovers | Reason::SupervisorFailure => None,
     });
     record.cancel_signal = match cancel {
         Some(Reason::Signal(signo)) => Some(signals::name(signo)),
@@ -670,4 +677,64 @@ pub(crate) fn random_hex(bytes: usize) -> String {
 
 fn random_call_id() -> String {
     format!("c_{}", random_hex(8))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn outcome(exit: Option<ExitObs>, failure: Option<&str>) -> Outcome {
+        Outcome {
+            exit,
+            cancelled_while_running: None,
+            cancellation: None,
+            stream_end: crate::record::StreamEnd::ClosedWhileHeld,
+            capture: crate::capture::Capture::new(0, 16),
+            stdout: Default::default(),
+            live_forwarded: 0,
+            live_dropped: 0,
+            live_unsent: 0,
+            events: Vec::new(),
+            descendants_signalled: 1,
+            last_stdout: None,
+            last_stderr: None,
+            failure: failure.map(str::to_string),
+        }
+    }
+
+    #[test]
+    fn a_failure_after_dispatch_is_its_own_state_and_keeps_the_exit() {
+        let cli = Cli::try_parse_from(["mcp-bound", "--", "true"]).unwrap();
+        let redactor = Redactor::default();
+        let mut record = initial_record(&cli, SystemTime::now(), &redactor, None);
+        let killed = ExitObs::Signal {
+            signo: signals::SIGKILL,
+            core_dumped: false,
+        };
+        let code = decide(
+            &cli,
+            &outcome(Some(killed), Some("poll failed: x")),
+            &mut record,
+        );
+        assert_eq!(code, code::OWN_FAILURE);
+        assert_eq!(record.state, State::FailedAfterDispatch);
+        assert_eq!(record.error.as_deref(), Some("poll failed: x"));
+        assert_eq!(
+            record.exit,
+            Some(killed.to_record()),
+            "the exit seen is kept"
+        );
+        // The journal's terminal entry carries the same state.
+        let terminal = journal::Terminal::from_record(&record, None);
+        let line = serde_json::to_string(&terminal).unwrap();
+        assert!(
+            line.contains("\"state\":\"failed_after_dispatch\""),
+            "{line}"
+        );
+        // Without a failure the same outcome is a plain completion.
+        let code = decide(&cli, &outcome(Some(ExitObs::Code(0)), None), &mut record);
+        assert_eq!((code, record.state), (0, State::Completed));
+        assert_eq!(record.error, None);
+    }
 }

@@ -77,6 +77,8 @@ pub struct Outcome {
     pub descendants_signalled: u32,
     pub last_stdout: Option<Instant>,
     pub last_stderr: Option<Instant>,
+    /// mcp-bound itself failed after dispatch (the tree was killed).
+    pub failure: Option<String>,
 }
 
 struct Loop<'a> {
@@ -114,7 +116,14 @@ struct Loop<'a> {
     capture_stdout: bool,
 }
 
-/// Supervise a spawned helper to the end.
+/// How the loop waits: `sys::poll`, or a stand-in that fails on purpose
+/// (the tests of the failure path).
+pub type PollFn<'p> =
+    dyn FnMut(&[Interest], &mut Vec<Ready>, Option<std::time::Duration>) -> io::Result<()> + 'p;
+
+/// Supervise a spawned helper to the end. If mcp-bound itself cannot go
+/// on (poll fails), the helper's tree is killed and the outcome carries
+/// the failure: nothing after dispatch is ever left unsupervised.
 pub fn supervise(
     helper: Helper,
     dispatched_at: Instant,
@@ -122,7 +131,27 @@ pub fn supervise(
     signals: &SignalPipe,
     sink: &mut Sink,
     config: &Config,
-) -> io::Result<Outcome> {
+) -> Outcome {
+    supervise_with(
+        helper,
+        dispatched_at,
+        origin,
+        signals,
+        sink,
+        config,
+        &mut sys::poll,
+    )
+}
+
+pub(crate) fn supervise_with(
+    helper: Helper,
+    dispatched_at: Instant,
+    origin: Instant,
+    signals: &SignalPipe,
+    sink: &mut Sink,
+    config: &Config,
+    poll: &mut PollFn<'_>,
+) -> Outcome {
     let sink_gone = sink.is_absent();
     let err_sink = config.live.map(|_| Sink::stderr());
     let watch_stdin = config.policy.stdin_close_grace.is_some() && sys::is_open(0);
@@ -194,8 +223,13 @@ pub fn supervise(
             pgid: helper.pid,
         },
     );
-    state.run()?;
-    Ok(state.finish())
+    let failure = state.run(poll).err().map(|err| {
+        state.end_after_failure();
+        format!("poll failed: {err}; the helper's tree was killed")
+    });
+    let mut outcome = state.finish();
+    outcome.failure = failure;
+    outcome
 }
 
 fn push_interest(interests: &mut Vec<Interest>, fd: RawFd, read: bool, write: bool) -> usize {
@@ -221,7 +255,7 @@ impl Loop<'_> {
         }
     }
 
-    fn run(&mut self) -> io::Result<()> {
+    fn run(&mut self, poll: &mut PollFn<'_>) -> io::Result<()> {
         let mut interests: Vec<Interest> = Vec::with_capacity(6);
         let mut ready: Vec<Ready> = Vec::with_capacity(6);
         loop {
@@ -307,7 +341,7 @@ impl Loop<'_> {
             let timeout = self
                 .next_wake()
                 .map(|wake| wake.saturating_duration_since(now));
-            sys::poll(&interests, &mut ready, timeout)?;
+            poll(&interests, &mut ready, timeout)?;
             let now = Instant::now();
 
             if ready[signal_slot].readable {
@@ -441,6 +475,7 @@ impl Loop<'_> {
             Some(Reason::StdinClosed) => SignalReason::StdinClosed,
             Some(Reason::PipesHeld) => SignalReason::PipesHeld,
             Some(Reason::Leftovers) | None => SignalReason::Leftovers,
+            Some(Reason::SupervisorFailure) => SignalReason::SupervisorFailure,
         };
         let signal = signals::name(signo);
         if sweep.group_signalled {
@@ -684,6 +719,27 @@ impl Loop<'_> {
         }
     }
 
+    /// The loop cannot go on: KILL the helper's tree, stop reading, and
+    /// wait for the helper's exit (KILL cannot be caught, so it comes).
+    fn end_after_failure(&mut self) {
+        let now = Instant::now();
+        self.perform_sweep(now, signals::SIGKILL, Some(Reason::SupervisorFailure));
+        self.abandoned_open = self.streams_open();
+        self.out = None;
+        self.err = None;
+        if self.exit.is_none()
+            && let Some(exit) = child::await_exit(self.pid)
+        {
+            self.exit = Some(exit);
+            self.event(
+                Instant::now(),
+                EventKind::HelperExited {
+                    exit: exit.to_record(),
+                },
+            );
+        }
+    }
+
     /// The streams are closed: give what the live queue still holds (and
     /// a drop marker the budget now allows) a bounded time to reach our
     /// stderr. What is still unsent after it is counted in the record.
@@ -745,6 +801,7 @@ impl Loop<'_> {
             descendants_signalled: self.descendants.len() as u32,
             last_stdout: self.last_stdout,
             last_stderr: self.last_stderr,
+            failure: None,
         }
     }
 }
@@ -768,5 +825,94 @@ fn divert_to(
     Loop::diagnose(diag, live, now, bytes);
     if reason == DivertReason::PartialAtEof {
         Loop::diagnose(diag, live, now, b"\n");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsString;
+
+    fn config() -> Config {
+        Config {
+            policy: crate::termination::Policy {
+                timeout: None,
+                signal: signals::SIGTERM,
+                grace: std::time::Duration::from_secs(5),
+                wait_delay: std::time::Duration::from_secs(1),
+                stdin_close_grace: None,
+            },
+            head_bytes: 0,
+            tail_bytes: 1024,
+            flood_path: FloodPath::Read,
+            guard: None,
+            live: None,
+            redactor: Redactor::default(),
+            capture_stdout: false,
+        }
+    }
+
+    #[test]
+    fn a_poll_failure_after_dispatch_kills_the_tree_and_says_so() {
+        let signals = SignalPipe::install().unwrap();
+        let argv: Vec<OsString> = ["sh", "-c", "sleep 30 & exec sleep 30"]
+            .iter()
+            .map(OsString::from)
+            .collect();
+        let Ok(helper) = child::spawn(&argv, None) else {
+            panic!("cannot spawn sh");
+        };
+        let pid = helper.pid;
+        let family = helper.family.clone();
+        let mut calls = 0;
+        let mut failing = |_: &[Interest], _: &mut Vec<Ready>, _| {
+            calls += 1;
+            Err(io::Error::from_raw_os_error(nix::libc::EINVAL))
+        };
+        let now = Instant::now();
+        let outcome = supervise_with(
+            helper,
+            now,
+            now,
+            &signals,
+            &mut Sink::absent(),
+            &config(),
+            &mut failing,
+        );
+        assert_eq!(calls, 1, "the loop stopped at the first failure");
+        let failure = outcome.failure.expect("the failure is reported");
+        assert!(
+            failure.contains("poll failed") && failure.contains("killed"),
+            "{failure}"
+        );
+        assert_eq!(
+            outcome.exit,
+            Some(ExitObs::Signal {
+                signo: signals::SIGKILL,
+                core_dumped: false
+            }),
+            "the helper's exit was observed"
+        );
+        let killed: Vec<_> = outcome
+            .events
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e.kind,
+                    EventKind::SignalSent {
+                        reason: SignalReason::SupervisorFailure,
+                        ..
+                    }
+                )
+            })
+            .collect();
+        assert!(!killed.is_empty(), "KILL was sent: {:?}", outcome.events);
+        // Nothing of the tree is left running (the background sleep too).
+        let left: Vec<_> = family.live_descendants();
+        assert!(left.is_empty(), "left running: {left:?}");
+        assert!(
+            crate::sys::proc_info(pid).is_none(),
+            "the helper was reaped"
+        );
     }
 }

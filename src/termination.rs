@@ -43,6 +43,8 @@ pub enum Reason {
     PipesHeld,
     /// The helper exited and the pipes closed, but descendants still run.
     Leftovers,
+    /// mcp-bound could not go on supervising: the tree is killed at once.
+    SupervisorFailure,
 }
 
 impl Reason {

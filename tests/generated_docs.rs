@@ -98,3 +98,58 @@ fn man_page_has_exit_status_and_record_sections() {
         assert!(page.contains(section), "man page lacks {section}");
     }
 }
+
+/// Every value of every closed vocabulary in the published schema: the
+/// drift test cannot catch a word missing from both sides.
+fn schema_enums() -> Vec<(String, Vec<String>)> {
+    let text = std::fs::read_to_string(root().join("schema/record.schema.json")).unwrap();
+    let schema: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let mut found = Vec::new();
+    fn walk(path: &str, value: &serde_json::Value, found: &mut Vec<(String, Vec<String>)>) {
+        match value {
+            serde_json::Value::Object(map) => {
+                if let Some(serde_json::Value::Array(values)) = map.get("enum") {
+                    let words = values
+                        .iter()
+                        .filter_map(|v| v.as_str().map(str::to_string))
+                        .collect();
+                    found.push((path.to_string(), words));
+                }
+                for (key, child) in map {
+                    walk(&format!("{path}/{key}"), child, found);
+                }
+            }
+            serde_json::Value::Array(items) => {
+                for (i, child) in items.iter().enumerate() {
+                    walk(&format!("{path}/{i}"), child, found);
+                }
+            }
+            _ => {}
+        }
+    }
+    walk("", &schema, &mut found);
+    found
+}
+
+#[test]
+fn man_page_names_every_state_reason_and_option() {
+    // roff escapes hyphens; read the page as a person would.
+    let page = man_page()
+        .replace("\\-", "-")
+        .replace("\\fB", "")
+        .replace("\\fR", "");
+    let mut missing = Vec::new();
+    for (path, words) in schema_enums() {
+        for word in words {
+            if !page.contains(&word) {
+                missing.push(format!("{word} ({path})"));
+            }
+        }
+    }
+    for option in ["--kill-after", "verify", "--json", "--key", "--anchor"] {
+        if !page.contains(option) {
+            missing.push(option.to_string());
+        }
+    }
+    assert!(missing.is_empty(), "the man page lacks: {missing:?}");
+}
