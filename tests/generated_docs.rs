@@ -153,3 +153,46 @@ fn man_page_names_every_state_reason_and_option() {
     }
     assert!(missing.is_empty(), "the man page lacks: {missing:?}");
 }
+
+/// The README's host snippets are copied into real configs: each JSON block
+/// must parse (the record example aside, which elides with …), and the VS
+/// Code one must have the shape VS Code requires: top-level "servers", and
+/// "type": "stdio" on each server.
+#[test]
+fn readme_host_configs_are_valid_for_their_hosts() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let mut blocks = Vec::new();
+    let mut rest = readme.as_str();
+    while let Some(start) = rest.find("```json\n") {
+        let body = &rest[start + 8..];
+        let end = body.find("```").unwrap();
+        // The paragraph before the block names the host.
+        let before = rest[..start].trim_end();
+        let context = before[before.rfind("\n\n").map_or(0, |i| i + 2)..].to_string();
+        blocks.push((context, body[..end].to_string()));
+        rest = &body[end..];
+    }
+    let mut vscode = 0;
+    for (context, body) in &blocks {
+        if body.contains('…') {
+            continue;
+        }
+        let value: serde_json::Value = serde_json::from_str(body)
+            .unwrap_or_else(|e| panic!("README JSON after {context:?} does not parse: {e}"));
+        if context.contains("VS Code") {
+            vscode += 1;
+            let servers = value["servers"]
+                .as_object()
+                .expect("VS Code: top-level servers");
+            for (name, server) in servers {
+                assert_eq!(
+                    server["type"], "stdio",
+                    "VS Code server {name} needs type stdio"
+                );
+                assert_eq!(server["command"], "mcp-bound");
+            }
+        }
+    }
+    let contexts: Vec<&String> = blocks.iter().map(|(context, _)| context).collect();
+    assert_eq!(vscode, 1, "one VS Code snippet, among: {contexts:?}");
+}

@@ -205,6 +205,24 @@ fn host_sigterm_produces_a_record_before_exit() {
 }
 
 #[test]
+fn claude_code_shutdown_sigint_with_stdin_open_is_cancelled_after_dispatch_130() {
+    // As the README documents: Claude Code sends SIGINT and never closes
+    // the server's stdin.
+    let mut run = server(&["--ignore-eof"]).opt(&["--mcp"]).start();
+    run.send(&request(1, "echo", json!({})));
+    response(&run.read_line());
+    run.signal("INT");
+    let done = run.finish();
+    done.expect_state("cancelled_after_dispatch", 130)
+        .expect("/cancel_reason", json!("signal"))
+        .expect("/cancel_signal", json!("INT"));
+    done.check(
+        done.signals_sent()[0] == ("INT".into(), "group".into(), "signal".into()),
+        "the INT was forwarded to the server's group",
+    );
+}
+
+#[test]
 fn host_sigterm_to_a_server_that_ignores_it_still_ends_within_the_mcp_grace() {
     let mut run = server(&["--ignore-eof", "--ignore-term"])
         .opt(&["--mcp"])
