@@ -795,16 +795,35 @@ fn unusable_record_path_means_the_helper_never_runs() {
         link.to_str().unwrap().to_string(),
         probe.path("").to_str().unwrap().to_string(),
     ];
-    // Root ignores directory permissions; the case only means something
-    // for other users.
-    if !nix_is_root() {
-        paths.push(read_only.join("record.json").to_str().unwrap().to_string());
+    paths.push(read_only.join("record.json").to_str().unwrap().to_string());
+    // Root ignores directory permissions (CI runs as root): then mcp-bound
+    // runs as nobody through setpriv, so the read-only directory is
+    // refused as it would be for any user.
+    let as_nobody: &[&str] = &[
+        "setpriv",
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "--",
+    ];
+    if nix_is_root() {
+        use std::os::unix::fs::PermissionsExt;
+        // nobody must reach the directories (but not write the ro one).
+        for dir in [probe.path(""), marker.parent().unwrap().to_path_buf()] {
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+        }
     }
     for path in paths {
-        let done = Call::new(&["touch", marker.to_str().unwrap()])
+        let read_only_case = path.starts_with(read_only.to_str().unwrap());
+        let call = Call::new(&["touch", marker.to_str().unwrap()])
             .without_record()
-            .opt(&["--record", &path])
-            .run();
+            .opt(&["--record", &path]);
+        let call = if read_only_case && nix_is_root() {
+            call.via(as_nobody)
+        } else {
+            call
+        };
+        let done = call.run();
         done.expect_code(125);
         let stderr = done.stderr_text();
         done.check(
@@ -1019,4 +1038,64 @@ fn live_stderr_through_an_inherited_process_substitution_arrives_whole() {
     );
     assert!(!run.log.contains("dropped"), "no drop: {context}");
     assert!(run.sibling_alive, "{context}");
+}
+
+#[test]
+fn a_pipe_held_outside_the_tree_ends_as_closed_while_held() {
+    // The helper hands its stderr to a process outside its tree (over a
+    // unix socket, SCM_RIGHTS) and exits. Nothing mcp-bound may signal
+    // holds the pipe, so after signal, grace, KILL and --wait-delay it
+    // stops waiting for EOF: stream_end closed_while_held, and the
+    // helper's own exit is kept.
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("record.json");
+    let script = format!(
+        r#"
+import os, socket, subprocess, sys
+path = {socket:?}
+server = socket.socket(socket.AF_UNIX)
+server.bind(path)
+server.listen(1)
+helper = "import socket; s = socket.socket(socket.AF_UNIX); s.connect(%r); socket.send_fds(s, [b'x'], [2]); s.recv(1)" % path
+run = subprocess.Popen([{bin:?}, "--record", {record:?}, "--wait-delay", "0.2", "--grace", "0.2",
+                        "--", sys.executable, "-c", helper],
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+conn, _ = server.accept()
+_, fds, _, _ = socket.recv_fds(conn, 1, 1)
+conn.send(b"k")
+code = run.wait()
+os.close(fds[0])
+print(code)
+"#,
+        socket = dir.path().join("s").to_str().unwrap(),
+        bin = util::BIN,
+        record = record.to_str().unwrap(),
+    );
+    let output = util::python(&script);
+    let printed = String::from_utf8_lossy(&output.stdout);
+    let text = std::fs::read_to_string(&record).unwrap_or_default();
+    let context = format!(
+        "python: {printed} {}\nrecord: {text}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(printed.trim(), "0", "{context}");
+    let value: Value = serde_json::from_str(&text).expect(&context);
+    util::check_schema(&value);
+    assert_eq!(value["state"], "completed", "{context}");
+    assert_eq!(value["exit"], json!({"code": 0}), "{context}");
+    assert_eq!(value["stream_end"], "closed_while_held", "{context}");
+    let kinds: Vec<&str> = value["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["event"].as_str())
+        .collect();
+    assert!(kinds.contains(&"streams_abandoned"), "{context}");
+    let reasons: Vec<&str> = value["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["reason"].as_str())
+        .collect();
+    assert!(reasons.contains(&"pipes_held"), "{context}");
 }

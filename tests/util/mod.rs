@@ -55,6 +55,8 @@ fn unique_tag() -> String {
 }
 
 pub struct Call {
+    /// A command that runs mcp-bound (e.g. setpriv to drop privileges).
+    prefix: Vec<OsString>,
     options: Vec<OsString>,
     helper: Vec<OsString>,
     env: Vec<(String, String)>,
@@ -67,6 +69,7 @@ pub struct Call {
 impl Call {
     pub fn new(helper: &[&str]) -> Call {
         Call {
+            prefix: Vec::new(),
             options: Vec::new(),
             helper: helper.iter().map(OsString::from).collect(),
             env: Vec::new(),
@@ -84,6 +87,12 @@ impl Call {
 
     pub fn opt(mut self, options: &[&str]) -> Call {
         self.options.extend(options.iter().map(OsString::from));
+        self
+    }
+
+    /// Run mcp-bound through `prefix` (its argv comes after it).
+    pub fn via(mut self, prefix: &[&str]) -> Call {
+        self.prefix = prefix.iter().map(OsString::from).collect();
         self
     }
 
@@ -140,7 +149,14 @@ impl Call {
     }
 
     fn command(&mut self) -> Command {
-        let mut command = Command::new(BIN);
+        let mut command = match self.prefix.split_first() {
+            Some((program, args)) => {
+                let mut command = Command::new(program);
+                command.args(args).arg(BIN);
+                command
+            }
+            None => Command::new(BIN),
+        };
         command
             .args(self.argv())
             .env(TAG_VAR, &self.tag)
