@@ -25,7 +25,7 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use hmac::{Hmac, Mac};
 use serde::{Deserialize, Serialize};
@@ -90,15 +90,7 @@ impl Key {
     }
 }
 
-pub fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for byte in bytes {
-        out.push(DIGITS[(byte >> 4) as usize] as char);
-        out.push(DIGITS[(byte & 15) as usize] as char);
-    }
-    out
-}
+pub use crate::ids::hex;
 
 /// Before dispatch: what is about to run, where, by whom, under which limits.
 #[derive(Debug, Clone, Serialize)]
@@ -293,11 +285,7 @@ impl Journal {
     pub fn append(&self, entry: Entry<'_>) -> io::Result<Appended> {
         let (file, created) = sys::open_append_private(&self.path)?;
         if created {
-            let dir = match self.path.parent() {
-                Some(parent) if !parent.as_os_str().is_empty() => parent,
-                _ => Path::new("."),
-            };
-            sys::fsync_dir(dir)?;
+            sys::fsync_dir(sys::parent_dir(&self.path))?;
         }
         if self.lock {
             sys::lock_exclusive(&file, self.lock_wait)?;
@@ -312,7 +300,7 @@ impl Journal {
     fn append_locked(&self, file: &File, entry: Entry<'_>) -> io::Result<Appended> {
         let len = file.metadata()?.len();
         let mut tail = read_tail(file, len)?;
-        let ts = now_rfc3339();
+        let ts = crate::ids::now_rfc3339();
         let mut out = Vec::new();
         // A whole entry that lacks only its newline, chained onto the line
         // before it: finish the line and chain onto it (verify accepts it
@@ -358,7 +346,7 @@ impl Journal {
                 if tail.torn.is_some() {
                     out.push(b'\n');
                 }
-                let journal_id = format!("j_{}", crate::run::random_hex(8));
+                let journal_id = crate::ids::journal_id();
                 let genesis = Genesis {
                     journal_id: &journal_id,
                     key_id: self.key.id(),
@@ -424,9 +412,6 @@ fn damaged(what: &str) -> io::Error {
     )
 }
 
-fn now_rfc3339() -> String {
-    humantime::format_rfc3339_millis(SystemTime::now()).to_string()
-}
 
 struct Tail {
     /// The last complete line, without its newline.

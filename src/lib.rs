@@ -14,6 +14,7 @@ pub mod child;
 pub mod cli;
 pub mod error;
 pub mod guard;
+pub mod ids;
 pub mod journal;
 pub mod live;
 pub mod pipe_tail;

@@ -4,7 +4,7 @@
 
 use std::ffi::OsString;
 use std::fs;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -23,6 +23,7 @@ use crate::sink::Sink;
 use crate::supervise::{self, Outcome};
 use crate::sys;
 use crate::termination::{Policy, Reason};
+use crate::ids::rfc3339;
 use crate::units::{limit_millis, millis};
 
 /// How long the final writes to our stderr or a record fd may wait for a
@@ -193,7 +194,7 @@ fn initial_record(
     let live = cli.live();
     Record {
         schema: SCHEMA,
-        call_id: cli.call_id.clone().unwrap_or_else(random_call_id),
+        call_id: cli.call_id.clone().unwrap_or_else(crate::ids::call_id),
         session_id: cli.session_id.clone(),
         state: if approval.is_some() {
             State::AwaitingApproval
@@ -630,15 +631,11 @@ pub fn write_record_file(path: &Path, record: &Record) -> io::Result<()> {
     let name = path
         .file_name()
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "has no file name"))?;
-    let dir = match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    };
-    let temp = dir.join(format!(
+    let temp = sys::parent_dir(path).join(format!(
         ".{}.{}.{}.tmp",
         name.to_string_lossy(),
         std::process::id(),
-        random_hex(4)
+        crate::ids::random_hex(4)
     ));
     let result = (|| {
         let mut file = sys::create_private(&temp)?;
@@ -650,33 +647,6 @@ pub fn write_record_file(path: &Path, record: &Record) -> io::Result<()> {
         let _ = fs::remove_file(&temp);
     }
     result
-}
-
-fn rfc3339(time: SystemTime) -> String {
-    humantime::format_rfc3339_millis(time).to_string()
-}
-
-pub(crate) fn random_hex(bytes: usize) -> String {
-    let mut buf = vec![0u8; bytes];
-    let filled = fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut buf))
-        .is_ok();
-    if !filled {
-        // Unpredictability is not needed, only uniqueness in practice.
-        let nanos = SystemTime::now()
-            .duration_since(SystemTime::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0);
-        let mixed = nanos ^ ((std::process::id() as u128) << 64);
-        for (i, byte) in buf.iter_mut().enumerate() {
-            *byte = (mixed >> ((i % 16) * 8)) as u8;
-        }
-    }
-    buf.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn random_call_id() -> String {
-    format!("c_{}", random_hex(8))
 }
 
 #[cfg(test)]

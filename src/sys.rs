@@ -484,6 +484,14 @@ pub fn open_append_private(path: &Path) -> io::Result<(File, bool)> {
     Ok((File::from(unsafe { OwnedFd::from_raw_fd(fd) }), created))
 }
 
+/// The directory that holds `path` (`.` for a bare file name).
+pub fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    }
+}
+
 /// Make a new directory entry durable.
 pub fn fsync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
