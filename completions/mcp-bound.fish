@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_mcp_bound_global_optspecs
-    string join \n timeout= s/signal= k/grace= wait-delay= preserve-status head-bytes= tail-bytes= excerpt-bytes= echo= flood-path= record= record-fd= call-id= session-id= mcp stdout-guard= max-message-bytes= live= live-rate= live-burst= stdin-close-grace= redact= approve-cmd= approve= approval-timeout= journal= journal-excerpt-bytes= journal-key= h/help V/version
+    string join \n timeout= s/signal= k/grace= wait-delay= preserve-status head-bytes= tail-bytes= excerpt-bytes= echo= flood-path= redact= record= record-fd= call-id= session-id= mcp stdout-guard= max-message-bytes= live= live-rate= live-burst= stdin-close-grace= approve-cmd= approve= approval-timeout= journal= journal-excerpt-bytes= journal-key= h/help V/version
 end
 
 function __fish_mcp_bound_needs_command
@@ -34,9 +34,10 @@ complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l excerpt-bytes -d 'M
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l echo -d 'When to print the stderr excerpt to mcp-bound\'s stderr at exit' -r -f -a "never\t''
 on-failure\t''
 always\t''"
-complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l flood-path -d 'How a stderr flood is drained: auto times reads and moves the flood inside the kernel (splice) while copying it is slow and moving proves faster; read always copies; splice always moves. Speed only: what is kept and counted is the same' -r -f -a "auto\t''
-read\t''
-splice\t''"
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l flood-path -d 'How a stderr flood is drained: auto times reads and moves the flood inside the kernel (splice) while copying it is slow and moving proves faster; read always copies; splice always moves. Speed only: what is kept and counted is the same' -r -f -a "auto\t'Time reads; move the flood inside the kernel while copying is slow and moving proves faster'
+read\t'Always copy (what --live uses)'
+splice\t'Always move a flood inside the kernel'"
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l redact -d 'Also mask matches of REGEX (repeatable) in everything written out of the capture; built-in patterns cover Authorization headers, Bearer tokens, private keys, common API token shapes and password=/token=/secret= pairs' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l record -d 'Write the record to PATH: "dispatched" before the helper starts, replaced atomically at the end (mode 0600; a symlink is refused)' -r -F
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l record-fd -d 'Write the record as one line to descriptor N at the end (not 0 or 1: stdout belongs to the helper)' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l call-id -d 'The call\'s id in the record (default: a random id)' -r
@@ -49,7 +50,6 @@ false\t''"
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l live-rate -d 'Live stderr budget: bytes per second (at least 1; --live=false turns live output off)' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l live-burst -d 'Live stderr budget: most bytes at once (also the bound on what waits to be written)' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l stdin-close-grace -d 'Watch our stdin for hang-up (without reading it); then give the helper this long to exit before terminating it [default: off; 2s with --mcp]' -r
-complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l redact -d 'Also mask matches of REGEX (repeatable) in everything written out of the capture; built-in patterns cover Authorization headers, Bearer tokens, private keys, common API token shapes and password=/token=/secret= pairs' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l approve-cmd -d 'Before the helper starts, run COMMAND (split into words like a shell does; no shell is run) with the call as one JSON object on its stdin; exit 0 approves, anything else denies. It runs in its own process group, bounded, and is terminated at the deadline' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l approve -d 'Before the helper starts, ask on the controlling terminal (/dev/tty, never stdin or stdout); the default answer is no' -r -f -a "tty\t''"
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l approval-timeout -d 'Wall-clock deadline for the approval, from the request; nothing extends it. When it passes, the call is denied as expired (exit 77)' -r

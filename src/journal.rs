@@ -412,7 +412,6 @@ fn damaged(what: &str) -> io::Error {
     )
 }
 
-
 struct Tail {
     /// The last complete line, without its newline.
     last: Option<Vec<u8>>,

@@ -21,6 +21,7 @@ pub mod pipe_tail;
 pub mod record;
 pub mod redact;
 pub mod run;
+pub mod settings;
 pub mod signals;
 pub mod sink;
 pub mod supervise;

@@ -4,6 +4,7 @@ use std::io::Write;
 
 use mcp_bound::cli::{self, Parsed};
 use mcp_bound::redact::Redactor;
+use mcp_bound::settings::Settings;
 
 /// Errors that reach main can quote argv or a bad value: mask them with
 /// the built-in patterns, as every other line mcp-bound writes.
@@ -22,7 +23,7 @@ fn main() {
             complain("mcp-bound verify", &err);
             err.exit_code()
         }),
-        Ok(Parsed::Run(args)) => mcp_bound::run::run(*args).unwrap_or_else(|err| {
+        Ok(Parsed::Run(cli)) => mcp_bound::run::run(Settings::from(&*cli)).unwrap_or_else(|err| {
             complain("mcp-bound", &err);
             err.exit_code()
         }),

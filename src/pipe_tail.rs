@@ -86,15 +86,14 @@ pub const TRIAL_GAIN: f64 = 1.1;
 /// measuring costs two clock reads per read.
 pub const REST_AFTER_FAST: u64 = 56 << 20;
 
-/// How a flood is to be drained.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How a flood is to be drained (also the values of --flood-path).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum FloodPath {
-    /// Read, timed; the ring while reading is slow and the ring proves
-    /// faster.
+    /// Time reads; move the flood inside the kernel while copying is slow and moving proves faster
     Auto,
-    /// Always read (and what --live needs).
+    /// Always copy (what --live uses)
     Read,
-    /// Always the ring, once a stream is a flood.
+    /// Always move a flood inside the kernel
     Splice,
 }
 

@@ -2,7 +2,6 @@
 //! supervise, decide the state and exit code from what was observed, write
 //! the final record and the bounded echo.
 
-use std::ffi::OsString;
 use std::fs;
 use std::io::{self, Write};
 use std::path::Path;
@@ -10,20 +9,21 @@ use std::time::{Duration, Instant, SystemTime};
 
 use crate::approve;
 use crate::child::{self, ExitObs};
-use crate::cli::{ApproveOn, Cli, Echo};
+use crate::cli::Echo;
 use crate::error::{Error, code};
+use crate::ids::rfc3339;
 use crate::journal::{self, Journal};
 use crate::record::{
     Approval, CancelReason, Decision, Event, EventKind, Limits, Record, SCHEMA, State, StderrFacts,
     StdoutGuard, Supervisor,
 };
 use crate::redact::Redactor;
+use crate::settings::{ApprovalSettings, JournalSettings, Settings};
 use crate::signals::{self, SignalPipe};
 use crate::sink::Sink;
 use crate::supervise::{self, Outcome};
 use crate::sys;
-use crate::termination::{Policy, Reason};
-use crate::ids::rfc3339;
+use crate::termination::Reason;
 use crate::units::{limit_millis, millis};
 
 /// How long the final writes to our stderr or a record fd may wait for a
@@ -31,12 +31,13 @@ use crate::units::{limit_millis, millis};
 const EXIT_WRITE_LIMIT: Duration = Duration::from_secs(1);
 
 /// Run the call; the result is mcp-bound's exit code.
-pub fn run(cli: Cli) -> Result<i32, Error> {
+pub fn run(settings: Settings) -> Result<i32, Error> {
+    let settings = &settings;
     let origin = Instant::now();
     let started_at = SystemTime::now();
     // First, so a signal during set-up is seen and cancels before dispatch.
     let signals = SignalPipe::install().map_err(|e| setup("cannot install signal handlers", e))?;
-    if let Some(fd) = cli.record_fd {
+    if let Some(fd) = settings.record.fd {
         if !sys::is_open_for_writing(fd) {
             return Err(Error::Usage(format!(
                 "--record-fd {fd}: descriptor {fd} is not open for writing"
@@ -48,9 +49,9 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
         sys::set_cloexec(borrowed).map_err(|e| setup("--record-fd", e))?;
     }
     sys::become_subreaper().map_err(|e| setup("cannot become a child subreaper", e))?;
-    let journal = match &cli.journal {
-        Some(path) => {
-            let key = match &cli.journal_key {
+    let journal = match &settings.journal {
+        Some(JournalSettings { path, key, .. }) => {
+            let key = match key {
                 Some(key_path) => journal::Key::load(key_path).map_err(|e| {
                     Error::Usage(format!("--journal-key {}: {e}", key_path.display()))
                 })?,
@@ -61,11 +62,11 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
         None => None,
     };
 
-    let redactor = Redactor::new(&cli.redact).map_err(|e| Error::Usage(format!("--redact {e}")))?;
-    let approval = approval_method(&cli);
-    let mut record = initial_record(&cli, started_at, &redactor, approval.as_ref());
+    let redactor = Redactor::new(&settings.capture.redact)
+        .map_err(|e| Error::Usage(format!("--redact {e}")))?;
+    let mut record = initial_record(settings, started_at, &redactor);
     let mut call = Finish {
-        cli: &cli,
+        settings,
         origin,
         started_at,
         redactor: &redactor,
@@ -102,8 +103,8 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
         return Ok(call.cancel_before_dispatch(record, signo));
     }
 
-    if let Some(method) = &approval {
-        if let Some(exit_code) = call.approve(&mut record, method, &signals) {
+    if let Some(approval) = &settings.approval {
+        if let Some(exit_code) = call.approve(&mut record, approval, &signals) {
             return Ok(exit_code);
         }
         // Approved: the in-flight record now says dispatched.
@@ -115,10 +116,10 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
 
     let mut stdout = Sink::stdout();
     let dispatched_at = Instant::now();
-    let helper = match child::spawn(&cli.command, None) {
+    let helper = match child::spawn(&settings.command, None) {
         Ok(helper) => helper,
         Err(err) => {
-            let program = cli.command[0].to_string_lossy();
+            let program = settings.command[0].to_string_lossy();
             let (error, exit_code) = match err {
                 child::SpawnError::NotFound(e) => (
                     Error::NotFound(format!("{program}: command not found ({e})")),
@@ -135,12 +136,12 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
     record.pid = Some(helper.pid as u32);
 
     let config = supervise::Config {
-        policy: policy(&cli),
-        head_bytes: cli.head_bytes,
-        tail_bytes: cli.tail_bytes,
-        flood_path: cli.flood_path(),
-        guard: cli.guard(),
-        live: cli.live(),
+        policy: settings.policy,
+        head_bytes: settings.capture.head_bytes,
+        tail_bytes: settings.capture.tail_bytes,
+        flood_path: settings.capture.flood_path,
+        guard: settings.streams.guard,
+        live: settings.streams.live,
         redactor: redactor.clone(),
         capture_stdout: false,
     };
@@ -152,51 +153,31 @@ pub fn run(cli: Cli) -> Result<i32, Error> {
         &mut stdout,
         &config,
     );
-    let exit_code = decide(&cli, &outcome, &mut record);
+    let exit_code = decide(settings, &outcome, &mut record);
     if let Some(failure) = &outcome.failure {
         call.say(format!("mcp-bound: {failure}\n"));
     }
     Ok(call.finish(record, exit_code, Some(outcome)))
 }
 
-fn approval_method(cli: &Cli) -> Option<approve::Method> {
-    match (&cli.approve_cmd, cli.approve) {
-        (Some(command), _) => Some(approve::Method::Command(
-            command.0.iter().map(OsString::from).collect(),
-        )),
-        (None, Some(ApproveOn::Tty)) => Some(approve::Method::Tty),
-        (None, None) => None,
-    }
-}
-
 fn setup(what: &str, err: io::Error) -> Error {
     Error::Setup(format!("{what}: {err}"))
 }
 
-fn policy(cli: &Cli) -> Policy {
-    Policy {
-        timeout: cli.timeout.filter(|t| !t.is_zero()),
-        signal: cli.signal,
-        grace: cli.grace(),
-        wait_delay: cli.wait_delay(),
-        stdin_close_grace: cli.stdin_close_grace(),
-    }
-}
-
-fn initial_record(
-    cli: &Cli,
-    started_at: SystemTime,
-    redactor: &Redactor,
-    approval: Option<&approve::Method>,
-) -> Record {
-    let policy = policy(cli);
-    let guard = StdoutGuard::new(cli.guard().is_some());
-    let live = cli.live();
+fn initial_record(settings: &Settings, started_at: SystemTime, redactor: &Redactor) -> Record {
+    let policy = settings.policy;
+    let guard = StdoutGuard::new(settings.streams.guard.is_some());
+    let live = settings.streams.live;
+    let capture = &settings.capture;
     Record {
         schema: SCHEMA,
-        call_id: cli.call_id.clone().unwrap_or_else(crate::ids::call_id),
-        session_id: cli.session_id.clone(),
-        state: if approval.is_some() {
+        call_id: settings
+            .record
+            .call_id
+            .clone()
+            .unwrap_or_else(crate::ids::call_id),
+        session_id: settings.record.session_id.clone(),
+        state: if settings.approval.is_some() {
             State::AwaitingApproval
         } else {
             State::Dispatched
@@ -207,7 +188,7 @@ fn initial_record(
         exit_code: None,
         stream_end: None,
         descendants_signalled: 0,
-        argv: cli
+        argv: settings
             .command
             .iter()
             .map(|arg| redactor.redact(&arg.to_string_lossy()).into_owned())
@@ -222,11 +203,11 @@ fn initial_record(
         last_stdout_at: None,
         last_stderr_at: None,
         error: None,
-        approval: match approval {
-            Some(method) => Approval {
+        approval: match &settings.approval {
+            Some(approval) => Approval {
                 required: true,
-                method: Some(method.record()),
-                timeout_ms: Some(limit_millis(cli.approval_timeout)),
+                method: Some(approval.method.record()),
+                timeout_ms: Some(limit_millis(approval.timeout)),
                 ..Approval::default()
             },
             None => Approval::default(),
@@ -236,22 +217,22 @@ fn initial_record(
             ..Default::default()
         },
         stderr: StderrFacts {
-            head_bytes: cli.head_bytes as u64,
-            tail_bytes: cli.tail_bytes as u64,
+            head_bytes: capture.head_bytes as u64,
+            tail_bytes: capture.tail_bytes as u64,
             ..Default::default()
         },
         limits: Limits {
             timeout_ms: policy.timeout.map(limit_millis),
-            signal: signals::name(cli.signal),
+            signal: signals::name(policy.signal),
             grace_ms: limit_millis(policy.grace),
             wait_delay_ms: limit_millis(policy.wait_delay),
-            head_bytes: cli.head_bytes as u64,
-            tail_bytes: cli.tail_bytes as u64,
-            excerpt_bytes: cli.excerpt_bytes as u64,
+            head_bytes: capture.head_bytes as u64,
+            tail_bytes: capture.tail_bytes as u64,
+            excerpt_bytes: capture.excerpt_bytes as u64,
             stdout_guard: guard,
-            max_message_bytes: cli.max_message_bytes as u64,
-            live_rate: live.map(|(rate, _)| rate),
-            live_burst: live.map(|(_, burst)| burst),
+            max_message_bytes: settings.streams.max_message_bytes as u64,
+            live_rate: live.map(|budget| budget.rate),
+            live_burst: live.map(|budget| budget.burst),
             stdin_close_grace_ms: policy.stdin_close_grace.map(limit_millis),
             redact_patterns: redactor.extra_patterns() as u64,
         },
@@ -268,7 +249,7 @@ fn initial_record(
 /// ran or during the clean-up after it exited (pipes held, leftovers), is
 /// `cancelled_after_dispatch`, with the helper's real exit kept; otherwise
 /// the helper completed, whatever happened to its descendants afterwards.
-fn decide(cli: &Cli, outcome: &Outcome, record: &mut Record) -> i32 {
+fn decide(settings: &Settings, outcome: &Outcome, record: &mut Record) -> i32 {
     let helper_status = outcome.exit.map(ExitObs::shell_status);
     let cancel = outcome.cancelled_while_running.or(outcome.cancellation);
     let (state, exit_code) = match cancel {
@@ -276,7 +257,7 @@ fn decide(cli: &Cli, outcome: &Outcome, record: &mut Record) -> i32 {
         // that is the truth of this call (the helper may have acted).
         _ if outcome.failure.is_some() => (State::FailedAfterDispatch, code::OWN_FAILURE),
         Some(Reason::Timeout) => {
-            let status = if cli.preserve_status {
+            let status = if settings.preserve_status {
                 helper_status.unwrap_or(code::TIMED_OUT)
             } else {
                 code::TIMED_OUT
@@ -325,7 +306,7 @@ fn wall_time(origin: Instant, started_at: SystemTime, at: Instant) -> String {
 
 /// The end of a call, whichever way it ends.
 struct Finish<'a> {
-    cli: &'a Cli,
+    settings: &'a Settings,
     origin: Instant,
     started_at: SystemTime,
     redactor: &'a Redactor,
@@ -340,7 +321,7 @@ impl Finish<'_> {
     /// Write the in-flight record; the error line if it cannot be written
     /// (then nothing may start).
     fn write_in_flight(&self, record: &Record) -> Option<String> {
-        let path = self.cli.record.as_ref()?;
+        let path = self.settings.record.path.as_ref()?;
         let err = write_record_file(path, record).err()?;
         self.record_refused.set(true);
         Some(format!(
@@ -362,14 +343,15 @@ impl Finish<'_> {
     fn approve(
         &self,
         record: &mut Record,
-        method: &approve::Method,
+        approval: &ApprovalSettings,
         signals: &SignalPipe,
     ) -> Option<i32> {
-        let cli = self.cli;
+        let method = &approval.method;
         let request = approve::Request {
             call_id: &record.call_id,
             session_id: record.session_id.as_deref(),
-            argv: cli
+            argv: self
+                .settings
                 .command
                 .iter()
                 .map(|a| a.to_string_lossy().into_owned())
@@ -379,8 +361,8 @@ impl Finish<'_> {
             limits: &record.limits,
         };
         let gate = approve::Gate {
-            timeout: cli.approval_timeout,
-            wait_delay: cli.wait_delay(),
+            timeout: approval.timeout,
+            wait_delay: self.settings.policy.wait_delay,
             redactor: self.redactor,
             signals,
             origin: self.origin,
@@ -422,7 +404,7 @@ impl Finish<'_> {
             }
             Some(Decision::Expired) => format!(
                 "approval expired after {}; the helper was not started",
-                humantime::format_duration(cli.approval_timeout)
+                humantime::format_duration(approval.timeout)
             ),
             Some(Decision::Denied) => match &record.approval.approver_exit {
                 Some(exit) => format!(
@@ -455,7 +437,7 @@ impl Finish<'_> {
 
     /// Complete the record, write it everywhere asked, echo, return the code.
     fn finish(&self, mut record: Record, exit_code: i32, outcome: Option<Outcome>) -> i32 {
-        let cli = self.cli;
+        let settings = self.settings;
         // The error text can quote argv or a path: it leaves masked, like
         // everything else (the journal's terminal entry is built from this).
         record.error = record
@@ -487,20 +469,22 @@ impl Finish<'_> {
                 .last_stderr
                 .map(|at| wall_time(self.origin, self.started_at, at));
             record.events = outcome.events;
-            echo_text = Some(capture.excerpt(cli.excerpt_bytes, self.redactor).text);
-            if cli.journal_excerpt_bytes > 0 {
-                journal_excerpt = Some(
-                    capture
-                        .excerpt(cli.journal_excerpt_bytes, self.redactor)
-                        .text,
-                );
+            echo_text = Some(
+                capture
+                    .excerpt(settings.capture.excerpt_bytes, self.redactor)
+                    .text,
+            );
+            if let Some(journal) = &settings.journal
+                && journal.excerpt_bytes > 0
+            {
+                journal_excerpt = Some(capture.excerpt(journal.excerpt_bytes, self.redactor).text);
             }
         }
         record.events.sort_by_key(|event: &Event| event.t_ms);
 
         let complain = |line: String| self.say(line);
         // A failure or denial before dispatch already printed its one line.
-        let echo = match cli.echo {
+        let echo = match settings.capture.echo {
             _ if matches!(record.state, State::FailedBeforeDispatch | State::Denied) => false,
             Echo::Never => false,
             Echo::OnFailure => exit_code != 0,
@@ -522,7 +506,7 @@ impl Finish<'_> {
             text.push_str(&summary(&record));
             complain(text);
         }
-        if let Some(path) = &cli.record
+        if let Some(path) = &settings.record.path
             && let Err(err) = write_record_file(path, &record)
             && !self.record_refused.get()
         {
@@ -540,7 +524,7 @@ impl Finish<'_> {
                 ));
             }
         }
-        if let Some(fd) = cli.record_fd {
+        if let Some(fd) = settings.record.fd {
             let line = record.to_line();
             if let Err(err) = Sink::for_fd(fd).write_all_within(line.as_bytes(), EXIT_WRITE_LIMIT) {
                 complain(format!(
@@ -675,9 +659,10 @@ mod tests {
 
     #[test]
     fn a_failure_after_dispatch_is_its_own_state_and_keeps_the_exit() {
-        let cli = Cli::try_parse_from(["mcp-bound", "--", "true"]).unwrap();
+        let cli = crate::cli::Cli::try_parse_from(["mcp-bound", "--", "true"]).unwrap();
+        let cli = Settings::from(&cli);
         let redactor = Redactor::default();
-        let mut record = initial_record(&cli, SystemTime::now(), &redactor, None);
+        let mut record = initial_record(&cli, SystemTime::now(), &redactor);
         let killed = ExitObs::Signal {
             signo: signals::SIGKILL,
             core_dumped: false,

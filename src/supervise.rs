@@ -51,8 +51,8 @@ pub struct Config {
     pub flood_path: FloodPath,
     /// Some(max message bytes): guard stdout as JSON-RPC lines.
     pub guard: Option<usize>,
-    /// Some((rate, burst)): forward stderr live under a token bucket.
-    pub live: Option<(u64, u64)>,
+    /// Some: forward stderr live under this token bucket.
+    pub live: Option<crate::settings::LiveBudget>,
     pub redactor: Redactor,
     /// Keep stdout in the capture instead of forwarding it (an approver's
     /// stdout is diagnostics, not a result).
@@ -185,9 +185,14 @@ pub(crate) fn supervise_with(
         .into_boxed_slice(),
         err_buf: vec![0; STDERR_READ].into_boxed_slice(),
         guard: config.guard.map(Guard::new),
-        live: config
-            .live
-            .map(|(rate, burst)| Live::new(rate, burst, dispatched_at, config.redactor.clone())),
+        live: config.live.map(|budget| {
+            Live::new(
+                budget.rate,
+                budget.burst,
+                dispatched_at,
+                config.redactor.clone(),
+            )
+        }),
         err_sink,
         watch_stdin,
         sink_gone,

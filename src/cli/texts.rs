@@ -1,0 +1,158 @@
+//! The words of the help and the man page that are not option help: exit
+//! status, the record, the man page's own sections, and the after-help
+//! texts. `--help`, the man page and the completions share them.
+
+/// The exit status table, as (status, meaning).
+pub const EXIT_STATUS: &[(&str, &str)] = &[
+    ("0-123", "the helper's own exit code"),
+    (
+        "124",
+        "the deadline passed (with --preserve-status: the helper's own status instead)",
+    ),
+    (
+        "125",
+        "mcp-bound itself failed: bad usage or value, or a record that could not be written before dispatch (nothing was started); or, after dispatch, mcp-bound could not go on supervising (state failed_after_dispatch: the helper's tree was killed)",
+    ),
+    ("126", "the helper was found but could not be run"),
+    ("127", "the helper was not found"),
+    (
+        "128+N",
+        "the helper died of signal N that mcp-bound did not send; or mcp-bound received signal N (INT, TERM, HUP, QUIT) and cancelled the helper",
+    ),
+    (
+        "77",
+        "the approver denied the call, or the approval expired; the helper never ran",
+    ),
+    (
+        "141",
+        "mcp-bound's stdout reader went away (EPIPE) and the helper was cancelled",
+    ),
+];
+
+pub const RECORD: &str = "\
+One JSON object (schema mcp-bound/record/v1, published as schema/record.schema.json). \
+With --record PATH it is written before the helper starts (state awaiting_approval while an approval \
+is asked, then dispatched, with exit null), then replaced atomically (temporary file and rename, \
+mode 0600) at the end; with --record-fd N one line is written at the end. \
+Lifecycle facts come first. state: awaiting_approval, dispatched (in flight; stays if mcp-bound is \
+SIGKILLed), completed, timed_out, cancelled_before_dispatch, cancelled_after_dispatch (also a cancel \
+during clean-up after the helper exited), failed_before_dispatch (nothing started: 125, 126 or 127, \
+with error), failed_after_dispatch (mcp-bound itself failed after the start: the helper's tree was \
+killed, exit 125, with error; the helper may have acted), denied (approval denied or expired, exit 77). \
+cancel_reason: timeout, signal, client_disconnected, stdin_closed. \
+exit ({\"code\": N}, {\"signal\": \"TERM\", \"core_dumped\": false}, or null when no exit was observed; never 0 unless 0 was seen), \
+exit_code (mcp-bound's own), stream_end (eof, eof_after_descendants_killed, closed_while_held), \
+descendants_signalled. Then argv, cwd, pid, started_at, ended_at (RFC 3339), duration_ms, \
+approval {required, method (command, tty), decision (approved, denied, expired, error), requested_at, \
+decided_at, waited_ms, timeout_ms, approver_exit, excerpt}, \
+stdout {bytes_seen, bytes_forwarded, bytes_discarded, guard (off, jsonrpc), lines_forwarded, \
+lines_diverted, bytes_diverted, first_diverted}, \
+stderr {bytes_seen, bytes_retained, truncated, head_bytes, tail_bytes, excerpt, live_bytes_forwarded, \
+live_bytes_dropped, live_bytes_unsent: with --live every byte seen is one of the three}, the limits in force, \
+and events: dispatched, cancel_requested, signal_sent (signal, target group or descendants, count, \
+reason: timeout, signal, client_disconnected, stdin_closed, pipes_held, leftovers, supervisor_failure), \
+helper_exited, stdout_closed, stderr_closed, stdin_closed, streams_abandoned, each with t_ms, \
+milliseconds on the monotonic clock since mcp-bound started. \
+A cancellation after dispatch is never reported as a failure: the helper may already have acted.";
+
+/// Further man page sections, as (title, text).
+pub const MAN_SECTIONS: &[(&str, &str)] = &[
+    (
+        "SIGNALS",
+        "INT, TERM, HUP and QUIT received by mcp-bound cancel the helper: the received signal is \
+forwarded to the helper's process group (as GNU timeout does), then CONT, then KILL after --grace. \
+A second such signal sends KILL at once. mcp-bound exits 128+N after writing the record. \
+A terminating signal that was ignored when mcp-bound started stays ignored. SIGPIPE is ignored; \
+EPIPE on stdout cancels the helper with reason client_disconnected. Signals reach the poll loop \
+through a self-pipe: no thread handles them.",
+    ),
+    (
+        "PROCESS TREE",
+        "The helper runs in its own process group. On Linux mcp-bound is a child subreaper, so \
+descendants that leave the group (setsid, double fork) re-parent to it and are still found: \
+every termination step signals the group with killpg and every other live descendant one by one, \
+never the same process twice in one step. Only the helper's tree is signalled: children mcp-bound \
+already had before dispatch (a shell that exec'd it hands over its background jobs and process \
+substitutions) and processes older than the helper are never signalled or waited for, only reaped \
+if they exit. The helper is observed with waitid(WNOWAIT) and reaped \
+last, so its process group id cannot be reused while it is signalled. When the helper exits but \
+descendants hold its stdout or stderr open, mcp-bound waits --wait-delay, then terminates them \
+(signal, --grace, KILL); the helper's real exit status is kept and stream_end says what happened. \
+Descendants still running after the helper exited and its pipes closed are terminated the same way. \
+On Linux the helper gets PR_SET_PDEATHSIG=SIGKILL, so it dies if mcp-bound is SIGKILLed; this \
+covers the helper itself, not its descendants, which must watch their own parent or stdin.",
+    ),
+    (
+        "MCP SERVER MODE",
+        "With --mcp: the stdout guard lets through only complete lines that are one JSON object and \
+diverts the rest (banners, BOMs, partial lines, over-long lines) into the stderr capture, counted; \
+stderr is forwarded live within a token bucket, drops counted and announced, and the exit echo is then \
+the summary line only (no line twice in the host's log); stdin is watched for \
+hang-up without being read (a socket shut down for writing counts), and the server then gets --stdin-close-grace (2s) to exit before its \
+tree is terminated. Hosts close stdin, SIGTERM 2s later and SIGKILL 2s after that; with --grace 1s \
+and --wait-delay 500ms the worst case ends, record written, by about 3.5s: keep \
+stdin-close-grace + grace + wait-delay below the host's total.",
+    ),
+    (
+        "APPROVAL",
+        "--approve-cmd runs an approver before the helper starts, with the call as one JSON object on \
+its stdin (argv exact); exit 0 approves. --approve tty asks on /dev/tty, default no. \
+--approval-timeout is a wall-clock deadline nothing extends: at the deadline the approver's tree \
+gets TERM and KILL together (--grace does not apply). Denied or expired: the helper is \
+never started, state denied, exit 77. With --journal, the decision is its own entry between intent \
+and terminal.",
+    ),
+    (
+        "JOURNAL",
+        "--journal appends an intent (synced, before dispatch; if it cannot be written the helper is \
+not started) and a terminal entry, hash-chained: h is SHA-256 (HMAC-SHA256 with --journal-key) of \
+the exact bytes of the line before its h field, prev links to the previous h. Appends take an \
+exclusive flock; a torn tail is kept and accounted for by a recover entry (a whole last entry that \
+lacks only its newline is finished and chained onto, and verify warns about it). mcp-bound verify checks \
+every line's hash, strict shape, seq continuity, prev linkage and intent/decision/terminal pairing, \
+reports the first break (HASH_MISMATCH, CHAIN_BREAK, SEQ_GAP, SEQ_ORDER, TORN_TAIL, \
+ORPHAN_TERMINAL, DUPLICATE_CALL for a second intent while the call is open, MALFORMED, ANCHOR_MISSING) \
+with its line, lists unfinished calls, uses memory for the calls in flight only, \
+and exits 0 intact, 1 broken, 2 unusable. What it cannot prove alone: a cut tail, a rollback or a \
+whole rewritten file pass unless checked with --anchor (a head h kept elsewhere); a correctly \
+chained forged append passes unless the journal is keyed and the forger lacks the key.",
+    ),
+    (
+        "VERIFY",
+        "mcp-bound verify [--anchor HEX] [--json] [--key FILE] JOURNAL. --anchor HEX: a head h \
+recorded earlier (from \"OK: ... h=<hex>\"), which must still be in the journal; this catches a cut \
+tail, a rollback or a rewrite. --json: print the report as one JSON object (ok, entries, journal_id, \
+keyed, head, validated_lines, break, anchor, anchor_found, unfinished, final_newline_missing) \
+instead of text. --key FILE: the key of a keyed journal (the one given to --journal-key). Exit 0 \
+intact (warnings allowed), 1 integrity failure, 2 usage or I/O error.",
+    ),
+    (
+        "REDACTION",
+        "A safety net, not a guarantee: helpers must not print credentials. Captured text is masked \
+when it is written out (record, echo, journal, live stderr, argv): Authorization headers, Bearer \
+tokens, private key blocks, AWS/GitHub/GitLab/Slack/sk- tokens, password=/token=/secret= pairs, \
+and --redact patterns. A token cut in two by truncation is masked as [cut] (at most 64 bytes at the cut). \
+Error text and every line mcp-bound prints about a call are masked too. Masking cannot undo a \
+secret that already reached a terminal or another log. The environment is never recorded.",
+    ),
+    (
+        "CAVEATS",
+        "The helper is not in the terminal's foreground process group: an interactive helper that \
+reads from a terminal is stopped by SIGTTIN. mcp-bound is made for pipes (MCP hosts, scripts). \
+Unlike GNU timeout, a timed-out call exits 124 even when KILL was needed; use --preserve-status \
+for the helper's own status (137 after KILL).",
+    ),
+];
+
+pub(crate) const AFTER_HELP: &str = "\
+Every option also reads an environment variable, named in brackets.
+
+Examples:
+  mcp-bound --timeout 30s --record call.json -- ssh host uptime
+  mcp-bound --timeout 2s -- sh -c 'yes helper-diagnostic 1>&2'";
+
+pub(crate) const VERIFY_AFTER_HELP: &str = "\
+What a pass proves: every line is intact, in order and linked to the one before, and every \
+terminal entry has its intent. What it cannot prove alone: a cut tail, a rollback or a whole \
+rewritten file pass unless checked with --anchor (a head h kept elsewhere); a correctly chained \
+forged append passes unless the journal is keyed (--journal-key) and the forger lacks the key.";

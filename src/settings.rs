@@ -1,0 +1,221 @@
+//! Everything a call needs from the command line, resolved once: defaults
+//! that depend on the mode (`--mcp`), the guard, the live budget, the
+//! approval method. This is ripgrep's `HiArgs` step: past
+//! `Settings::from(&Cli)` nothing reads `Cli`.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::approve;
+use crate::cli::{ApproveOn, Cli, Echo, GuardMode};
+use crate::pipe_tail::FloodPath;
+use crate::termination::Policy;
+
+/// The live stderr budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LiveBudget {
+    /// Bytes per second.
+    pub rate: u64,
+    /// Most bytes at once, and the bound on what waits to be written.
+    pub burst: u64,
+}
+
+/// What is kept of stderr and how it leaves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CaptureSettings {
+    pub head_bytes: usize,
+    pub tail_bytes: usize,
+    pub excerpt_bytes: usize,
+    pub echo: Echo,
+    pub flood_path: FloodPath,
+    /// Extra --redact patterns (checked when parsed).
+    pub redact: Vec<String>,
+}
+
+/// Where the record goes, and the ids in it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordSettings {
+    pub path: Option<PathBuf>,
+    pub fd: Option<i32>,
+    pub call_id: Option<String>,
+    pub session_id: Option<String>,
+}
+
+/// The MCP server mode parts, each resolved from --mcp and its own flag.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StreamSettings {
+    /// Some(max message bytes): stdout is guarded as JSON-RPC lines.
+    pub guard: Option<usize>,
+    /// The limit a guarded line may reach (recorded even when unguarded).
+    pub max_message_bytes: usize,
+    /// Some: stderr is forwarded live under this budget.
+    pub live: Option<LiveBudget>,
+}
+
+pub struct ApprovalSettings {
+    pub method: approve::Method,
+    pub timeout: Duration,
+}
+
+pub struct JournalSettings {
+    pub path: PathBuf,
+    pub key: Option<PathBuf>,
+    pub excerpt_bytes: usize,
+}
+
+/// One call's settings.
+pub struct Settings {
+    pub command: Vec<OsString>,
+    pub policy: Policy,
+    pub preserve_status: bool,
+    pub capture: CaptureSettings,
+    pub record: RecordSettings,
+    pub streams: StreamSettings,
+    pub approval: Option<ApprovalSettings>,
+    pub journal: Option<JournalSettings>,
+}
+
+impl From<&Cli> for Settings {
+    fn from(cli: &Cli) -> Settings {
+        let mcp = cli.mcp_mode.mcp;
+        let deadline = &cli.deadline;
+        let policy = Policy {
+            timeout: deadline.timeout.filter(|t| !t.is_zero()),
+            signal: deadline.signal,
+            grace: deadline.grace.unwrap_or(if mcp {
+                Duration::from_secs(1)
+            } else {
+                Duration::from_secs(5)
+            }),
+            wait_delay: deadline.wait_delay.unwrap_or(if mcp {
+                Duration::from_millis(500)
+            } else {
+                Duration::from_secs(1)
+            }),
+            stdin_close_grace: cli
+                .mcp_mode
+                .stdin_close_grace
+                .or(mcp.then_some(Duration::from_secs(2))),
+        };
+        let server = &cli.mcp_mode;
+        let guard_mode = server.stdout_guard.unwrap_or(if mcp {
+            GuardMode::Jsonrpc
+        } else {
+            GuardMode::Off
+        });
+        let streams = StreamSettings {
+            guard: (guard_mode == GuardMode::Jsonrpc).then_some(server.max_message_bytes),
+            max_message_bytes: server.max_message_bytes,
+            live: server.live.unwrap_or(mcp).then_some(LiveBudget {
+                rate: server.live_rate,
+                burst: server.live_burst as u64,
+            }),
+        };
+        let approval = &cli.approval;
+        let method = match (&approval.approve_cmd, approval.approve) {
+            (Some(command), _) => Some(approve::Method::Command(
+                command.0.iter().map(OsString::from).collect(),
+            )),
+            (None, Some(ApproveOn::Tty)) => Some(approve::Method::Tty),
+            (None, None) => None,
+        };
+        Settings {
+            command: cli.command.clone(),
+            policy,
+            preserve_status: deadline.preserve_status,
+            capture: CaptureSettings {
+                head_bytes: cli.capture.head_bytes,
+                tail_bytes: cli.capture.tail_bytes,
+                excerpt_bytes: cli.capture.excerpt_bytes,
+                echo: cli.capture.echo,
+                flood_path: cli.capture.flood_path,
+                redact: cli.capture.redact.clone(),
+            },
+            record: RecordSettings {
+                path: cli.record.record.clone(),
+                fd: cli.record.record_fd,
+                call_id: cli.record.call_id.clone(),
+                session_id: cli.record.session_id.clone(),
+            },
+            streams,
+            approval: method.map(|method| ApprovalSettings {
+                method,
+                timeout: approval.approval_timeout,
+            }),
+            journal: cli.journal.journal.clone().map(|path| JournalSettings {
+                path,
+                key: cli.journal.journal_key.clone(),
+                excerpt_bytes: cli.journal.journal_excerpt_bytes,
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn settings(args: &[&str]) -> Settings {
+        let mut argv = vec!["mcp-bound"];
+        argv.extend_from_slice(args);
+        argv.extend_from_slice(&["--", "true"]);
+        Settings::from(&Cli::try_parse_from(argv).unwrap())
+    }
+
+    #[test]
+    fn mcp_mode_changes_the_defaults_and_each_part_has_its_own_flag() {
+        let plain = settings(&[]);
+        assert_eq!(plain.policy.grace, Duration::from_secs(5));
+        assert_eq!(plain.policy.wait_delay, Duration::from_secs(1));
+        assert_eq!(plain.policy.stdin_close_grace, None);
+        assert_eq!(plain.streams.guard, None);
+        assert_eq!(plain.streams.live, None);
+
+        let mcp = settings(&["--mcp"]);
+        assert_eq!(mcp.policy.grace, Duration::from_secs(1));
+        assert_eq!(mcp.policy.wait_delay, Duration::from_millis(500));
+        assert_eq!(mcp.policy.stdin_close_grace, Some(Duration::from_secs(2)));
+        assert_eq!(mcp.streams.guard, Some(16 << 20));
+        assert_eq!(
+            mcp.streams.live,
+            Some(LiveBudget {
+                rate: 16 << 10,
+                burst: 256 << 10
+            })
+        );
+
+        let tuned = settings(&[
+            "--mcp",
+            "--grace",
+            "3",
+            "--stdout-guard",
+            "off",
+            "--live=false",
+        ]);
+        assert_eq!(tuned.policy.grace, Duration::from_secs(3));
+        assert_eq!(tuned.streams.guard, None);
+        assert_eq!(tuned.streams.live, None);
+        assert_eq!(
+            settings(&["--live"]).streams.live.map(|l| l.rate),
+            Some(16 << 10)
+        );
+    }
+
+    #[test]
+    fn zero_and_inf_timeouts_are_none_and_approval_is_one_method() {
+        assert_eq!(settings(&["--timeout", "0"]).policy.timeout, None);
+        assert_eq!(settings(&["--timeout", "inf"]).policy.timeout, None);
+        assert!(settings(&[]).approval.is_none());
+        let tty = settings(&["--approve", "tty"]).approval.unwrap();
+        assert!(matches!(tty.method, approve::Method::Tty));
+        let cmd = settings(&["--approve-cmd", "check 'a b'"])
+            .approval
+            .unwrap();
+        match cmd.method {
+            approve::Method::Command(argv) => assert_eq!(argv, ["check", "a b"]),
+            approve::Method::Tty => panic!("a command"),
+        }
+    }
+}
