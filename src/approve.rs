@@ -25,7 +25,7 @@ use crate::signals::SignalPipe;
 use crate::sink::Sink;
 use crate::supervise;
 use crate::sys;
-use crate::termination::{Policy, Reason};
+use crate::termination::{Cancellation, Policy};
 
 /// Bytes of the approver's output kept for the record.
 const APPROVER_TAIL: usize = 4096;
@@ -180,9 +180,12 @@ fn by_command(
     }
     let excerpt = Some(run.capture.excerpt(APPROVER_TAIL, gate.redactor).text);
     let (decision, cancelled_by) = match run.cancelled_while_running {
-        Some(Reason::Timeout) => (Some(Decision::Expired), None),
-        Some(Reason::Signal(signo)) => (None, Some(signo)),
-        Some(_) => (Some(Decision::Denied), None),
+        Some(Cancellation::Timeout) => (Some(Decision::Expired), None),
+        Some(Cancellation::Signal(signo)) => (None, Some(signo)),
+        // The approver has no stdout reader and no stdin watch of ours.
+        Some(Cancellation::ClientDisconnected | Cancellation::StdinClosed) => {
+            (Some(Decision::Denied), None)
+        }
         None => match run.exit {
             Some(ExitObs::Code(0)) => (Some(Decision::Approved), None),
             _ => (Some(Decision::Denied), None),

@@ -7,6 +7,8 @@
 
 use serde::Serialize;
 
+use crate::termination::{Cancellation, Reason};
+
 pub const SCHEMA: &str = "mcp-bound/record/v1";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -51,6 +53,31 @@ pub enum SignalReason {
     Leftovers,
     /// mcp-bound could not go on supervising (see `error`).
     SupervisorFailure,
+}
+
+impl From<Cancellation> for CancelReason {
+    fn from(cancellation: Cancellation) -> CancelReason {
+        match cancellation {
+            Cancellation::Timeout => CancelReason::Timeout,
+            Cancellation::Signal(_) => CancelReason::Signal,
+            Cancellation::ClientDisconnected => CancelReason::ClientDisconnected,
+            Cancellation::StdinClosed => CancelReason::StdinClosed,
+        }
+    }
+}
+
+impl From<Reason> for SignalReason {
+    fn from(reason: Reason) -> SignalReason {
+        match reason {
+            Reason::Cancel(Cancellation::Timeout) => SignalReason::Timeout,
+            Reason::Cancel(Cancellation::Signal(_)) => SignalReason::Signal,
+            Reason::Cancel(Cancellation::ClientDisconnected) => SignalReason::ClientDisconnected,
+            Reason::Cancel(Cancellation::StdinClosed) => SignalReason::StdinClosed,
+            Reason::PipesHeld => SignalReason::PipesHeld,
+            Reason::Leftovers => SignalReason::Leftovers,
+            Reason::SupervisorFailure => SignalReason::SupervisorFailure,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

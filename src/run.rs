@@ -23,7 +23,7 @@ use crate::signals::{self, SignalPipe};
 use crate::sink::Sink;
 use crate::supervise::{self, Outcome};
 use crate::sys;
-use crate::termination::Reason;
+use crate::termination::Cancellation;
 use crate::units::{limit_millis, millis};
 
 /// How long the final writes to our stderr or a record fd may wait for a
@@ -256,7 +256,7 @@ fn decide(settings: &Settings, outcome: &Outcome, record: &mut Record) -> i32 {
         // mcp-bound itself failed after dispatch: whatever else happened,
         // that is the truth of this call (the helper may have acted).
         _ if outcome.failure.is_some() => (State::FailedAfterDispatch, code::OWN_FAILURE),
-        Some(Reason::Timeout) => {
+        Some(Cancellation::Timeout) => {
             let status = if settings.preserve_status {
                 helper_status.unwrap_or(code::TIMED_OUT)
             } else {
@@ -264,33 +264,27 @@ fn decide(settings: &Settings, outcome: &Outcome, record: &mut Record) -> i32 {
             };
             (State::TimedOut, status)
         }
-        Some(Reason::Signal(signo)) => (State::CancelledAfterDispatch, 128 + signo),
-        Some(Reason::ClientDisconnected) => {
+        Some(Cancellation::Signal(signo)) => (State::CancelledAfterDispatch, 128 + signo),
+        Some(Cancellation::ClientDisconnected) => {
             (State::CancelledAfterDispatch, code::CLIENT_DISCONNECTED)
         }
         // The host asked for shutdown by closing stdin and left: the
         // helper's own status says how it ended.
-        Some(Reason::StdinClosed) => (
+        Some(Cancellation::StdinClosed) => (
             State::CancelledAfterDispatch,
             helper_status.unwrap_or(code::OWN_FAILURE),
         ),
-        // Clean-up after the helper exited is not a cancellation.
-        Some(Reason::PipesHeld | Reason::Leftovers | Reason::SupervisorFailure) | None => {
-            (State::Completed, helper_status.unwrap_or(code::OWN_FAILURE))
-        }
+        None => (State::Completed, helper_status.unwrap_or(code::OWN_FAILURE)),
     };
     record.state = state;
     record.error = outcome.failure.clone();
-    record.cancel_reason = cancel.and_then(|reason| match reason {
-        Reason::Timeout => Some(CancelReason::Timeout),
-        Reason::Signal(_) => Some(CancelReason::Signal),
-        Reason::StdinClosed => Some(CancelReason::StdinClosed),
-        Reason::ClientDisconnected => Some(CancelReason::ClientDisconnected),
-        Reason::PipesHeld | Reason::Leftovers | Reason::SupervisorFailure => None,
-    });
+    record.cancel_reason = cancel.map(CancelReason::from);
     record.cancel_signal = match cancel {
-        Some(Reason::Signal(signo)) => Some(signals::name(signo)),
-        _ => None,
+        Some(Cancellation::Signal(signo)) => Some(signals::name(signo)),
+        Some(
+            Cancellation::Timeout | Cancellation::ClientDisconnected | Cancellation::StdinClosed,
+        )
+        | None => None,
     };
     record.exit = outcome.exit.map(ExitObs::to_record);
     record.stream_end = Some(outcome.stream_end);
@@ -332,7 +326,7 @@ impl Finish<'_> {
 
     fn cancel_before_dispatch(&self, mut record: Record, signo: i32) -> i32 {
         record.state = State::CancelledBeforeDispatch;
-        record.cancel_reason = Some(CancelReason::Signal);
+        record.cancel_reason = Some(Cancellation::Signal(signo).into());
         record.cancel_signal = Some(signals::name(signo));
         self.finish(record, 128 + signo, None)
     }

@@ -22,14 +22,12 @@ use crate::child::{self, ExitObs, Helper};
 use crate::guard::{DivertReason, Guard};
 use crate::live::Live;
 use crate::pipe_tail::{Diagnostics, FloodPath, Took};
-use crate::record::{
-    CancelReason, Event, EventKind, SignalReason, StdoutFacts, StdoutGuard, StreamEnd, Target,
-};
+use crate::record::{Event, EventKind, SignalReason, StdoutFacts, StdoutGuard, StreamEnd, Target};
 use crate::redact::Redactor;
 use crate::signals::{self, SignalPipe};
 use crate::sink::{Sink, Wrote};
 use crate::sys::{self, Interest, Ready};
-use crate::termination::{Action, Phase, Policy, Reason, Terminator};
+use crate::termination::{Action, Cancellation, Phase, Policy, Reason, Terminator};
 
 /// Bytes of helper stdout read at once; with no guard, also the bound on
 /// what waits for our reader.
@@ -37,8 +35,6 @@ const STDOUT_BUFFER: usize = 64 * 1024;
 const STDERR_READ: usize = 64 * 1024;
 /// Reads from one pipe per turn, so a flood on one cannot starve the rest.
 const READS_PER_TURN: usize = 16;
-/// Cancel events kept in the record; a signal storm is not a log.
-const MAX_CANCEL_EVENTS: usize = 8;
 /// At exit, the most time the live queue gets to reach our stderr.
 const LIVE_EXIT_LIMIT: std::time::Duration = std::time::Duration::from_millis(500);
 /// After a huge guarded message, give the memory back.
@@ -63,9 +59,9 @@ pub struct Config {
 pub struct Outcome {
     pub exit: Option<ExitObs>,
     /// The first cancellation that arrived while the helper still ran.
-    pub cancelled_while_running: Option<Reason>,
+    pub cancelled_while_running: Option<Cancellation>,
     /// The first cancellation at all (also after the helper exited).
-    pub cancellation: Option<Reason>,
+    pub cancellation: Option<Cancellation>,
     pub stream_end: StreamEnd,
     pub capture: Capture,
     pub stdout: StdoutFacts,
@@ -104,9 +100,7 @@ struct Loop<'a> {
     diag: Diagnostics,
     stdout: StdoutFacts,
     events: Vec<Event>,
-    cancel_events: usize,
     exit: Option<ExitObs>,
-    cancelled_while_running: Option<Reason>,
     descendants: HashSet<i32>,
     signalled_holders: bool,
     abandoned_open: bool,
@@ -210,9 +204,7 @@ pub(crate) fn supervise_with(
             ..Default::default()
         },
         events: Vec::new(),
-        cancel_events: 0,
         exit: None,
-        cancelled_while_running: None,
         descendants: HashSet::new(),
         signalled_holders: false,
         abandoned_open: false,
@@ -411,39 +403,37 @@ impl Loop<'_> {
             child::reap_orphans(self.pid);
         }
         for (signo, count) in pending.terminating {
-            // Two of the same in one turn still escalate; more add nothing.
-            for _ in 0..count.min(2) {
-                self.cancel(now, Reason::Signal(signo));
+            for action in self.term.on_signals(now, signo, count) {
+                self.perform(now, action);
             }
+            self.record_cancel_events(now);
         }
     }
 
-    fn record_cancel(&mut self, now: Instant, reason: Reason) {
-        if !self.term.helper_exited() && self.cancelled_while_running.is_none() {
-            self.cancelled_while_running = Some(reason);
+    /// The cancellations the terminator booked, as record events (it caps
+    /// them: a signal storm is not a log).
+    fn record_cancel_events(&mut self, now: Instant) {
+        while let Some(cancellation) = self.term.take_cancel_event() {
+            let signal = match cancellation {
+                Cancellation::Signal(signo) => Some(signals::name(signo)),
+                Cancellation::Timeout
+                | Cancellation::ClientDisconnected
+                | Cancellation::StdinClosed => None,
+            };
+            self.event(
+                now,
+                EventKind::CancelRequested {
+                    reason: cancellation.into(),
+                    signal,
+                },
+            );
         }
-        if self.cancel_events >= MAX_CANCEL_EVENTS {
-            return;
-        }
-        self.cancel_events += 1;
-        let (cancel_reason, signal) = match reason {
-            Reason::Signal(signo) => (CancelReason::Signal, Some(signals::name(signo))),
-            Reason::Timeout => (CancelReason::Timeout, None),
-            Reason::StdinClosed => (CancelReason::StdinClosed, None),
-            _ => (CancelReason::ClientDisconnected, None),
-        };
-        self.event(
-            now,
-            EventKind::CancelRequested {
-                reason: cancel_reason,
-                signal,
-            },
-        );
     }
 
-    fn cancel(&mut self, now: Instant, reason: Reason) {
-        self.record_cancel(now, reason);
-        if let Some(action) = self.term.cancel(now, reason) {
+    fn cancel(&mut self, now: Instant, cancellation: Cancellation) {
+        let action = self.term.cancel(now, cancellation);
+        self.record_cancel_events(now);
+        if let Some(action) = action {
             self.perform(now, action);
         }
     }
@@ -451,10 +441,8 @@ impl Loop<'_> {
     fn perform(&mut self, now: Instant, action: Action) {
         match action {
             Action::Signal { signal, reason } => {
-                // The clock's cancellations come from tick, not cancel().
-                if matches!(reason, Reason::Timeout | Reason::StdinClosed) {
-                    self.record_cancel(now, reason);
-                }
+                // A cancellation comes before the signal that carries it.
+                self.record_cancel_events(now);
                 self.perform_sweep(now, signal, Some(reason));
             }
             Action::Kill => {
@@ -473,15 +461,10 @@ impl Loop<'_> {
     fn perform_sweep(&mut self, now: Instant, signo: i32, reason: Option<Reason>) {
         let before = self.descendants.len();
         let sweep = child::sweep(&self.family, signo, &mut self.descendants);
-        let reason = match reason.or(self.term.reason()) {
-            Some(Reason::Timeout) => SignalReason::Timeout,
-            Some(Reason::Signal(_)) => SignalReason::Signal,
-            Some(Reason::ClientDisconnected) => SignalReason::ClientDisconnected,
-            Some(Reason::StdinClosed) => SignalReason::StdinClosed,
-            Some(Reason::PipesHeld) => SignalReason::PipesHeld,
-            Some(Reason::Leftovers) | None => SignalReason::Leftovers,
-            Some(Reason::SupervisorFailure) => SignalReason::SupervisorFailure,
-        };
+        // A sweep with no reason of its own is clean-up of leftovers.
+        let reason = reason
+            .or(self.term.reason())
+            .map_or(SignalReason::Leftovers, SignalReason::from);
         let signal = signals::name(signo);
         if sweep.group_signalled {
             self.event(
@@ -715,7 +698,7 @@ impl Loop<'_> {
         self.stdout.bytes_discarded += (self.out_end - self.out_start) as u64;
         self.out_start = 0;
         self.out_end = 0;
-        self.cancel(now, Reason::ClientDisconnected);
+        self.cancel(now, Cancellation::ClientDisconnected);
     }
 
     fn maybe_streams_closed(&mut self) {
@@ -794,7 +777,7 @@ impl Loop<'_> {
             });
         Outcome {
             exit: self.exit,
-            cancelled_while_running: self.cancelled_while_running,
+            cancelled_while_running: self.term.cancelled_while_running(),
             cancellation: self.term.cancellation(),
             stream_end,
             capture: self.diag.finish(),

@@ -29,9 +29,9 @@ pub struct Policy {
     pub stdin_close_grace: Option<Duration>,
 }
 
-/// Why a termination started.
+/// A request to stop the call: the cause of a cancellation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reason {
+pub enum Cancellation {
     Timeout,
     /// mcp-bound received this signal.
     Signal(i32),
@@ -39,6 +39,14 @@ pub enum Reason {
     ClientDisconnected,
     /// Our stdin hung up and the helper did not exit within the grace.
     StdinClosed,
+}
+
+/// Why a termination started: a cancellation, or clean-up after the
+/// helper already exited, or mcp-bound's own failure. The means (which
+/// signal, to whom) are the caller's [`Action`]s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reason {
+    Cancel(Cancellation),
     /// The helper exited, but descendants kept a pipe open past `wait_delay`.
     PipesHeld,
     /// The helper exited and the pipes closed, but descendants still run.
@@ -47,16 +55,14 @@ pub enum Reason {
     SupervisorFailure,
 }
 
-impl Reason {
-    /// A cancellation is a request to stop the call; the other reasons are
-    /// clean-up after the helper has already exited.
-    pub fn is_cancellation(self) -> bool {
-        matches!(
-            self,
-            Reason::Timeout | Reason::Signal(_) | Reason::ClientDisconnected | Reason::StdinClosed
-        )
+impl From<Cancellation> for Reason {
+    fn from(cancellation: Cancellation) -> Reason {
+        Reason::Cancel(cancellation)
     }
 }
+
+/// Cancel events kept in the record; a signal storm is not a log.
+pub const MAX_CANCEL_EVENTS: usize = 8;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
@@ -87,10 +93,16 @@ pub struct Terminator {
     policy: Policy,
     dispatched_at: Instant,
     phase: Phase,
-    /// The first reason, which decides the record's state.
+    /// The first reason, which the signals carry.
     reason: Option<Reason>,
     /// The first cancellation, even when it came after the helper exited.
-    cancellation: Option<Reason>,
+    cancellation: Option<Cancellation>,
+    /// The first cancellation that came while the helper still ran.
+    cancelled_while_running: Option<Cancellation>,
+    /// Cancellations handed out for the record so far, and those waiting
+    /// (never more than [`MAX_CANCEL_EVENTS`] in all).
+    cancel_events: usize,
+    unrecorded: std::collections::VecDeque<Cancellation>,
     helper_exited_at: Option<Instant>,
     stdin_closed_at: Option<Instant>,
     streams_closed: bool,
@@ -104,6 +116,9 @@ impl Terminator {
             phase: Phase::Running,
             reason: None,
             cancellation: None,
+            cancelled_while_running: None,
+            cancel_events: 0,
+            unrecorded: std::collections::VecDeque::new(),
             helper_exited_at: None,
             stdin_closed_at: None,
             streams_closed: false,
@@ -118,8 +133,33 @@ impl Terminator {
         self.reason
     }
 
-    pub fn cancellation(&self) -> Option<Reason> {
+    /// The first cancellation at all (also after the helper exited).
+    pub fn cancellation(&self) -> Option<Cancellation> {
         self.cancellation
+    }
+
+    /// The first cancellation that came while the helper still ran.
+    pub fn cancelled_while_running(&self) -> Option<Cancellation> {
+        self.cancelled_while_running
+    }
+
+    /// A cancellation the record has not heard of yet (at most
+    /// [`MAX_CANCEL_EVENTS`] are ever handed out).
+    pub fn take_cancel_event(&mut self) -> Option<Cancellation> {
+        self.unrecorded.pop_front()
+    }
+
+    /// Book a cancellation: the first of each kind of fact is kept, and
+    /// the event for the record, up to the cap.
+    fn note_cancel(&mut self, cancellation: Cancellation) {
+        self.cancellation.get_or_insert(cancellation);
+        if self.helper_exited_at.is_none() {
+            self.cancelled_while_running.get_or_insert(cancellation);
+        }
+        if self.cancel_events < MAX_CANCEL_EVENTS {
+            self.cancel_events += 1;
+            self.unrecorded.push_back(cancellation);
+        }
     }
 
     pub fn helper_exited(&self) -> bool {
@@ -176,13 +216,13 @@ impl Terminator {
         }
         match self.phase {
             Phase::Running if self.helper_exited_at.is_none() => {
-                let reason = if self.timeout_at().is_some_and(|at| now >= at) {
-                    Reason::Timeout
+                let cancellation = if self.timeout_at().is_some_and(|at| now >= at) {
+                    Cancellation::Timeout
                 } else {
-                    Reason::StdinClosed
+                    Cancellation::StdinClosed
                 };
-                self.cancellation.get_or_insert(reason);
-                self.start(now, reason, self.policy.signal)
+                self.note_cancel(cancellation);
+                self.start(now, cancellation.into(), self.policy.signal)
             }
             Phase::Running => self.start(now, Reason::PipesHeld, self.policy.signal),
             Phase::Signalled { .. } => self.kill(now),
@@ -197,15 +237,24 @@ impl Terminator {
     /// mcp-bound received a terminating signal, or its client went away.
     /// The first starts the sequence, forwarding the received signal as
     /// GNU timeout does; a second signal escalates to KILL at once.
-    pub fn cancel(&mut self, now: Instant, reason: Reason) -> Option<Action> {
-        debug_assert!(reason.is_cancellation());
-        self.cancellation.get_or_insert(reason);
-        match (self.phase, reason) {
-            (Phase::Running, Reason::Signal(signal)) => self.start(now, reason, signal),
-            (Phase::Running, _) => self.start(now, reason, self.policy.signal),
-            (Phase::Signalled { .. }, Reason::Signal(_)) => self.kill(now),
+    pub fn cancel(&mut self, now: Instant, cancellation: Cancellation) -> Option<Action> {
+        self.note_cancel(cancellation);
+        match (self.phase, cancellation) {
+            (Phase::Running, Cancellation::Signal(signal)) => {
+                self.start(now, cancellation.into(), signal)
+            }
+            (Phase::Running, _) => self.start(now, cancellation.into(), self.policy.signal),
+            (Phase::Signalled { .. }, Cancellation::Signal(_)) => self.kill(now),
             _ => None,
         }
+    }
+
+    /// `count` of the same terminating signal arrived in one turn. Two
+    /// still escalate (the second means "now"); more add nothing.
+    pub fn on_signals(&mut self, now: Instant, signo: i32, count: u32) -> Vec<Action> {
+        (0..count.min(2))
+            .filter_map(|_| self.cancel(now, Cancellation::Signal(signo)))
+            .collect()
     }
 
     /// The helper exited and both pipes closed, but descendants remain.
@@ -274,7 +323,7 @@ mod tests {
             term.tick(secs(t0, 10)),
             Some(Action::Signal {
                 signal: TERM,
-                reason: Reason::Timeout
+                reason: Reason::Cancel(Cancellation::Timeout)
             })
         );
         assert_eq!(term.deadline(), Some(secs(t0, 15)));
@@ -283,7 +332,7 @@ mod tests {
         assert_eq!(term.deadline(), Some(secs(t0, 16)));
         assert_eq!(term.tick(secs(t0, 16)), Some(Action::Abandon));
         assert!(term.finished(true));
-        assert_eq!(term.reason(), Some(Reason::Timeout));
+        assert_eq!(term.reason(), Some(Reason::Cancel(Cancellation::Timeout)));
     }
 
     #[test]
@@ -323,17 +372,17 @@ mod tests {
         let t0 = Instant::now();
         let mut term = Terminator::new(policy(None), t0);
         assert_eq!(
-            term.cancel(secs(t0, 1), Reason::Signal(INT)),
+            term.cancel(secs(t0, 1), Cancellation::Signal(INT)),
             Some(Action::Signal {
                 signal: INT,
-                reason: Reason::Signal(INT)
+                reason: Reason::Cancel(Cancellation::Signal(INT))
             })
         );
         assert_eq!(
-            term.cancel(secs(t0, 2), Reason::Signal(TERM)),
+            term.cancel(secs(t0, 2), Cancellation::Signal(TERM)),
             Some(Action::Kill)
         );
-        assert_eq!(term.cancellation(), Some(Reason::Signal(INT)));
+        assert_eq!(term.cancellation(), Some(Cancellation::Signal(INT)));
         assert_eq!(term.phase(), Phase::Killed { at: secs(t0, 2) });
     }
 
@@ -343,10 +392,10 @@ mod tests {
         let mut term = Terminator::new(policy(Some(1)), t0);
         term.tick(secs(t0, 1));
         assert_eq!(
-            term.cancel(secs(t0, 2), Reason::Signal(TERM)),
+            term.cancel(secs(t0, 2), Cancellation::Signal(TERM)),
             Some(Action::Kill)
         );
-        assert_eq!(term.reason(), Some(Reason::Timeout));
+        assert_eq!(term.reason(), Some(Reason::Cancel(Cancellation::Timeout)));
     }
 
     #[test]
@@ -354,14 +403,14 @@ mod tests {
         let t0 = Instant::now();
         let mut term = Terminator::new(policy(None), t0);
         assert_eq!(
-            term.cancel(t0, Reason::ClientDisconnected),
+            term.cancel(t0, Cancellation::ClientDisconnected),
             Some(Action::Signal {
                 signal: TERM,
-                reason: Reason::ClientDisconnected
+                reason: Reason::Cancel(Cancellation::ClientDisconnected)
             })
         );
         // A later disconnect notice does nothing more.
-        assert_eq!(term.cancel(t0, Reason::ClientDisconnected), None);
+        assert_eq!(term.cancel(t0, Cancellation::ClientDisconnected), None);
     }
 
     #[test]
@@ -430,10 +479,10 @@ mod tests {
             term.tick(secs(t0, 12)),
             Some(Action::Signal {
                 signal: TERM,
-                reason: Reason::StdinClosed
+                reason: Reason::Cancel(Cancellation::StdinClosed)
             })
         );
-        assert_eq!(term.cancellation(), Some(Reason::StdinClosed));
+        assert_eq!(term.cancellation(), Some(Cancellation::StdinClosed));
     }
 
     #[test]
@@ -451,5 +500,74 @@ mod tests {
         term.on_streams_closed();
         assert!(term.finished(false));
         assert_eq!(term.cancellation(), None);
+    }
+}
+
+#[cfg(test)]
+mod bookkeeping {
+    use super::*;
+
+    fn policy() -> Policy {
+        Policy {
+            timeout: Some(Duration::from_secs(10)),
+            signal: 15,
+            grace: Duration::from_secs(5),
+            wait_delay: Duration::from_secs(1),
+            stdin_close_grace: None,
+        }
+    }
+
+    #[test]
+    fn two_of_a_signal_in_one_turn_escalate_and_more_add_nothing() {
+        let t0 = Instant::now();
+        let mut term = Terminator::new(policy(), t0);
+        let actions = term.on_signals(t0, 2, 5);
+        assert_eq!(
+            actions,
+            vec![
+                Action::Signal {
+                    signal: 2,
+                    reason: Reason::Cancel(Cancellation::Signal(2))
+                },
+                Action::Kill
+            ]
+        );
+        assert!(term.on_signals(t0, 2, 1).is_empty(), "already killed");
+    }
+
+    #[test]
+    fn cancel_events_are_capped_and_the_first_cancellations_kept() {
+        let t0 = Instant::now();
+        let mut term = Terminator::new(policy(), t0);
+        let mut recorded = Vec::new();
+        for _ in 0..20 {
+            term.cancel(t0, Cancellation::ClientDisconnected);
+            recorded.extend(term.take_cancel_event());
+        }
+        assert_eq!(recorded.len(), MAX_CANCEL_EVENTS);
+        term.on_helper_exit(t0);
+        term.cancel(t0, Cancellation::Signal(15));
+        assert_eq!(term.cancellation(), Some(Cancellation::ClientDisconnected));
+        assert_eq!(
+            term.cancelled_while_running(),
+            Some(Cancellation::ClientDisconnected)
+        );
+    }
+
+    #[test]
+    fn a_cancel_after_the_exit_is_a_cancellation_but_not_while_running() {
+        let t0 = Instant::now();
+        let mut term = Terminator::new(policy(), t0);
+        term.on_helper_exit(t0);
+        term.cancel(t0, Cancellation::Signal(15));
+        assert_eq!(term.cancellation(), Some(Cancellation::Signal(15)));
+        assert_eq!(term.cancelled_while_running(), None);
+        assert_eq!(term.take_cancel_event(), Some(Cancellation::Signal(15)));
+        // The timeout is the clock's own cancellation, booked by tick.
+        let mut term = Terminator::new(policy(), t0);
+        let at = t0 + Duration::from_secs(10);
+        assert!(term.tick(at).is_some());
+        assert_eq!(term.cancelled_while_running(), Some(Cancellation::Timeout));
+        assert_eq!(term.take_cancel_event(), Some(Cancellation::Timeout));
     }
 }
