@@ -161,10 +161,9 @@ fn by_command(
         head_bytes: 0,
         tail_bytes: APPROVER_TAIL,
         flood_path: crate::pipe_tail::FloodPath::Auto,
-        guard: None,
+        stdout: supervise::StdoutMode::Capture,
         live: None,
         redactor: gate.redactor.clone(),
-        capture_stdout: true,
     };
     let mut nowhere = Sink::absent();
     let run = supervise::supervise(

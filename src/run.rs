@@ -140,10 +140,11 @@ pub fn run(settings: Settings) -> Result<i32, Error> {
         head_bytes: settings.capture.head_bytes,
         tail_bytes: settings.capture.tail_bytes,
         flood_path: settings.capture.flood_path,
-        guard: settings.streams.guard,
+        stdout: supervise::StdoutMode::Forward {
+            guard: settings.streams.guard,
+        },
         live: settings.streams.live,
         redactor: redactor.clone(),
-        capture_stdout: false,
     };
     let outcome = supervise::supervise(
         helper,

@@ -1,0 +1,180 @@
+//! Live output: the live stderr budget (`live`) joined to our own stderr.
+//! It owns the write side: what the budget let through is written as far
+//! as our stderr takes it without blocking, and at exit it gets a bounded
+//! time to finish.
+
+use std::os::fd::RawFd;
+use std::time::{Duration, Instant};
+
+use crate::live::Live;
+use crate::redact::Redactor;
+use crate::settings::LiveBudget;
+use crate::sink::{Sink, Wrote};
+
+/// At exit, the most time the queue gets to reach our stderr.
+pub(crate) const EXIT_LIMIT: Duration = Duration::from_millis(500);
+
+pub(crate) struct LiveOutput {
+    live: Live,
+    sink: Sink,
+}
+
+/// What live output did, in the helper's bytes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct LiveCounts {
+    pub forwarded: u64,
+    pub dropped: u64,
+    pub unsent: u64,
+}
+
+impl LiveOutput {
+    pub fn new(budget: LiveBudget, now: Instant, redactor: Redactor, sink: Sink) -> LiveOutput {
+        LiveOutput {
+            live: Live::new(budget.rate, budget.burst, now, redactor),
+            sink,
+        }
+    }
+
+    /// Diagnostic bytes, in order: queue what the budget allows, and write.
+    pub fn offer(&mut self, now: Instant, bytes: &[u8]) {
+        self.live.offer(now, bytes);
+    }
+
+    /// Time passed: a pending drop marker may now fit.
+    pub fn tick(&mut self, now: Instant) {
+        self.live.tick(now);
+    }
+
+    /// When the pending marker will fit, if one is pending.
+    pub fn wake_at(&self) -> Option<Instant> {
+        self.live.wake_at()
+    }
+
+    /// Our stderr, when bytes wait for it.
+    pub fn write_interest(&self) -> Option<RawFd> {
+        if self.live.is_empty() {
+            None
+        } else {
+            self.sink.poll_fd()
+        }
+    }
+
+    /// poll() said our stderr may take bytes (or is gone).
+    pub fn on_writable(&mut self) {
+        self.sink.writable();
+        self.flush();
+    }
+
+    /// Write what waits, as far as our stderr takes it. If its reader is
+    /// gone, what waits is counted as dropped (not forgotten).
+    pub fn flush(&mut self) {
+        while !self.live.is_empty() {
+            match self.sink.try_write(self.live.front()) {
+                Wrote::Bytes(n) => self.live.consume(n),
+                Wrote::WouldBlock => break,
+                Wrote::Gone(_) => {
+                    self.live.reader_gone();
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The helper's stderr ended: a held partial line goes out (masked).
+    pub fn finish_stream(&mut self) {
+        self.live.finish();
+        self.flush();
+    }
+
+    /// The streams are closed: give what waits (and a drop marker the
+    /// budget now allows) a bounded time to reach our stderr.
+    pub fn drain_at_exit(&mut self, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        loop {
+            self.live.tick(Instant::now());
+            self.flush();
+            if self.live.is_empty() || self.sink.wait_writable(deadline).is_err() {
+                return;
+            }
+        }
+    }
+
+    pub fn counts(&self) -> LiveCounts {
+        LiveCounts {
+            forwarded: self.live.bytes_forwarded,
+            dropped: self.live.bytes_dropped,
+            unsent: self.live.unsent(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+
+    fn budget() -> LiveBudget {
+        LiveBudget {
+            rate: 1 << 20,
+            burst: 1 << 16,
+        }
+    }
+
+    #[test]
+    fn writes_what_the_budget_allows_and_counts_in_helper_bytes() {
+        let (mut reader, writer) = std::io::pipe().unwrap();
+        let now = Instant::now();
+        let mut out = LiveOutput::new(
+            budget(),
+            now,
+            Redactor::default(),
+            Sink::for_fd(writer.as_raw_fd()),
+        );
+        out.offer(now, b"one token=abc123\ntwo");
+        out.flush();
+        out.finish_stream();
+        out.drain_at_exit(EXIT_LIMIT);
+        let counts = out.counts();
+        // The sink holds its own description of the pipe: drop it too.
+        drop(out);
+        drop(writer);
+        let mut shown = String::new();
+        reader.read_to_string(&mut shown).unwrap();
+        assert_eq!(shown, "one token=[REDACTED]\ntwo");
+        assert_eq!(
+            counts,
+            LiveCounts {
+                forwarded: 20,
+                dropped: 0,
+                unsent: 0
+            }
+        );
+    }
+
+    #[test]
+    fn a_reader_that_went_away_turns_what_waits_into_drops() {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let now = Instant::now();
+        let mut out = LiveOutput::new(
+            budget(),
+            now,
+            Redactor::default(),
+            Sink::for_fd(writer.as_raw_fd()),
+        );
+        out.offer(now, b"lost\n");
+        out.flush();
+        out.offer(now, b"after\n");
+        out.drain_at_exit(EXIT_LIMIT);
+        assert_eq!(
+            out.counts(),
+            LiveCounts {
+                forwarded: 0,
+                dropped: 11,
+                unsent: 0
+            }
+        );
+        assert_eq!(out.write_interest(), None, "nothing waits");
+    }
+}

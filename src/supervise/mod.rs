@@ -1,0 +1,564 @@
+//! The only poll loop. It owns the helper, the signal pipe, our stdin's
+//! hang-up and the clock, and hands readiness to the part that owns each
+//! stream, as cargo-util's `read2` does: the stdout relay (`stdout`), the
+//! stderr drain and the diagnostics intake (`stderr`), live output
+//! (`live_out`). It returns an [`Outcome`] and never prints.
+//!
+//! Each turn: read the clock, let the termination machine act on
+//! deadlines, stop if everything is over, then build the interest set,
+//! poll with a timeout computed from the next deadline (or none: an idle
+//! helper costs no wake-ups at all), and dispatch.
+
+mod live_out;
+mod outcome;
+mod stderr;
+mod stdout;
+mod tree;
+
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::Instant;
+
+use crate::capture::Capture;
+use crate::child::{self, ExitObs, Helper};
+use crate::guard::Guard;
+use crate::pipe_tail::{Diagnostics, FloodPath};
+use crate::record::{Event, EventKind, SignalReason, StreamEnd};
+use crate::redact::Redactor;
+use crate::signals::{self, SignalPipe};
+use crate::sink::Sink;
+use crate::sys::{self, Interest, Ready};
+use crate::termination::{Action, Cancellation, Phase, Reason, Terminator};
+use live_out::LiveOutput;
+use stderr::{Drained, Intake, StderrDrain};
+use stdout::{Destination, StdoutRelay};
+use tree::Tree;
+
+pub use outcome::{Config, Outcome, StdoutMode};
+
+/// How the loop waits: `sys::poll`, or a stand-in that fails on purpose
+/// (the tests of the failure path).
+pub type PollFn<'p> =
+    dyn FnMut(&[Interest], &mut Vec<Ready>, Option<std::time::Duration>) -> io::Result<()> + 'p;
+
+struct Loop<'a> {
+    origin: Instant,
+    tree: Tree,
+    term: Terminator,
+    signals: &'a SignalPipe,
+    stdout: StdoutRelay<'a>,
+    stderr: StderrDrain,
+    intake: Intake,
+    watch_stdin: bool,
+    events: Vec<Event>,
+    exit: Option<ExitObs>,
+    /// The loop stopped waiting while a pipe was still open.
+    abandoned_open: bool,
+    redactor: Redactor,
+}
+
+/// Supervise a spawned helper to the end. If mcp-bound itself cannot go
+/// on (poll fails), the helper's tree is killed and the outcome carries
+/// the failure: nothing after dispatch is ever left unsupervised.
+pub fn supervise(
+    helper: Helper,
+    dispatched_at: Instant,
+    origin: Instant,
+    signals: &SignalPipe,
+    sink: &mut Sink,
+    config: &Config,
+) -> Outcome {
+    supervise_with(
+        helper,
+        dispatched_at,
+        origin,
+        signals,
+        sink,
+        config,
+        &mut sys::poll,
+    )
+}
+
+pub(crate) fn supervise_with(
+    helper: Helper,
+    dispatched_at: Instant,
+    origin: Instant,
+    signals: &SignalPipe,
+    sink: &mut Sink,
+    config: &Config,
+    poll: &mut PollFn<'_>,
+) -> Outcome {
+    let destination = match config.stdout {
+        StdoutMode::Forward { guard } => Destination::Forward {
+            gone: sink.is_absent(),
+            sink,
+            guard: guard.map(Guard::new),
+        },
+        StdoutMode::Capture => Destination::Capture,
+    };
+    let live = config.live.map(|budget| {
+        LiveOutput::new(
+            budget,
+            dispatched_at,
+            config.redactor.clone(),
+            Sink::stderr(),
+        )
+    });
+    // --live forwards what it reads, so it needs every byte read.
+    let flood_path = if live.is_some() {
+        FloodPath::Read
+    } else {
+        config.flood_path
+    };
+    let mut state = Loop {
+        origin,
+        tree: Tree::new(helper.family.clone()),
+        term: Terminator::new(config.policy, dispatched_at),
+        signals,
+        stdout: StdoutRelay::new(File::from(helper.stdout), destination),
+        stderr: StderrDrain::new(File::from(helper.stderr)),
+        intake: Intake {
+            diagnostics: Diagnostics::new(
+                Capture::new(config.head_bytes, config.tail_bytes),
+                flood_path,
+            ),
+            live,
+        },
+        watch_stdin: config.policy.stdin_close_grace.is_some() && sys::is_open(0),
+        events: Vec::new(),
+        exit: None,
+        abandoned_open: false,
+        redactor: config.redactor.clone(),
+    };
+    state.event(
+        dispatched_at,
+        EventKind::Dispatched {
+            pid: helper.pid as u32,
+            pgid: helper.pid,
+        },
+    );
+    let failure = state.run(poll).err().map(|err| {
+        state.end_after_failure();
+        format!("poll failed: {err}; the helper's tree was killed")
+    });
+    let mut outcome = state.finish();
+    outcome.failure = failure;
+    outcome
+}
+
+/// The interest set of one turn, and where each part's slot is.
+#[derive(Default)]
+struct Slots {
+    stderr: Option<usize>,
+    signals: usize,
+    stdout: Option<usize>,
+    sink: Option<usize>,
+    live: Option<usize>,
+    stdin: Option<usize>,
+}
+
+fn push(interests: &mut Vec<Interest>, interest: Interest) -> usize {
+    interests.push(interest);
+    interests.len() - 1
+}
+
+impl Loop<'_> {
+    fn event(&mut self, at: Instant, kind: EventKind) {
+        let t_ms = crate::units::millis(at.saturating_duration_since(self.origin));
+        self.events.push(Event { t_ms, kind });
+    }
+
+    fn streams_open(&self) -> bool {
+        self.stdout.is_open() || self.stderr.is_open()
+    }
+
+    fn next_wake(&self) -> Option<Instant> {
+        let live = self.intake.live.as_ref().and_then(LiveOutput::wake_at);
+        match (self.term.deadline(), live) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// What to wait for this turn. Streams before the signal pipe: once
+    /// poll(2) meets a ready descriptor it stops putting wait-queue entries
+    /// on the ones after it, so during a flood one call costs one look at
+    /// each (measured: 5-7% less CPU for a stderr flood, writer included).
+    fn interests(&self, interests: &mut Vec<Interest>) -> Slots {
+        interests.clear();
+        let read = |fd: RawFd| Interest::new(fd, true, false);
+        Slots {
+            stderr: self
+                .stderr
+                .read_interest()
+                .map(|fd| push(interests, read(fd))),
+            signals: push(interests, read(self.signals.fd().as_raw_fd())),
+            stdout: self
+                .stdout
+                .read_interest()
+                .map(|fd| push(interests, read(fd))),
+            sink: self
+                .stdout
+                .sink_interest()
+                .map(|(fd, write)| push(interests, Interest::new(fd, false, write))),
+            live: self
+                .intake
+                .live
+                .as_ref()
+                .and_then(LiveOutput::write_interest)
+                .map(|fd| push(interests, Interest::new(fd, false, true))),
+            // Our stdin is watched for hang-up without being read (the
+            // helper reads it). A socket the host shut down for writing
+            // reports only POLLRDHUP: that is a hang-up too.
+            stdin: self.watch_stdin.then(|| {
+                push(
+                    interests,
+                    Interest {
+                        peer_closed: true,
+                        ..Interest::new(0, false, false)
+                    },
+                )
+            }),
+        }
+    }
+
+    fn run(&mut self, poll: &mut PollFn<'_>) -> io::Result<()> {
+        let mut interests: Vec<Interest> = Vec::with_capacity(6);
+        let mut ready: Vec<Ready> = Vec::with_capacity(6);
+        loop {
+            let now = Instant::now();
+            while let Some(action) = self.term.tick(now) {
+                self.perform(now, action);
+            }
+            if let Some(live) = self.intake.live.as_mut() {
+                live.tick(now);
+                live.flush();
+            }
+            if self.term.phase() == Phase::Abandoned {
+                return Ok(());
+            }
+            if self.term.helper_exited() && !self.streams_open() && self.after_exit(now) {
+                return Ok(());
+            }
+            let slots = self.interests(&mut interests);
+            let timeout = self
+                .next_wake()
+                .map(|wake| wake.saturating_duration_since(now));
+            poll(&interests, &mut ready, timeout)?;
+            self.dispatch(&slots, &ready, Instant::now());
+        }
+    }
+
+    /// The helper exited and its pipes closed: true when nothing of its
+    /// tree is left; otherwise end the leftovers.
+    fn after_exit(&mut self, now: Instant) -> bool {
+        if self.term.finished(self.tree.family.descendants_left()) {
+            return true;
+        }
+        match self.term.phase() {
+            Phase::Running => {
+                if let Some(action) = self.term.on_leftovers(now) {
+                    self.perform(now, action);
+                }
+            }
+            // Something forked while we were killing: kill it too. Only
+            // new pids: the record must not fill with repeats while a
+            // killed tree takes its time to die.
+            Phase::Killed { .. } => {
+                if self.tree.has_new_descendants() {
+                    self.perform_sweep(now, signals::SIGKILL, None);
+                }
+            }
+            Phase::Signalled { .. } | Phase::Abandoned => {}
+        }
+        false
+    }
+
+    /// Hand each ready descriptor to the part that owns it.
+    fn dispatch(&mut self, slots: &Slots, ready: &[Ready], now: Instant) {
+        let is = |slot: Option<usize>| slot.map(|i| ready[i]);
+        if ready[slots.signals].readable {
+            self.on_signals(now);
+        }
+        if let Some(r) = is(slots.stderr)
+            && (r.readable || r.hangup || r.error)
+            && self.stderr.drain(now, &mut self.intake) == Drained::Closed
+        {
+            self.event(now, EventKind::StderrClosed);
+            self.maybe_streams_closed();
+        }
+        if let Some(r) = is(slots.sink) {
+            if r.error || r.hangup {
+                self.disconnect(now);
+            } else if r.writable && self.stdout.on_writable() {
+                self.cancel(now, Cancellation::ClientDisconnected);
+            }
+        }
+        if let Some(r) = is(slots.stdout)
+            && (r.readable || r.hangup || r.error)
+        {
+            let relayed = self.stdout.on_readable(now, &mut self.intake);
+            if relayed.disconnected {
+                self.cancel(now, Cancellation::ClientDisconnected);
+            }
+            if relayed.closed {
+                self.event(now, EventKind::StdoutClosed);
+                self.maybe_streams_closed();
+            }
+        }
+        if let Some(r) = is(slots.live)
+            && (r.writable || r.error || r.hangup)
+            && let Some(live) = self.intake.live.as_mut()
+        {
+            live.on_writable();
+        }
+        if let Some(r) = is(slots.stdin)
+            && (r.hangup || r.error)
+        {
+            self.watch_stdin = false;
+            self.term.on_stdin_closed(now);
+            self.event(now, EventKind::StdinClosed);
+        }
+    }
+
+    fn on_signals(&mut self, now: Instant) {
+        let pending = self.signals.take();
+        if pending.child_changed {
+            if self.exit.is_none()
+                && let Some(exit) = child::observe_exit(self.tree.family.helper)
+            {
+                self.exit = Some(exit);
+                self.term.on_helper_exit(now);
+                self.event(
+                    now,
+                    EventKind::HelperExited {
+                        exit: exit.to_record(),
+                    },
+                );
+            }
+            child::reap_orphans(self.tree.family.helper);
+        }
+        for (signo, count) in pending.terminating {
+            for action in self.term.on_signals(now, signo, count) {
+                self.perform(now, action);
+            }
+            self.record_cancel_events(now);
+        }
+    }
+
+    /// The cancellations the terminator booked, as record events (it caps
+    /// them: a signal storm is not a log).
+    fn record_cancel_events(&mut self, now: Instant) {
+        while let Some(cancellation) = self.term.take_cancel_event() {
+            let signal = match cancellation {
+                Cancellation::Signal(signo) => Some(signals::name(signo)),
+                Cancellation::Timeout
+                | Cancellation::ClientDisconnected
+                | Cancellation::StdinClosed => None,
+            };
+            self.event(
+                now,
+                EventKind::CancelRequested {
+                    reason: cancellation.into(),
+                    signal,
+                },
+            );
+        }
+    }
+
+    fn cancel(&mut self, now: Instant, cancellation: Cancellation) {
+        let action = self.term.cancel(now, cancellation);
+        self.record_cancel_events(now);
+        if let Some(action) = action {
+            self.perform(now, action);
+        }
+    }
+
+    /// Our stdout's reader is gone: cancel the helper (once).
+    fn disconnect(&mut self, now: Instant) {
+        if self.stdout.disconnect() {
+            self.cancel(now, Cancellation::ClientDisconnected);
+        }
+    }
+
+    fn maybe_streams_closed(&mut self) {
+        if !self.streams_open() {
+            self.term.on_streams_closed();
+        }
+    }
+
+    fn perform(&mut self, now: Instant, action: Action) {
+        match action {
+            Action::Signal { signal, reason } => {
+                // A cancellation comes before the signal that carries it.
+                self.record_cancel_events(now);
+                self.perform_sweep(now, signal, Some(reason));
+            }
+            Action::Kill => {
+                let reason = self.term.reason();
+                self.perform_sweep(now, signals::SIGKILL, reason);
+            }
+            Action::Abandon => {
+                self.abandoned_open = self.streams_open();
+                self.stdout.abandon();
+                self.stderr.abandon();
+                self.event(now, EventKind::StreamsAbandoned);
+            }
+        }
+    }
+
+    fn perform_sweep(&mut self, now: Instant, signo: i32, reason: Option<Reason>) {
+        // A sweep with no reason of its own is clean-up of leftovers.
+        let reason = reason
+            .or(self.term.reason())
+            .map_or(SignalReason::Leftovers, SignalReason::from);
+        let holders = self.exit.is_some() && self.streams_open();
+        for kind in self.tree.signal(signo, reason, holders) {
+            self.event(now, kind);
+        }
+    }
+
+    /// The loop cannot go on: KILL the helper's tree, stop reading, and
+    /// wait for the helper's exit (KILL cannot be caught, so it comes).
+    fn end_after_failure(&mut self) {
+        let now = Instant::now();
+        self.perform_sweep(now, signals::SIGKILL, Some(Reason::SupervisorFailure));
+        self.abandoned_open = self.streams_open();
+        self.stdout.abandon();
+        self.stderr.abandon();
+        if self.exit.is_none()
+            && let Some(exit) = child::await_exit(self.tree.family.helper)
+        {
+            self.exit = Some(exit);
+            self.event(
+                Instant::now(),
+                EventKind::HelperExited {
+                    exit: exit.to_record(),
+                },
+            );
+        }
+    }
+
+    fn finish(mut self) -> Outcome {
+        if let Some(live) = self.intake.live.as_mut() {
+            live.drain_at_exit(live_out::EXIT_LIMIT);
+        }
+        if self.exit.is_some() {
+            child::reap(self.tree.family.helper);
+        }
+        child::reap_orphans(self.tree.family.helper);
+        let stream_end = if self.abandoned_open {
+            StreamEnd::ClosedWhileHeld
+        } else if self.tree.signalled_holders {
+            StreamEnd::EofAfterDescendantsKilled
+        } else {
+            StreamEnd::Eof
+        };
+        let live = self.intake.live_counts();
+        Outcome {
+            exit: self.exit,
+            cancelled_while_running: self.term.cancelled_while_running(),
+            cancellation: self.term.cancellation(),
+            stream_end,
+            stdout: self.stdout.facts(&self.redactor),
+            last_stdout: self.stdout.last_read,
+            last_stderr: self.stderr.last_read,
+            capture: self.intake.finish(),
+            live_forwarded: live.forwarded,
+            live_dropped: live.dropped,
+            live_unsent: live.unsent,
+            events: self.events,
+            descendants_signalled: self.tree.descendants_signalled(),
+            failure: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsString;
+
+    fn config() -> Config {
+        Config {
+            policy: crate::termination::Policy {
+                timeout: None,
+                signal: signals::SIGTERM,
+                grace: std::time::Duration::from_secs(5),
+                wait_delay: std::time::Duration::from_secs(1),
+                stdin_close_grace: None,
+            },
+            head_bytes: 0,
+            tail_bytes: 1024,
+            flood_path: FloodPath::Read,
+            stdout: StdoutMode::Forward { guard: None },
+            live: None,
+            redactor: Redactor::default(),
+        }
+    }
+
+    #[test]
+    fn a_poll_failure_after_dispatch_kills_the_tree_and_says_so() {
+        let signals = SignalPipe::install().unwrap();
+        let argv: Vec<OsString> = ["sh", "-c", "sleep 30 & exec sleep 30"]
+            .iter()
+            .map(OsString::from)
+            .collect();
+        let Ok(helper) = child::spawn(&argv, None) else {
+            panic!("cannot spawn sh");
+        };
+        let pid = helper.pid;
+        let family = helper.family.clone();
+        let mut calls = 0;
+        let mut failing = |_: &[Interest], _: &mut Vec<Ready>, _| {
+            calls += 1;
+            Err(io::Error::from_raw_os_error(nix::libc::EINVAL))
+        };
+        let now = Instant::now();
+        let outcome = supervise_with(
+            helper,
+            now,
+            now,
+            &signals,
+            &mut Sink::absent(),
+            &config(),
+            &mut failing,
+        );
+        assert_eq!(calls, 1, "the loop stopped at the first failure");
+        let failure = outcome.failure.expect("the failure is reported");
+        assert!(
+            failure.contains("poll failed") && failure.contains("killed"),
+            "{failure}"
+        );
+        assert_eq!(
+            outcome.exit,
+            Some(ExitObs::Signal {
+                signo: signals::SIGKILL,
+                core_dumped: false
+            }),
+            "the helper's exit was observed"
+        );
+        let killed: Vec<_> = outcome
+            .events
+            .iter()
+            .filter(|e| {
+                matches!(
+                    e.kind,
+                    EventKind::SignalSent {
+                        reason: SignalReason::SupervisorFailure,
+                        ..
+                    }
+                )
+            })
+            .collect();
+        assert!(!killed.is_empty(), "KILL was sent: {:?}", outcome.events);
+        // Nothing of the tree is left running (the background sleep too).
+        let left: Vec<_> = family.live_descendants();
+        assert!(left.is_empty(), "left running: {left:?}");
+        assert!(
+            crate::sys::proc_info(pid).is_none(),
+            "the helper was reaped"
+        );
+    }
+}

@@ -1,0 +1,53 @@
+//! What the loop is given ([`Config`]) and what it returns ([`Outcome`]).
+
+use std::time::Instant;
+
+use crate::capture::Capture;
+use crate::child::ExitObs;
+use crate::pipe_tail::FloodPath;
+use crate::record::{Event, StdoutFacts, StreamEnd};
+use crate::redact::Redactor;
+use crate::settings::LiveBudget;
+use crate::termination::{Cancellation, Policy};
+
+/// Where the helper's stdout goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StdoutMode {
+    /// To our stdout; Some(max message bytes): guarded as JSON-RPC lines.
+    Forward { guard: Option<usize> },
+    /// Into the diagnostics (an approver's stdout is not a result).
+    Capture,
+}
+
+pub struct Config {
+    pub policy: Policy,
+    pub head_bytes: usize,
+    pub tail_bytes: usize,
+    pub flood_path: FloodPath,
+    pub stdout: StdoutMode,
+    /// Some: forward stderr live under this token bucket.
+    pub live: Option<LiveBudget>,
+    pub redactor: Redactor,
+}
+
+#[derive(Debug)]
+pub struct Outcome {
+    pub exit: Option<ExitObs>,
+    /// The first cancellation that arrived while the helper still ran.
+    pub cancelled_while_running: Option<Cancellation>,
+    /// The first cancellation at all (also after the helper exited).
+    pub cancellation: Option<Cancellation>,
+    pub stream_end: StreamEnd,
+    pub capture: Capture,
+    pub stdout: StdoutFacts,
+    pub live_forwarded: u64,
+    pub live_dropped: u64,
+    /// Taken in for live output but never written (queued at exit).
+    pub live_unsent: u64,
+    pub events: Vec<Event>,
+    pub descendants_signalled: u32,
+    pub last_stdout: Option<Instant>,
+    pub last_stderr: Option<Instant>,
+    /// mcp-bound itself failed after dispatch (the tree was killed).
+    pub failure: Option<String>,
+}

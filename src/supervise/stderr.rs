@@ -1,0 +1,257 @@
+//! The stderr side of the loop. [`Intake`] is where every diagnostic byte
+//! goes, in order: the capture (with its flood path) and, with `--live`,
+//! our own stderr. [`StderrDrain`] owns the helper's stderr pipe and
+//! empties it into the intake, by reads (timed while a flood is measured)
+//! or, on the flood path, by moves inside the kernel.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::fd::{AsFd, AsRawFd, RawFd};
+use std::time::Instant;
+
+use super::live_out::{LiveCounts, LiveOutput};
+use crate::capture::Capture;
+use crate::pipe_tail::{self, Diagnostics, Took};
+
+/// Bytes read from the helper's stderr at once.
+const READ_SIZE: usize = 64 * 1024;
+/// Reads from one pipe per turn, so a flood on one cannot starve the rest.
+pub(crate) const READS_PER_TURN: usize = 16;
+
+/// Every diagnostic byte enters here: stderr, and stdout lines the guard
+/// diverted (with mcp-bound's marker before them).
+pub(crate) struct Intake {
+    pub diagnostics: Diagnostics,
+    pub live: Option<LiveOutput>,
+}
+
+impl Intake {
+    pub fn push(&mut self, now: Instant, bytes: &[u8]) {
+        self.diagnostics.push(bytes);
+        if let Some(live) = self.live.as_mut() {
+            live.offer(now, bytes);
+        }
+    }
+
+    pub fn flush_live(&mut self) {
+        if let Some(live) = self.live.as_mut() {
+            live.flush();
+        }
+    }
+
+    pub fn live_counts(&self) -> LiveCounts {
+        self.live
+            .as_ref()
+            .map_or_else(LiveCounts::default, LiveOutput::counts)
+    }
+
+    /// The capture, complete (the flood path settled).
+    pub fn finish(self) -> Capture {
+        self.diagnostics.finish()
+    }
+}
+
+/// What a drain turn found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Drained {
+    /// Still open (maybe more to come).
+    Open,
+    /// EOF or a read error: the pipe is closed now.
+    Closed,
+}
+
+pub(crate) struct StderrDrain {
+    pipe: Option<File>,
+    buf: Box<[u8]>,
+    pub last_read: Option<Instant>,
+}
+
+impl StderrDrain {
+    pub fn new(pipe: File) -> StderrDrain {
+        StderrDrain {
+            pipe: Some(pipe),
+            buf: vec![0; READ_SIZE].into_boxed_slice(),
+            last_read: None,
+        }
+    }
+
+    pub fn is_open(&self) -> bool {
+        self.pipe.is_some()
+    }
+
+    pub fn read_interest(&self) -> Option<RawFd> {
+        self.pipe.as_ref().map(File::as_raw_fd)
+    }
+
+    /// Stop reading (the helper's tree was given up on).
+    pub fn abandon(&mut self) {
+        self.pipe = None;
+    }
+
+    /// The pipe is readable (or hung up): take what it holds.
+    pub fn drain(&mut self, now: Instant, intake: &mut Intake) -> Drained {
+        if intake.diagnostics.splicing() {
+            return self.move_flood(now, intake);
+        }
+        for _ in 0..READS_PER_TURN {
+            let Some(file) = self.pipe.as_mut() else {
+                return Drained::Closed;
+            };
+            let timer = intake.diagnostics.probing().then(Instant::now);
+            match file.read(&mut self.buf) {
+                Ok(0) => return self.close(intake),
+                Ok(n) => {
+                    let busy = timer.map(|started| started.elapsed());
+                    self.last_read = Some(now);
+                    intake.push(now, &self.buf[..n]);
+                    intake.diagnostics.on_read(n, busy, now);
+                    if intake.diagnostics.splicing() {
+                        return self.move_flood(now, intake);
+                    }
+                    // A pipe read returns less than asked only when the
+                    // pipe is empty: poll is a cheaper way to learn when it
+                    // is not than a read that takes the pipe's lock again.
+                    if n < self.buf.len() {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => return self.close(intake),
+            }
+        }
+        intake.flush_live();
+        Drained::Open
+    }
+
+    /// The flood path: stderr moves inside the kernel (see `pipe_tail`).
+    /// A move shorter than asked for means the pipe is drained for now, so
+    /// the turn ends there instead of paying for a move of nothing.
+    fn move_flood(&mut self, now: Instant, intake: &mut Intake) -> Drained {
+        for attempt in 0..READS_PER_TURN {
+            let Some(file) = self.pipe.as_ref() else {
+                return Drained::Closed;
+            };
+            match intake
+                .diagnostics
+                .take_from(file.as_fd(), attempt == 0, now)
+            {
+                Took::Bytes(n) => {
+                    self.last_read = Some(now);
+                    if n < pipe_tail::MOVE_MAX {
+                        break;
+                    }
+                }
+                Took::Nothing => break,
+                Took::Eof => return self.close(intake),
+                // Back to reads (to measure again, or for good): the next
+                // turn reads what is left.
+                Took::Off => break,
+            }
+        }
+        Drained::Open
+    }
+
+    fn close(&mut self, intake: &mut Intake) -> Drained {
+        self.pipe = None;
+        intake.diagnostics.stop_flood_path();
+        if let Some(live) = intake.live.as_mut() {
+            live.finish_stream();
+        }
+        Drained::Closed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipe_tail::FloodPath;
+    use crate::redact::Redactor;
+    use std::io::Write;
+    use std::os::fd::OwnedFd;
+
+    fn intake(head: usize, tail: usize) -> Intake {
+        Intake {
+            diagnostics: Diagnostics::new(Capture::new(head, tail), FloodPath::Read),
+            live: None,
+        }
+    }
+
+    fn pipe() -> (File, File) {
+        let (reader, writer) = std::io::pipe().unwrap();
+        let reader = File::from(OwnedFd::from(reader));
+        crate::sys::set_nonblocking(reader.as_fd()).unwrap();
+        (reader, File::from(OwnedFd::from(writer)))
+    }
+
+    #[test]
+    fn drains_into_the_capture_until_eof() {
+        let (reader, mut writer) = pipe();
+        let mut drain = StderrDrain::new(reader);
+        let mut intake = intake(4, 4);
+        writer.write_all(b"first line\n").unwrap();
+        let now = Instant::now();
+        assert_eq!(drain.drain(now, &mut intake), Drained::Open);
+        assert_eq!(drain.last_read, Some(now));
+        // Empty now: a drain turn finds nothing and stays open.
+        assert_eq!(drain.drain(now, &mut intake), Drained::Open);
+        writer.write_all(b"last").unwrap();
+        drop(writer);
+        // A short read ends the turn; the next one meets EOF.
+        assert_eq!(drain.drain(now, &mut intake), Drained::Open);
+        assert_eq!(drain.drain(now, &mut intake), Drained::Closed);
+        assert!(!drain.is_open());
+        assert_eq!(drain.read_interest(), None);
+        let capture = intake.finish();
+        assert_eq!(capture.bytes_seen(), 15);
+        assert_eq!(capture.bytes_retained(), 8);
+    }
+
+    #[test]
+    fn a_flood_takes_bounded_turns_and_never_grows_the_capture() {
+        let (reader, writer) = pipe();
+        let mut drain = StderrDrain::new(reader);
+        let mut intake = intake(0, 1024);
+        let flood = std::thread::spawn(move || {
+            let mut writer = writer;
+            let chunk = vec![b'x'; 1 << 16];
+            for _ in 0..64 {
+                writer.write_all(&chunk).unwrap();
+            }
+        });
+        let now = Instant::now();
+        while drain.drain(now, &mut intake) == Drained::Open {
+            std::thread::yield_now();
+        }
+        flood.join().unwrap();
+        let capture = intake.finish();
+        assert_eq!(capture.bytes_seen(), 64 << 16);
+        assert_eq!(capture.bytes_retained(), 1024);
+    }
+
+    #[test]
+    fn diverted_bytes_and_stderr_share_one_order_and_reach_live_output() {
+        let mut intake = intake(0, 64);
+        let (mut reader, writer) = std::io::pipe().unwrap();
+        intake.live = Some(LiveOutput::new(
+            crate::settings::LiveBudget {
+                rate: 1 << 20,
+                burst: 1 << 16,
+            },
+            Instant::now(),
+            Redactor::default(),
+            crate::sink::Sink::for_fd(writer.as_raw_fd()),
+        ));
+        let now = Instant::now();
+        intake.push(now, b"err-1\n");
+        intake.push(now, b"[diverted] out\n");
+        intake.flush_live();
+        assert_eq!(intake.live_counts().forwarded, 21);
+        let capture = intake.finish();
+        drop(writer);
+        let mut shown = String::new();
+        std::io::Read::read_to_string(&mut reader, &mut shown).unwrap();
+        assert_eq!(shown, "err-1\n[diverted] out\n");
+        assert_eq!(capture.bytes_seen(), 21);
+    }
+}

@@ -1,0 +1,71 @@
+//! The helper's process tree as the loop signals it: every sweep goes to
+//! the helper's group and to each live descendant outside it (`child`),
+//! and what was signalled is remembered for the record.
+
+use std::collections::HashSet;
+
+use crate::child::{self, Family};
+use crate::record::{EventKind, SignalReason, Target};
+use crate::signals;
+
+pub(crate) struct Tree {
+    pub family: Family,
+    /// Every descendant any sweep found (their count is recorded).
+    descendants: HashSet<i32>,
+    /// Descendants were signalled while they held the helper's pipes.
+    pub signalled_holders: bool,
+}
+
+impl Tree {
+    pub fn new(family: Family) -> Tree {
+        Tree {
+            family,
+            descendants: HashSet::new(),
+            signalled_holders: false,
+        }
+    }
+
+    /// Send `signo` to the group and every descendant, for `reason`; the
+    /// events to record. `holders` when the helper has exited and a pipe is
+    /// still open: whoever is signalled then is holding it.
+    pub fn signal(&mut self, signo: i32, reason: SignalReason, holders: bool) -> Vec<EventKind> {
+        let before = self.descendants.len();
+        let sweep = child::sweep(&self.family, signo, &mut self.descendants);
+        let signal = signals::name(signo);
+        let mut events = Vec::new();
+        if sweep.group_signalled {
+            events.push(EventKind::SignalSent {
+                signal: signal.clone(),
+                target: Target::Group,
+                count: 1,
+                reason,
+            });
+        }
+        if sweep.outside_group > 0 {
+            events.push(EventKind::SignalSent {
+                signal,
+                target: Target::Descendants,
+                count: sweep.outside_group,
+                reason,
+            });
+        }
+        if holders
+            && (sweep.group_signalled || self.descendants.len() > before || sweep.outside_group > 0)
+        {
+            self.signalled_holders = true;
+        }
+        events
+    }
+
+    /// Something forked that no sweep has seen yet.
+    pub fn has_new_descendants(&self) -> bool {
+        self.family
+            .live_descendants()
+            .iter()
+            .any(|p| !self.descendants.contains(&p.pid))
+    }
+
+    pub fn descendants_signalled(&self) -> u32 {
+        self.descendants.len() as u32
+    }
+}
