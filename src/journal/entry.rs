@@ -1,0 +1,180 @@
+//! The entries mcp-bound appends, and how one line is formatted: header
+//! (`v`, `seq`, `prev`, `kind`, `ts`), the kind's fields, then `h` over the
+//! exact bytes before it.
+
+use serde::Serialize;
+
+use super::VERSION;
+use super::key::Key;
+use crate::record::{CancelReason, EventKind, Exit, Limits, Record, State, StreamEnd};
+
+/// Where `h` starts in a line.
+pub(crate) const HASH_KEY: &[u8] = b",\"h\":\"";
+
+/// Before dispatch: what is about to run, where, by whom, under which limits.
+#[derive(Debug, Clone, Serialize)]
+pub struct Intent {
+    pub call_id: String,
+    pub session_id: Option<String>,
+    pub argv: Vec<String>,
+    pub cwd: Option<String>,
+    pub uid: u32,
+    pub host: Option<String>,
+    pub pid: u32,
+    pub limits: Limits,
+}
+
+/// One signal mcp-bound sent, as the terminal entry lists them.
+#[derive(Debug, Clone, Serialize)]
+pub struct SignalFact {
+    pub t_ms: u64,
+    pub signal: String,
+    pub target: crate::record::Target,
+    pub count: u32,
+    pub reason: crate::record::SignalReason,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct StreamFacts {
+    pub stdout_bytes: u64,
+    pub stderr_bytes_seen: u64,
+    pub stderr_bytes_retained: u64,
+    pub stderr_truncated: bool,
+}
+
+/// After the call: the record's lifecycle facts and a short excerpt.
+#[derive(Debug, Clone, Serialize)]
+pub struct Terminal {
+    pub call_id: String,
+    pub state: State,
+    pub exit: Option<Exit>,
+    pub exit_code: Option<i32>,
+    pub cancel_reason: Option<CancelReason>,
+    pub cancel_signal: Option<String>,
+    pub signals: Vec<SignalFact>,
+    pub stream_end: Option<StreamEnd>,
+    pub descendants_signalled: u32,
+    pub duration_ms: Option<u64>,
+    pub streams: StreamFacts,
+    /// Bounded on its own by --journal-excerpt-bytes; null when 0.
+    pub excerpt: Option<String>,
+}
+
+impl Terminal {
+    pub fn from_record(record: &Record, excerpt: Option<String>) -> Terminal {
+        let signals = record
+            .events
+            .iter()
+            .filter_map(|event| match &event.kind {
+                EventKind::SignalSent {
+                    signal,
+                    target,
+                    count,
+                    reason,
+                } => Some(SignalFact {
+                    t_ms: event.t_ms,
+                    signal: signal.clone(),
+                    target: *target,
+                    count: *count,
+                    reason: *reason,
+                }),
+                _ => None,
+            })
+            .collect();
+        Terminal {
+            call_id: record.call_id.clone(),
+            state: record.state,
+            exit: record.exit.clone(),
+            exit_code: record.exit_code,
+            cancel_reason: record.cancel_reason,
+            cancel_signal: record.cancel_signal.clone(),
+            signals,
+            stream_end: record.stream_end,
+            descendants_signalled: record.descendants_signalled,
+            duration_ms: record.duration_ms,
+            streams: StreamFacts {
+                stdout_bytes: record.stdout.bytes_seen,
+                stderr_bytes_seen: record.stderr.bytes_seen,
+                stderr_bytes_retained: record.stderr.bytes_retained,
+                stderr_truncated: record.stderr.truncated,
+            },
+            excerpt,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Genesis<'a> {
+    pub(crate) journal_id: &'a str,
+    pub(crate) key_id: Option<&'a str>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub(crate) struct Recover {
+    pub(crate) torn_offset: u64,
+    pub(crate) torn_length: u64,
+    pub(crate) torn_sha256: String,
+}
+
+/// The approval decision, between intent and dispatch.
+#[derive(Debug, Clone, Serialize)]
+pub struct DecisionEntry {
+    pub call_id: String,
+    pub decision: Option<crate::record::Decision>,
+    pub method: crate::record::ApprovalMethod,
+    pub requested_at: String,
+    pub decided_at: String,
+    pub waited_ms: u64,
+    pub approver_exit: Option<Exit>,
+}
+
+/// What a caller appends.
+pub enum Entry<'a> {
+    Intent(&'a Intent),
+    Decision(&'a DecisionEntry),
+    Terminal(&'a Terminal),
+}
+
+/// Where an append landed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Appended {
+    pub seq: u64,
+    pub h: String,
+}
+
+/// Format one line: header, body, then `h` over the exact bytes before it.
+pub(crate) fn format_line<B: Serialize>(
+    key: &Key,
+    seq: u64,
+    prev: &str,
+    kind: &str,
+    ts: &str,
+    body: &B,
+) -> (Vec<u8>, String) {
+    #[derive(Serialize)]
+    struct Header<'a, B> {
+        v: u64,
+        seq: u64,
+        prev: &'a str,
+        kind: &'a str,
+        ts: &'a str,
+        #[serde(flatten)]
+        body: &'a B,
+    }
+    let header = Header {
+        v: VERSION,
+        seq,
+        prev,
+        kind,
+        ts,
+        body,
+    };
+    let mut line = serde_json::to_vec(&header).expect("entries always serialize");
+    debug_assert_eq!(line.last(), Some(&b'}'));
+    line.pop();
+    let h = key.digest(&line);
+    line.extend_from_slice(HASH_KEY);
+    line.extend_from_slice(h.as_bytes());
+    line.extend_from_slice(b"\"}\n");
+    (line, h)
+}

@@ -1,0 +1,218 @@
+//! The hash-chained audit journal: append-only JSON Lines shared by many
+//! mcp-bound processes, and its offline verification.
+//!
+//! Line format, fields in this order: `v`, `seq`, `prev`, `kind`, `ts`, the
+//! kind's own fields, and last `h`. `h` is the lowercase hex SHA-256 (or,
+//! with a key, HMAC-SHA256) of the exact bytes of the line before the suffix
+//! `,"h":"<64 hex>"}`; nothing is ever re-serialised to be hashed. `prev` is
+//! the previous line's `h`; the first line is a `genesis` entry whose `prev`
+//! is 64 zeros.
+//!
+//! Appending takes an exclusive flock for one append only (never while a
+//! helper runs), reads the last line for `seq` and `prev`, writes the new
+//! line with one write, and unlocks. A torn last line (a crash mid-write) is
+//! kept and accounted for by a `recover` entry; nothing is deleted.
+//!
+//! What verification proves: every line is intact, in order and linked, and
+//! intents and terminals pair up. What it cannot prove without more: a cut
+//! tail, a rollback or a whole rewritten file pass unless checked against
+//! an anchor (a head `h` kept elsewhere); a correctly chained forged append
+//! passes unless the journal is keyed and the forger lacks the key.
+//!
+//! Parts: `key` (how `h` is computed), `entry` (the entries and how a line
+//! is formatted), `line` (how a line is checked and parsed strictly),
+//! `append` (the flock appender and torn-tail recovery), `verify` (the
+//! streaming verifier).
+
+mod append;
+mod entry;
+mod key;
+mod line;
+mod verify;
+
+pub use crate::ids::hex;
+pub use append::Journal;
+pub use entry::{Appended, DecisionEntry, Entry, Intent, SignalFact, StreamFacts, Terminal};
+pub use key::Key;
+pub use verify::{Break, BreakKind, Head, Report, Unfinished, VerifyError, verify, verify_reader};
+
+pub const VERSION: u64 = 1;
+pub const ZERO_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+/// A longer line is not an entry mcp-bound writes: verification stops
+/// there instead of holding it in memory.
+pub const MAX_LINE: usize = 16 << 20;
+
+#[cfg(test)]
+mod tests {
+    use super::entry::{Genesis, format_line};
+    use super::line::{LineError, parse_line};
+    use super::*;
+    use sha2::{Digest, Sha256};
+
+    #[test]
+    fn line_hash_covers_exact_bytes_before_suffix() {
+        let (line, h) = format_line(
+            &Key::Plain,
+            0,
+            ZERO_HASH,
+            "genesis",
+            "2026-01-01T00:00:00.000Z",
+            &Genesis {
+                journal_id: "j_1",
+                key_id: None,
+            },
+        );
+        let text = String::from_utf8(line.clone()).unwrap();
+        assert!(text.starts_with(r#"{"v":1,"seq":0,"prev":"0000"#), "{text}");
+        assert!(text.ends_with(&format!(",\"h\":\"{h}\"}}\n")));
+        let prefix = &line[..line.len() - (6 + 64 + 2 + 1)];
+        assert_eq!(hex(&Sha256::digest(prefix)), h);
+        let parsed = parse_line(&Key::Plain, &line[..line.len() - 1])
+            .ok()
+            .unwrap();
+        assert_eq!(parsed.kind, "genesis");
+    }
+
+    #[test]
+    fn each_kind_has_its_shape_and_no_other_kinds_fields() {
+        let line = |kind: &str, body: serde_json::Value| {
+            let (line, _) = format_line(
+                &Key::Plain,
+                1,
+                ZERO_HASH,
+                kind,
+                "2026-01-01T00:00:00.000Z",
+                &body,
+            );
+            match parse_line(&Key::Plain, &line[..line.len() - 1]) {
+                Ok(_) => Ok(()),
+                Err(LineError::Malformed(why)) => Err(why),
+                Err(LineError::HashMismatch) => Err("hash".into()),
+            }
+        };
+        let intent =
+            serde_json::json!({"call_id": "c", "argv": ["x"], "uid": 0, "pid": 1, "limits": {}});
+        assert!(line("intent", intent.clone()).is_ok());
+        let mut with_state = intent.clone();
+        with_state["state"] = "completed".into();
+        assert!(
+            line("intent", with_state).is_err(),
+            "a terminal field in an intent"
+        );
+        let mut no_pid = intent;
+        no_pid.as_object_mut().unwrap().remove("pid");
+        assert!(line("intent", no_pid).is_err(), "a required field missing");
+        let recover = serde_json::json!({"torn_offset": 1, "torn_length": 2, "torn_sha256": "ab"});
+        assert!(line("recover", recover.clone()).is_ok());
+        let mut with_call = recover;
+        with_call["call_id"] = "c".into();
+        assert!(line("recover", with_call).is_err(), "recover has no call");
+        assert!(
+            line(
+                "genesis",
+                serde_json::json!({"journal_id": "j", "key_id": null})
+            )
+            .is_ok()
+        );
+        assert!(line("mystery", serde_json::json!({})).is_err());
+        let decision = serde_json::json!({"call_id": "c", "decision": "approved", "method": "tty",
+            "requested_at": "t", "decided_at": "t", "waited_ms": 1, "approver_exit": null});
+        assert!(line("decision", decision).is_ok());
+    }
+
+    #[test]
+    fn hmac_differs_from_plain_and_needs_the_key() {
+        let key = Key::Hmac {
+            secret: b"0123456789abcdef".to_vec(),
+            id: "k".into(),
+        };
+        assert_ne!(key.digest(b"x"), Key::Plain.digest(b"x"));
+        assert_eq!(key.digest(b"x").len(), 64);
+    }
+
+    /// The strict parser (`line::Parsed`) and the writer's entry structs
+    /// must agree: every field any entry writes, with every optional field
+    /// filled, is accepted, and the journal verifies. A field added to an
+    /// entry and not to the parser fails here (the structs are built in
+    /// full, so a new field must be filled in below first).
+    #[test]
+    fn every_field_the_writer_emits_is_one_the_parser_accepts() {
+        use crate::record::{
+            ApprovalMethod, CancelReason, Decision, Exit, Limits, SignalReason, State, StdoutGuard,
+            StreamEnd, Target,
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("all-fields.jsonl");
+        let mut journal = Journal::new(path.clone(), Key::Plain);
+        journal.sync = false;
+        let limits = Limits {
+            timeout_ms: Some(1),
+            signal: "TERM".into(),
+            grace_ms: 1,
+            wait_delay_ms: 1,
+            head_bytes: 1,
+            tail_bytes: 1,
+            excerpt_bytes: 1,
+            stdout_guard: StdoutGuard::Jsonrpc,
+            max_message_bytes: 1,
+            live_rate: Some(1),
+            live_burst: Some(1),
+            stdin_close_grace_ms: Some(1),
+            redact_patterns: 1,
+        };
+        let intent = Intent {
+            call_id: "c_all".into(),
+            session_id: Some("s".into()),
+            argv: vec!["true".into()],
+            cwd: Some("/".into()),
+            uid: 0,
+            host: Some("h".into()),
+            pid: 1,
+            limits,
+        };
+        let decision = DecisionEntry {
+            call_id: "c_all".into(),
+            decision: Some(Decision::Approved),
+            method: ApprovalMethod::Command,
+            requested_at: "2026-01-01T00:00:00.000Z".into(),
+            decided_at: "2026-01-01T00:00:00.000Z".into(),
+            waited_ms: 1,
+            approver_exit: Some(Exit::Code { code: 0 }),
+        };
+        let terminal = Terminal {
+            call_id: "c_all".into(),
+            state: State::CancelledAfterDispatch,
+            exit: Some(Exit::Signal {
+                signal: "TERM".into(),
+                core_dumped: false,
+            }),
+            exit_code: Some(143),
+            cancel_reason: Some(CancelReason::Signal),
+            cancel_signal: Some("TERM".into()),
+            signals: vec![SignalFact {
+                t_ms: 1,
+                signal: "TERM".into(),
+                target: Target::Group,
+                count: 1,
+                reason: SignalReason::Signal,
+            }],
+            stream_end: Some(StreamEnd::Eof),
+            descendants_signalled: 1,
+            duration_ms: Some(1),
+            streams: StreamFacts {
+                stdout_bytes: 1,
+                stderr_bytes_seen: 1,
+                stderr_bytes_retained: 1,
+                stderr_truncated: false,
+            },
+            excerpt: Some("x".into()),
+        };
+        journal.append(Entry::Intent(&intent)).unwrap();
+        journal.append(Entry::Decision(&decision)).unwrap();
+        journal.append(Entry::Terminal(&terminal)).unwrap();
+        let report = verify(&path, None, None).unwrap();
+        assert!(report.ok, "{:?}", report.broken);
+        assert_eq!(report.entries, 4);
+        assert!(report.unfinished.is_empty());
+    }
+}
