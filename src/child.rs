@@ -14,9 +14,6 @@ use std::os::fd::OwnedFd;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 
-use nix::sys::wait::{WaitPidFlag, waitpid};
-use nix::unistd::Pid;
-
 use crate::sys;
 
 /// How the helper ended, as observed.
@@ -24,6 +21,15 @@ use crate::sys;
 pub enum ExitObs {
     Code(i32),
     Signal { signo: i32, core_dumped: bool },
+}
+
+impl From<sys::ChildExit> for ExitObs {
+    fn from(exit: sys::ChildExit) -> ExitObs {
+        match exit {
+            sys::ChildExit::Code(code) => ExitObs::Code(code),
+            sys::ChildExit::Signal { signo, core_dumped } => ExitObs::Signal { signo, core_dumped },
+        }
+    }
 }
 
 impl ExitObs {
@@ -108,20 +114,13 @@ pub fn spawn(argv: &[OsString], stdin: Option<OwnedFd>) -> Result<Helper, SpawnE
     })
 }
 
-/// Signals go out by number: nix's `Signal` has no real-time signals,
-/// and `-s RTMIN+1` must reach the helper as GNU timeout sends it.
-fn send(target: i32, signo: i32) -> bool {
-    // SAFETY: kill(2) with plain integers; a negative target is a group.
-    signo > 0 && unsafe { nix::libc::kill(target, signo) } == 0
-}
-
 /// Signal the helper's process group. False if the group is gone.
 pub fn signal_group(pgid: i32, signo: i32) -> bool {
-    pgid > 1 && send(-pgid, signo)
+    pgid > 1 && sys::send_signal(-pgid, signo)
 }
 
 fn signal_pid(pid: i32, signo: i32) -> bool {
-    pid > 1 && send(pid, signo)
+    pid > 1 && sys::send_signal(pid, signo)
 }
 
 /// Who belongs to the helper's tree. mcp-bound can inherit children it
@@ -226,8 +225,6 @@ pub fn sweep(family: &Family, signo: i32, seen: &mut HashSet<i32>) -> Sweep {
 }
 
 /// Has the helper exited? Leaves it a zombie (WNOWAIT) so its pid stays ours.
-/// Read through libc: nix's `WaitStatus` cannot hold a death by a
-/// real-time signal, and would report such an exit as none at all.
 pub fn observe_exit(pid: i32) -> Option<ExitObs> {
     wait_exit(pid, false)
 }
@@ -239,47 +236,19 @@ pub fn await_exit(pid: i32) -> Option<ExitObs> {
 }
 
 fn wait_exit(pid: i32, block: bool) -> Option<ExitObs> {
-    use nix::libc;
-    // SAFETY: siginfo_t is plain data; waitid fills it or leaves it zeroed.
-    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-    let flags = libc::WEXITED | libc::WNOWAIT | if block { 0 } else { libc::WNOHANG };
-    let rc = loop {
-        // SAFETY: a valid pointer to our own siginfo_t.
-        let rc = unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, flags) };
-        if rc != 0 && std::io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
-            continue;
-        }
-        break rc;
-    };
-    // SAFETY: si_pid and si_status are valid for SIGCHLD-style siginfo.
-    let (from, status) = unsafe { (info.si_pid(), info.si_status()) };
-    if rc != 0 || from == 0 {
-        return None;
-    }
-    match info.si_code {
-        libc::CLD_EXITED => Some(ExitObs::Code(status)),
-        libc::CLD_KILLED => Some(ExitObs::Signal {
-            signo: status,
-            core_dumped: false,
-        }),
-        libc::CLD_DUMPED => Some(ExitObs::Signal {
-            signo: status,
-            core_dumped: true,
-        }),
-        _ => None,
-    }
+    sys::wait_exit(pid, block).map(ExitObs::from)
 }
 
 /// Reap the helper once nothing more will be sent to its group.
 pub fn reap(pid: i32) {
-    let _ = waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG));
+    sys::reap(pid);
 }
 
 /// Reap exited orphans that re-parented to us, leaving the helper alone.
 pub fn reap_orphans(helper_pid: i32) {
     for pid in sys::children_of_self() {
         if pid != helper_pid {
-            let _ = waitpid(Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG));
+            sys::reap(pid);
         }
     }
 }

@@ -1,31 +1,74 @@
 //! mcp-bound: run one helper under a bounded supervisor and write a truthful
-//! lifecycle record. The binary (`main.rs`) only parses and dispatches.
+//! lifecycle record. [`main`] is the whole program; `main.rs` only calls
+//! it. ARCHITECTURE.md maps the modules.
 //!
-//! Pure modules (no I/O, tested without processes): `capture`,
-//! `termination`, `record`, `units`, `guard` (JSON-RPC line framing) and
-//! `live` (the live stderr budget) and `redact` (masking secrets). OS-facing: `signals`, `child`, `sys`
-//! (the only users of nix), `sink`, `pipe_tail` (the stderr flood path). `supervise` is the one poll loop; `run`
-//! orchestrates one call. `journal` appends and verifies the audit chain;
-//! `verify` is its command. `approve` is the approval gate before dispatch.
+//! Public for the documentation generator, the tests, the fuzz targets and
+//! the benchmarks: `cli` (the clap definition), `record` (the record
+//! model), `journal` (append and verify), `capture` and `guard` (fuzzed),
+//! `sys` (the tests hold a journal's lock with it). Everything else is
+//! crate-private.
 
-pub mod approve;
+use std::ffi::OsString;
+use std::io::Write;
+
 pub mod capture;
-pub mod child;
 pub mod cli;
-pub mod error;
 pub mod guard;
-pub mod ids;
 pub mod journal;
-pub mod live;
-pub mod pipe_tail;
 pub mod record;
-pub mod redact;
-pub mod run;
-pub mod settings;
-pub mod signals;
-pub mod sink;
-pub mod supervise;
 pub mod sys;
-pub mod termination;
-pub mod units;
-pub mod verify;
+
+mod approve;
+mod child;
+mod error;
+mod ids;
+mod live;
+mod pipe_tail;
+mod redact;
+mod run;
+mod settings;
+mod signals;
+mod sink;
+mod supervise;
+mod termination;
+mod units;
+mod verify;
+
+/// The redactor, for the capture's fuzz target (`Capture::excerpt` masks).
+pub use redact::Redactor;
+
+/// Errors that reach the top can quote argv or a bad value: mask them
+/// with the built-in patterns, as every other line mcp-bound writes.
+fn complain(prefix: &str, err: &dyn std::fmt::Display) {
+    let line = format!("{prefix}: {err}");
+    eprintln!("{}", redact::Redactor::default().redact(&line));
+}
+
+/// Parse `args`, run the call or the verify command, and return the exit
+/// code (usage errors: one line and 125; verify's own: 2).
+pub fn main<I, T>(args: I) -> i32
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    match cli::parse(args) {
+        Ok(cli::Parsed::Print(text)) => {
+            let _ = std::io::stdout().write_all(text.as_bytes());
+            0
+        }
+        Ok(cli::Parsed::Verify(args)) => verify::run(&args).unwrap_or_else(|err| {
+            complain("mcp-bound verify", &err);
+            err.exit_code()
+        }),
+        Ok(cli::Parsed::Run(cli)) => {
+            run::run(settings::Settings::from(&*cli)).unwrap_or_else(|err| {
+                complain("mcp-bound", &err);
+                err.exit_code()
+            })
+        }
+        Err(err) => {
+            complain("mcp-bound", &err);
+            err.exit_code()
+        }
+    }
+}

@@ -214,11 +214,6 @@ impl Live {
             self.pieces.pop_front();
         }
     }
-
-    /// A drop marker is still owed (the budget has not allowed it yet).
-    pub fn drop_unannounced(&self) -> u64 {
-        self.unannounced
-    }
 }
 
 #[cfg(test)]

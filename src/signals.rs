@@ -25,7 +25,6 @@ pub const TERMINATING: [i32; 4] = [
 pub const SIGKILL: i32 = Signal::SIGKILL as i32;
 pub const SIGCONT: i32 = Signal::SIGCONT as i32;
 pub const SIGTERM: i32 = Signal::SIGTERM as i32;
-pub const SIGPIPE: i32 = Signal::SIGPIPE as i32;
 
 const SLOTS: usize = 65;
 static COUNTS: [AtomicU32; SLOTS] = [const { AtomicU32::new(0) }; SLOTS];

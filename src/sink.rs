@@ -14,13 +14,12 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::mem::ManuallyDrop;
 use std::os::fd::{AsFd, AsRawFd, FromRawFd, RawFd};
-use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::os::unix::fs::FileTypeExt;
 use std::time::{Duration, Instant};
 
 use crate::sys;
 
 const PIPE_BUF: usize = 4096;
-const DEV_NULL_RDEV: u64 = (1 << 8) | 3;
 
 impl Mode {
     /// May a write be tried before poll() reported POLLOUT?
@@ -112,7 +111,7 @@ impl Sink {
             }
         } else if kind.is_socket() {
             Mode::Socket
-        } else if kind.is_file() || (kind.is_char_device() && meta.rdev() == DEV_NULL_RDEV) {
+        } else if kind.is_file() || sys::is_null_device(&meta) {
             Mode::NeverWaits
         } else {
             Mode::AfterPollout

@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use mcp_bound::capture::Capture;
-use mcp_bound::redact::Redactor;
+use mcp_bound::Redactor;
 
 static REDACTOR: OnceLock<Redactor> = OnceLock::new();
 

@@ -513,7 +513,7 @@ mod tests {
         let mut calls = 0;
         let mut failing = |_: &[Interest], _: &mut Vec<Ready>, _| {
             calls += 1;
-            Err(io::Error::from_raw_os_error(nix::libc::EINVAL))
+            Err(io::Error::from(io::ErrorKind::InvalidInput))
         };
         let now = Instant::now();
         let outcome = supervise_with(

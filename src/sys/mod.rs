@@ -1,6 +1,12 @@
-//! Thin system-call layer: poll(), descriptor flags, private file creation,
-//! and every Linux-only call (prctl, /proc, pipe sizes, splice, FIFO re-open) behind
-//! `cfg(target_os = "linux")` in this one file.
+//! The OS layer, and the only place besides `signals` that uses nix and
+//! libc: poll(), descriptor flags, private file creation, locks, the
+//! terminal, signals to processes and waiting for them. What only Linux
+//! has lives in `linux.rs`; `other.rs` stands in elsewhere, chosen here
+//! with `#[cfg]` and `#[path]`.
+
+#[cfg_attr(target_os = "linux", path = "linux.rs")]
+#[cfg_attr(not(target_os = "linux"), path = "other.rs")]
+mod os;
 
 use std::ffi::CString;
 use std::fs::File;
@@ -187,264 +193,8 @@ pub struct ProcInfo {
     pub start: u64,
 }
 
-#[cfg(target_os = "linux")]
-mod linux {
-    use super::*;
-    use std::collections::HashMap;
-
-    /// Orphaned descendants re-parent to us instead of init, so a helper
-    /// that double-forks or calls setsid stays reachable.
-    pub fn become_subreaper() -> io::Result<()> {
-        nix::sys::prctl::set_child_subreaper(true)?;
-        Ok(())
-    }
-
-    /// In the forked child, before exec: die with the supervisor.
-    /// Async-signal-safe: prctl, getppid and kill only.
-    pub fn die_with_parent(parent: i32) -> io::Result<()> {
-        // SAFETY: plain system calls without memory arguments.
-        unsafe {
-            if libc::prctl(
-                libc::PR_SET_PDEATHSIG,
-                libc::SIGKILL as libc::c_ulong,
-                0,
-                0,
-                0,
-            ) != 0
-            {
-                return Err(io::Error::last_os_error());
-            }
-            // The parent may have died before prctl took effect.
-            if libc::getppid() != parent {
-                libc::kill(libc::getpid(), libc::SIGKILL);
-            }
-        }
-        Ok(())
-    }
-
-    fn parse_stat(pid: i32, stat: &str) -> Option<ProcInfo> {
-        // The command name may contain spaces and parentheses: split after
-        // the last ')'.
-        let rest = &stat[stat.rfind(')')? + 2..];
-        let mut fields = rest.split(' ');
-        let state = fields.next()?;
-        let ppid = fields.next()?.parse().ok()?;
-        let pgid = fields.next()?.parse().ok()?;
-        // Fields 6 to 21, then starttime.
-        let start = fields.nth(16)?.parse().ok()?;
-        Some(ProcInfo {
-            pid,
-            ppid,
-            pgid,
-            zombie: state == "Z" || state == "X",
-            start,
-        })
-    }
-
-    /// One process, as /proc shows it now (None once it is reaped).
-    pub fn proc_info(pid: i32) -> Option<ProcInfo> {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        parse_stat(pid, &stat)
-    }
-
-    /// Every process below `root` (not `root` itself), from one /proc
-    /// scan, leaving out each process for which `skip` says so together
-    /// with everything below it.
-    pub fn descendants(root: i32, skip: &dyn Fn(&ProcInfo) -> bool) -> Vec<ProcInfo> {
-        let Ok(entries) = std::fs::read_dir("/proc") else {
-            return Vec::new();
-        };
-        let mut by_parent: HashMap<i32, Vec<ProcInfo>> = HashMap::new();
-        for entry in entries.flatten() {
-            let Some(pid) = entry
-                .file_name()
-                .to_str()
-                .and_then(|n| n.parse::<i32>().ok())
-            else {
-                continue;
-            };
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-                continue;
-            };
-            if let Some(info) = parse_stat(pid, &stat) {
-                by_parent.entry(info.ppid).or_default().push(info);
-            }
-        }
-        let mut found = Vec::new();
-        let mut frontier = vec![root];
-        while let Some(parent) = frontier.pop() {
-            for info in by_parent.remove(&parent).unwrap_or_default() {
-                if skip(&info) {
-                    continue;
-                }
-                frontier.push(info.pid);
-                found.push(info);
-            }
-        }
-        found
-    }
-
-    /// Our direct children, cheaply, for reaping subreaped orphans.
-    pub fn children_of_self() -> Vec<i32> {
-        let pid = std::process::id();
-        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
-            .map(|text| {
-                text.split_whitespace()
-                    .filter_map(|p| p.parse().ok())
-                    .collect()
-            })
-            .unwrap_or_else(|_| {
-                descendants(pid as i32, &|_| false)
-                    .into_iter()
-                    .filter(|p| p.ppid == pid as i32)
-                    .map(|p| p.pid)
-                    .collect()
-            })
-    }
-
-    /// A second, non-blocking open file description of the FIFO on `fd`,
-    /// through /proc. O_NONBLOCK on it affects no one else, so we can write
-    /// large chunks without ever blocking. None if the re-open fails.
-    pub fn reopen_fifo_nonblocking(fd: RawFd) -> Option<OwnedFd> {
-        let path = CString::new(format!("/proc/self/fd/{fd}")).ok()?;
-        // SAFETY: valid C string.
-        let new = unsafe {
-            libc::open(
-                path.as_ptr(),
-                libc::O_WRONLY | libc::O_NONBLOCK | libc::O_CLOEXEC,
-            )
-        };
-        // SAFETY: a fresh descriptor we own.
-        (new >= 0).then(|| unsafe { OwnedFd::from_raw_fd(new) })
-    }
-
-    /// Larger pipe buffers mean fewer wake-ups per megabyte. Best effort:
-    /// an unprivileged process is capped by /proc/sys/fs/pipe-max-size.
-    pub fn grow_pipe(fd: BorrowedFd<'_>, bytes: i32) {
-        let _ = fcntl(fd, FcntlArg::F_SETPIPE_SZ(bytes));
-    }
-
-    /// Whether `file` is the null device itself (1,3), not whatever a
-    /// container put at /dev/null: a regular file there would fill up.
-    pub fn is_dev_null(file: &File) -> bool {
-        use std::os::unix::fs::{FileTypeExt, MetadataExt};
-        file.metadata().is_ok_and(|meta| {
-            meta.file_type().is_char_device() && meta.rdev() == libc::makedev(1, 3)
-        })
-    }
-
-    /// A pipe of our own, both ends non-blocking and close-on-exec, grown
-    /// towards `bytes` (best effort). Returns (read end, write end, the
-    /// capacity granted).
-    pub fn private_pipe(bytes: i32) -> io::Result<(OwnedFd, OwnedFd, usize)> {
-        let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK)?;
-        grow_pipe(write.as_fd(), bytes);
-        let capacity = fcntl(write.as_fd(), FcntlArg::F_GETPIPE_SZ)?;
-        Ok((read, write, capacity as usize))
-    }
-
-    /// Move up to `len` bytes from one pipe to another (or a pipe to
-    /// /dev/null) inside the kernel: pipe pages change hands, nothing is
-    /// copied. Never blocks: an empty source or a full destination is
-    /// `WouldBlock`.
-    pub fn splice(from: BorrowedFd<'_>, to: BorrowedFd<'_>, len: usize) -> io::Result<usize> {
-        // SAFETY: two descriptors we hold; no offsets (both are pipes or
-        // /dev/null).
-        let moved = unsafe {
-            libc::splice(
-                from.as_raw_fd(),
-                std::ptr::null_mut(),
-                to.as_raw_fd(),
-                std::ptr::null_mut(),
-                len,
-                libc::SPLICE_F_MOVE | libc::SPLICE_F_NONBLOCK,
-            )
-        };
-        if moved < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(moved as usize)
-    }
-
-    #[cfg(test)]
-    mod tests {
-        use super::*;
-
-        #[test]
-        fn only_the_null_device_is_dev_null() {
-            let null = std::fs::OpenOptions::new()
-                .write(true)
-                .open("/dev/null")
-                .unwrap();
-            assert!(is_dev_null(&null));
-            let zero = File::open("/dev/zero").unwrap();
-            assert!(!is_dev_null(&zero), "a character device, but not (1,3)");
-            let plain = tempfile::tempfile().unwrap();
-            assert!(!is_dev_null(&plain), "a regular file");
-        }
-
-        #[test]
-        fn stat_with_odd_command_name() {
-            // Fields 3 to 22 of a real stat line, after an odd name.
-            let rest = "S 7 42 42 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654";
-            let info = parse_stat(42, &format!("42 (a) b (c)) {rest} 1 2 3")).unwrap();
-            assert_eq!(
-                info,
-                ProcInfo {
-                    pid: 42,
-                    ppid: 7,
-                    pgid: 42,
-                    zombie: false,
-                    start: 987654,
-                }
-            );
-            let zombie = rest.replacen('S', "Z", 1);
-            assert!(parse_stat(1, &format!("1 (x) {zombie}")).unwrap().zombie);
-            assert_eq!(
-                parse_stat(1, "1 (x) Z 0 1 1"),
-                None,
-                "a cut line is no line"
-            );
-        }
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-mod linux {
-    use super::*;
-
-    pub fn become_subreaper() -> io::Result<()> {
-        Ok(())
-    }
-    pub fn die_with_parent(_parent: i32) -> io::Result<()> {
-        Ok(())
-    }
-    pub fn proc_info(_pid: i32) -> Option<ProcInfo> {
-        None
-    }
-    pub fn descendants(_root: i32, _skip: &dyn Fn(&ProcInfo) -> bool) -> Vec<ProcInfo> {
-        Vec::new()
-    }
-    pub fn children_of_self() -> Vec<i32> {
-        Vec::new()
-    }
-    pub fn reopen_fifo_nonblocking(_fd: RawFd) -> Option<OwnedFd> {
-        None
-    }
-    pub fn grow_pipe(_fd: BorrowedFd<'_>, _bytes: i32) {}
-    pub fn private_pipe(_bytes: i32) -> io::Result<(OwnedFd, OwnedFd, usize)> {
-        Err(io::ErrorKind::Unsupported.into())
-    }
-    pub fn is_dev_null(_file: &File) -> bool {
-        false
-    }
-    pub fn splice(_from: BorrowedFd<'_>, _to: BorrowedFd<'_>, _len: usize) -> io::Result<usize> {
-        Err(io::ErrorKind::Unsupported.into())
-    }
-}
-
-pub use linux::{
-    become_subreaper, children_of_self, descendants, die_with_parent, grow_pipe, is_dev_null,
+pub use os::{
+    become_subreaper, children_of_self, descendants, die_with_parent, grow_pipe, null_device,
     private_pipe, proc_info, reopen_fifo_nonblocking, splice,
 };
 
@@ -574,4 +324,74 @@ pub fn hostname() -> Option<String> {
     nix::unistd::gethostname()
         .ok()
         .map(|name| name.to_string_lossy().into_owned())
+}
+
+/// Send `signo` to `target` (a negative target is a process group), by
+/// number: nix's `Signal` has no real-time signals, and `-s RTMIN+1` must
+/// go out as GNU timeout sends it. False if nothing was signalled.
+pub fn send_signal(target: i32, signo: i32) -> bool {
+    // SAFETY: kill(2) with plain integers.
+    signo > 0 && unsafe { libc::kill(target, signo) } == 0
+}
+
+/// How a child ended, as waitid(2) reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChildExit {
+    Code(i32),
+    Signal { signo: i32, core_dumped: bool },
+}
+
+/// Has child `pid` exited? It stays a zombie (WNOWAIT), so its pid (and
+/// its process group id) cannot be reused while we still signal it.
+/// `block`: wait for it. Read through libc: nix's `WaitStatus` cannot hold
+/// a death by a real-time signal.
+pub fn wait_exit(pid: i32, block: bool) -> Option<ChildExit> {
+    // SAFETY: siginfo_t is plain data; waitid fills it or leaves it zeroed.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    let flags = libc::WEXITED | libc::WNOWAIT | if block { 0 } else { libc::WNOHANG };
+    let rc = loop {
+        // SAFETY: a valid pointer to our own siginfo_t.
+        let rc = unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, flags) };
+        if rc != 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+            continue;
+        }
+        break rc;
+    };
+    // SAFETY: si_pid and si_status are valid for SIGCHLD-style siginfo.
+    let (from, status) = unsafe { (info.si_pid(), info.si_status()) };
+    if rc != 0 || from == 0 {
+        return None;
+    }
+    match info.si_code {
+        libc::CLD_EXITED => Some(ChildExit::Code(status)),
+        libc::CLD_KILLED => Some(ChildExit::Signal {
+            signo: status,
+            core_dumped: false,
+        }),
+        libc::CLD_DUMPED => Some(ChildExit::Signal {
+            signo: status,
+            core_dumped: true,
+        }),
+        _ => None,
+    }
+}
+
+/// Reap child `pid` if it has exited; never waits.
+pub fn reap(pid: i32) {
+    let _ = nix::sys::wait::waitpid(
+        nix::unistd::Pid::from_raw(pid),
+        Some(nix::sys::wait::WaitPidFlag::WNOHANG),
+    );
+}
+
+/// Whether `meta` is the null device itself, not whatever a container put
+/// at /dev/null (a regular file there would fill up).
+pub fn is_null_device(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    meta.file_type().is_char_device() && Some(meta.rdev()) == null_device()
+}
+
+/// Whether `file` is the null device itself.
+pub fn is_dev_null(file: &File) -> bool {
+    file.metadata().is_ok_and(|meta| is_null_device(&meta))
 }

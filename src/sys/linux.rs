@@ -1,0 +1,218 @@
+//! The Linux-only calls: the subreaper, the parent-death signal, /proc
+//! (descendants, our children), pipe sizes, splice and the private pipe of
+//! the flood path, FIFO re-open, and the null device check.
+
+use super::*;
+use std::collections::HashMap;
+
+/// Orphaned descendants re-parent to us instead of init, so a helper
+/// that double-forks or calls setsid stays reachable.
+pub fn become_subreaper() -> io::Result<()> {
+    nix::sys::prctl::set_child_subreaper(true)?;
+    Ok(())
+}
+
+/// In the forked child, before exec: die with the supervisor.
+/// Async-signal-safe: prctl, getppid and kill only.
+pub fn die_with_parent(parent: i32) -> io::Result<()> {
+    // SAFETY: plain system calls without memory arguments.
+    unsafe {
+        if libc::prctl(
+            libc::PR_SET_PDEATHSIG,
+            libc::SIGKILL as libc::c_ulong,
+            0,
+            0,
+            0,
+        ) != 0
+        {
+            return Err(io::Error::last_os_error());
+        }
+        // The parent may have died before prctl took effect.
+        if libc::getppid() != parent {
+            libc::kill(libc::getpid(), libc::SIGKILL);
+        }
+    }
+    Ok(())
+}
+
+fn parse_stat(pid: i32, stat: &str) -> Option<ProcInfo> {
+    // The command name may contain spaces and parentheses: split after
+    // the last ')'.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let mut fields = rest.split(' ');
+    let state = fields.next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    let pgid = fields.next()?.parse().ok()?;
+    // Fields 6 to 21, then starttime.
+    let start = fields.nth(16)?.parse().ok()?;
+    Some(ProcInfo {
+        pid,
+        ppid,
+        pgid,
+        zombie: state == "Z" || state == "X",
+        start,
+    })
+}
+
+/// One process, as /proc shows it now (None once it is reaped).
+pub fn proc_info(pid: i32) -> Option<ProcInfo> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(pid, &stat)
+}
+
+/// Every process below `root` (not `root` itself), from one /proc
+/// scan, leaving out each process for which `skip` says so together
+/// with everything below it.
+pub fn descendants(root: i32, skip: &dyn Fn(&ProcInfo) -> bool) -> Vec<ProcInfo> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut by_parent: HashMap<i32, Vec<ProcInfo>> = HashMap::new();
+    for entry in entries.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            continue;
+        };
+        if let Some(info) = parse_stat(pid, &stat) {
+            by_parent.entry(info.ppid).or_default().push(info);
+        }
+    }
+    let mut found = Vec::new();
+    let mut frontier = vec![root];
+    while let Some(parent) = frontier.pop() {
+        for info in by_parent.remove(&parent).unwrap_or_default() {
+            if skip(&info) {
+                continue;
+            }
+            frontier.push(info.pid);
+            found.push(info);
+        }
+    }
+    found
+}
+
+/// Our direct children, cheaply, for reaping subreaped orphans.
+pub fn children_of_self() -> Vec<i32> {
+    let pid = std::process::id();
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .map(|text| {
+            text.split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect()
+        })
+        .unwrap_or_else(|_| {
+            descendants(pid as i32, &|_| false)
+                .into_iter()
+                .filter(|p| p.ppid == pid as i32)
+                .map(|p| p.pid)
+                .collect()
+        })
+}
+
+/// A second, non-blocking open file description of the FIFO on `fd`,
+/// through /proc. O_NONBLOCK on it affects no one else, so we can write
+/// large chunks without ever blocking. None if the re-open fails.
+pub fn reopen_fifo_nonblocking(fd: RawFd) -> Option<OwnedFd> {
+    let path = CString::new(format!("/proc/self/fd/{fd}")).ok()?;
+    // SAFETY: valid C string.
+    let new = unsafe {
+        libc::open(
+            path.as_ptr(),
+            libc::O_WRONLY | libc::O_NONBLOCK | libc::O_CLOEXEC,
+        )
+    };
+    // SAFETY: a fresh descriptor we own.
+    (new >= 0).then(|| unsafe { OwnedFd::from_raw_fd(new) })
+}
+
+/// Larger pipe buffers mean fewer wake-ups per megabyte. Best effort:
+/// an unprivileged process is capped by /proc/sys/fs/pipe-max-size.
+pub fn grow_pipe(fd: BorrowedFd<'_>, bytes: i32) {
+    let _ = fcntl(fd, FcntlArg::F_SETPIPE_SZ(bytes));
+}
+
+/// The null device's number here: (1, 3).
+pub fn null_device() -> Option<u64> {
+    Some(libc::makedev(1, 3))
+}
+
+/// A pipe of our own, both ends non-blocking and close-on-exec, grown
+/// towards `bytes` (best effort). Returns (read end, write end, the
+/// capacity granted).
+pub fn private_pipe(bytes: i32) -> io::Result<(OwnedFd, OwnedFd, usize)> {
+    let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK)?;
+    grow_pipe(write.as_fd(), bytes);
+    let capacity = fcntl(write.as_fd(), FcntlArg::F_GETPIPE_SZ)?;
+    Ok((read, write, capacity as usize))
+}
+
+/// Move up to `len` bytes from one pipe to another (or a pipe to
+/// /dev/null) inside the kernel: pipe pages change hands, nothing is
+/// copied. Never blocks: an empty source or a full destination is
+/// `WouldBlock`.
+pub fn splice(from: BorrowedFd<'_>, to: BorrowedFd<'_>, len: usize) -> io::Result<usize> {
+    // SAFETY: two descriptors we hold; no offsets (both are pipes or
+    // /dev/null).
+    let moved = unsafe {
+        libc::splice(
+            from.as_raw_fd(),
+            std::ptr::null_mut(),
+            to.as_raw_fd(),
+            std::ptr::null_mut(),
+            len,
+            libc::SPLICE_F_MOVE | libc::SPLICE_F_NONBLOCK,
+        )
+    };
+    if moved < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(moved as usize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_null_device_is_dev_null() {
+        let null = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/null")
+            .unwrap();
+        assert!(is_dev_null(&null));
+        let zero = File::open("/dev/zero").unwrap();
+        assert!(!is_dev_null(&zero), "a character device, but not (1,3)");
+        let plain = tempfile::tempfile().unwrap();
+        assert!(!is_dev_null(&plain), "a regular file");
+    }
+
+    #[test]
+    fn stat_with_odd_command_name() {
+        // Fields 3 to 22 of a real stat line, after an odd name.
+        let rest = "S 7 42 42 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654";
+        let info = parse_stat(42, &format!("42 (a) b (c)) {rest} 1 2 3")).unwrap();
+        assert_eq!(
+            info,
+            ProcInfo {
+                pid: 42,
+                ppid: 7,
+                pgid: 42,
+                zombie: false,
+                start: 987654,
+            }
+        );
+        let zombie = rest.replacen('S', "Z", 1);
+        assert!(parse_stat(1, &format!("1 (x) {zombie}")).unwrap().zombie);
+        assert_eq!(
+            parse_stat(1, "1 (x) Z 0 1 1"),
+            None,
+            "a cut line is no line"
+        );
+    }
+}

@@ -1,0 +1,36 @@
+//! Stand-ins where the system is not Linux: no subreaper, no parent-death
+//! signal, no /proc (descendants outside the group cannot be found), no
+//! splice (the flood path reads). mcp-bound compiles there and says less.
+
+use super::*;
+
+pub fn become_subreaper() -> io::Result<()> {
+    Ok(())
+}
+pub fn die_with_parent(_parent: i32) -> io::Result<()> {
+    Ok(())
+}
+pub fn proc_info(_pid: i32) -> Option<ProcInfo> {
+    None
+}
+pub fn descendants(_root: i32, _skip: &dyn Fn(&ProcInfo) -> bool) -> Vec<ProcInfo> {
+    Vec::new()
+}
+pub fn children_of_self() -> Vec<i32> {
+    Vec::new()
+}
+pub fn reopen_fifo_nonblocking(_fd: RawFd) -> Option<OwnedFd> {
+    None
+}
+pub fn grow_pipe(_fd: BorrowedFd<'_>, _bytes: i32) {}
+pub fn private_pipe(_bytes: i32) -> io::Result<(OwnedFd, OwnedFd, usize)> {
+    Err(io::ErrorKind::Unsupported.into())
+}
+/// Not known for sure here: the flood path then reads, and our stdout
+/// treats /dev/null like any character device.
+pub fn null_device() -> Option<u64> {
+    None
+}
+pub fn splice(_from: BorrowedFd<'_>, _to: BorrowedFd<'_>, _len: usize) -> io::Result<usize> {
+    Err(io::ErrorKind::Unsupported.into())
+}
