@@ -160,7 +160,7 @@ fn by_command(
         },
         head_bytes: 0,
         tail_bytes: APPROVER_TAIL,
-        flood_path: crate::pipe_tail::FloodPath::Auto,
+        flood_path: crate::diagnostics::FloodPath::Auto,
         stdout: supervise::StdoutMode::Capture,
         live: None,
         redactor: gate.redactor.clone(),

@@ -20,10 +20,10 @@ pub mod sys;
 
 mod approve;
 mod child;
+mod diagnostics;
 mod error;
 mod ids;
 mod live;
-mod pipe_tail;
 mod redact;
 mod run;
 mod settings;

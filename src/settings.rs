@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use crate::approve;
 use crate::cli::{ApproveOn, Cli, Echo, GuardMode};
-use crate::pipe_tail::FloodPath;
+use crate::diagnostics::FloodPath;
 use crate::termination::Policy;
 
 /// The live stderr budget.

@@ -130,7 +130,7 @@ pub struct CaptureArgs {
         default_value = "auto",
         help_heading = "Capture options"
     )]
-    pub flood_path: crate::pipe_tail::FloodPath,
+    pub flood_path: crate::diagnostics::FloodPath,
 
     /// Also mask matches of REGEX (repeatable) in everything written out of the capture; built-in patterns cover Authorization headers, Bearer tokens, private keys, common API token shapes and password=/token=/secret= pairs.
     #[arg(long, value_name = "REGEX", env = "MCP_BOUND_REDACT", value_delimiter = '\n', value_parser = parse_regex, help_heading = "Capture options")]

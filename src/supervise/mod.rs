@@ -22,8 +22,8 @@ use std::time::Instant;
 
 use crate::capture::Capture;
 use crate::child::{self, ExitObs, Helper};
+use crate::diagnostics::{Diagnostics, FloodPath};
 use crate::guard::Guard;
-use crate::pipe_tail::{Diagnostics, FloodPath};
 use crate::record::{Event, EventKind, SignalReason, StreamEnd};
 use crate::redact::Redactor;
 use crate::signals::{self, SignalPipe};

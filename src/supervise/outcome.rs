@@ -4,7 +4,7 @@ use std::time::Instant;
 
 use crate::capture::Capture;
 use crate::child::ExitObs;
-use crate::pipe_tail::FloodPath;
+use crate::diagnostics::FloodPath;
 use crate::record::{Event, StdoutFacts, StreamEnd};
 use crate::redact::Redactor;
 use crate::settings::LiveBudget;

@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use super::live_out::{LiveCounts, LiveOutput};
 use crate::capture::Capture;
-use crate::pipe_tail::{self, Diagnostics, Took};
+use crate::diagnostics::{self, Diagnostics, Took};
 
 /// Bytes read from the helper's stderr at once.
 const READ_SIZE: usize = 64 * 1024;
@@ -124,7 +124,7 @@ impl StderrDrain {
         Drained::Open
     }
 
-    /// The flood path: stderr moves inside the kernel (see `pipe_tail`).
+    /// The flood path: stderr moves inside the kernel (see `diagnostics`).
     /// A move shorter than asked for means the pipe is drained for now, so
     /// the turn ends there instead of paying for a move of nothing.
     fn move_flood(&mut self, now: Instant, intake: &mut Intake) -> Drained {
@@ -138,7 +138,7 @@ impl StderrDrain {
             {
                 Took::Bytes(n) => {
                     self.last_read = Some(now);
-                    if n < pipe_tail::MOVE_MAX {
+                    if n < diagnostics::MOVE_MAX {
                         break;
                     }
                 }
@@ -165,7 +165,7 @@ impl StderrDrain {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pipe_tail::FloodPath;
+    use crate::diagnostics::FloodPath;
     use crate::redact::Redactor;
     use std::io::Write;
     use std::os::fd::OwnedFd;

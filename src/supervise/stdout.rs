@@ -299,7 +299,7 @@ fn divert(intake: &mut Intake, now: Instant, bytes: &[u8], reason: DivertReason)
 mod tests {
     use super::*;
     use crate::capture::Capture;
-    use crate::pipe_tail::{Diagnostics, FloodPath};
+    use crate::diagnostics::{Diagnostics, FloodPath};
     use std::io::Write;
     use std::os::fd::{AsFd, OwnedFd};
 

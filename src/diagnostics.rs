@@ -6,10 +6,11 @@
 //! [`Capture`]. Once a stream has outgrown the capture, reading is mostly
 //! copying bytes only to evict them. The flood path keeps the newest bytes
 //! in the kernel instead: they are spliced from the helper's pipe into a
-//! pipe of our own (the ring), and whatever the tail can no longer keep is
-//! spliced from the ring's front into /dev/null, counted. Pipe pages change
-//! hands; nothing is copied. The last `tail_bytes` are read once, when the
-//! ring is settled into the capture.
+//! pipe of our own (the holding pipe; the capture's own tail is the ring),
+//! and whatever the tail can no longer keep is spliced from the holding
+//! pipe's front into /dev/null, counted. Pipe pages change hands; nothing
+//! is copied. The last `tail_bytes` are read once, when the holding pipe
+//! is settled into the capture.
 //!
 //! Which path is cheaper depends on the machine, and can change while a
 //! flood runs. Reading copies pages the helper just wrote: from a cache we
@@ -18,21 +19,21 @@
 //! on distant cores), the copy is the expensive part. So reads during a
 //! flood are timed in windows (two clock reads per read; after a fast
 //! window the next [`REST_AFTER_FAST`] bytes go untimed). Once reading
-//! runs below [`SPLICE_BELOW`], the ring is put on trial: it stays only if
+//! runs below [`SPLICE_BELOW`], the holding pipe is put on trial: it stays only if
 //! the flood then moves [`TRIAL_GAIN`] times faster in wall time than it
 //! did while read, since a slow copy does not always mean moving pages is
 //! cheaper. Every [`REPROBE_AFTER`] bytes, reads are measured again. The
 //! choice changes speed, never what is kept: both paths feed the same
 //! capture.
 //!
-//! One rule keeps the order: the ring holds the newest bytes, so it is
+//! One rule keeps the order: the holding pipe holds the newest bytes, so it is
 //! settled before any other byte enters the capture (a diverted stdout
 //! line, say), and at the end.
 //!
 //! A pipe counts pages, not bytes. A helper that writes a few bytes at a
-//! time can fill the ring's slots long before it holds `tail_bytes`; the
+//! time can fill the holding pipe's slots long before it holds `tail_bytes`; the
 //! helper's pipe then cannot be drained into it. That is detected (poll
-//! said readable, yet nothing moved) and answered by settling the ring,
+//! said readable, yet nothing moved) and answered by settling the holding pipe,
 //! which empties it, so stderr never stops draining. Anything unexpected
 //! from splice turns the flood path off for good and reads resume.
 //!
@@ -48,7 +49,7 @@ use std::time::{Duration, Instant};
 use crate::capture::Capture;
 use crate::sys;
 
-/// The ring asks for this much; an unprivileged process may get less.
+/// The holding pipe asks for this much; an unprivileged process may get less.
 const RING_PIPE_BYTES: i32 = 1 << 20;
 /// Most bytes moved by one splice; a helper's pipe holds at most 1 MiB.
 pub const MOVE_MAX: usize = 1 << 20;
@@ -59,7 +60,7 @@ const FLOOD_AFTER: u64 = 256 * 1024;
 const PROBE_BYTES: u64 = 8 << 20;
 /// ...counting only reads this large, whose time is mostly the copy...
 const MIN_TIMED_READ: usize = 4096;
-/// ...and the ring is tried after this many slow windows in a row, so
+/// ...and the holding pipe is tried after this many slow windows in a row, so
 /// that one window disturbed by the scheduler does not decide.
 const SLOW_WINDOWS: u8 = 2;
 /// Reading slower than this (bytes per second inside read(2), system-call
@@ -67,14 +68,14 @@ const SLOW_WINDOWS: u8 = 2;
 /// is cheaper. Measured on a 2-vCPU AMD EPYC VM, over 8 MiB windows, and
 /// changing within one run as the scheduler moves processes: 14 to 18
 /// GB/s, or 10 to 11 GB/s, from a shared cache; 5.3 to 7.8 GB/s otherwise,
-/// where the ring costs 0.31 s per GiB against 0.45 s for reads. With a
+/// where the holding pipe costs 0.31 s per GiB against 0.45 s for reads. With a
 /// writer fed by a pipe (`yes | head`, three processes on two CPUs) slow
-/// windows come in phases in which the ring does not pay; the trial sends
+/// windows come in phases in which the holding pipe does not pay; the trial sends
 /// those back to reads.
 pub const SPLICE_BELOW: f64 = 8.5e9;
 /// On the flood path, measure reading again after this many bytes.
 pub const REPROBE_AFTER: u64 = 256 << 20;
-/// The ring is on trial for this many bytes...
+/// The holding pipe is on trial for this many bytes...
 pub const TRIAL_BYTES: u64 = 32 << 20;
 /// ...and stays only if the flood then moves at least this much faster
 /// (wall time) than it did while read; otherwise reads come back for
@@ -125,8 +126,8 @@ pub enum Path {
     },
     /// A flood, read untimed until `bytes` reaches `until`.
     Resting { bytes: u64, until: u64 },
-    /// A flood, moved through the ring since `since`. On `trial`, the
-    /// ring must beat `baseline` (bytes per second of wall time while
+    /// A flood, moved through the holding pipe since `since`. On `trial`,
+    /// the holding pipe must beat `baseline` (bytes per second of wall time while
     /// reading) or reads come back.
     Splicing {
         bytes: u64,
@@ -138,7 +139,7 @@ pub enum Path {
 
 impl Path {
     /// A read of `bytes` at `now`, timed (`busy`) while probing. True when
-    /// the flood should move through the ring from now on.
+    /// the flood should move through the holding pipe from now on.
     pub fn on_read(&mut self, bytes: usize, busy: Option<Duration>, now: Instant) -> bool {
         if let Path::Resting {
             bytes: rested,
@@ -192,8 +193,8 @@ impl Path {
         matches!(self, Path::Splicing { .. })
     }
 
-    /// Bytes moved through the ring, at `now`. True when reads come back:
-    /// the ring did not pay on trial, or it is time to measure again.
+    /// Bytes moved through the holding pipe, at `now`. True when reads come back:
+    /// the holding pipe did not pay on trial, or it is time to measure again.
     pub fn on_spliced(&mut self, bytes: usize, now: Instant) -> bool {
         let Path::Splicing {
             bytes: moved,
@@ -234,13 +235,13 @@ impl Path {
 }
 
 /// Stderr bytes newer than everything in the capture, held in a pipe.
-struct Ring {
+struct HoldingPipe {
     read: File,
     write: OwnedFd,
     devnull: File,
     held: usize,
     keep: usize,
-    /// Trimming waits until the ring holds this much, so that small moves
+    /// Trimming waits until the holding pipe holds this much, so that small moves
     /// do not each cost a second splice.
     trim_above: usize,
 }
@@ -248,8 +249,8 @@ struct Ring {
 pub struct Diagnostics {
     capture: Capture,
     path: Path,
-    ring: Option<Ring>,
-    /// Read once a ring could not be had or splice misbehaved.
+    holding: Option<HoldingPipe>,
+    /// Read once a holding pipe could not be had or splice misbehaved.
     flood_path: FloodPath,
 }
 
@@ -258,7 +259,7 @@ impl Diagnostics {
         Diagnostics {
             capture,
             path: Path::Reading,
-            ring: None,
+            holding: None,
             flood_path,
         }
     }
@@ -289,7 +290,7 @@ impl Diagnostics {
                         baseline: 0.0,
                         trial: false,
                     };
-                    self.open_ring();
+                    self.open_holding();
                 } else {
                     self.path = Path::probe(0);
                 }
@@ -297,48 +298,48 @@ impl Diagnostics {
         }
     }
 
-    fn open_ring(&mut self) {
-        if self.ring.is_none() {
-            self.ring = Ring::new(self.capture.tail_limit());
-            if self.ring.is_none() {
+    fn open_holding(&mut self) {
+        if self.holding.is_none() {
+            self.holding = HoldingPipe::new(self.capture.tail_limit());
+            if self.holding.is_none() {
                 self.stop_flood_path();
             }
         }
     }
 
     /// A read of `bytes` (already pushed) at `now`, which took `busy` if
-    /// it was timed: maybe switch to the ring.
+    /// it was timed: maybe switch to the holding.
     pub fn on_read(&mut self, bytes: usize, busy: Option<Duration>, now: Instant) {
         if self.path.on_read(bytes, busy, now) {
-            self.open_ring();
+            self.open_holding();
         }
     }
 
-    /// Move what the helper's pipe holds into the ring, inside the kernel.
+    /// Move what the helper's pipe holds into the holding pipe, inside the kernel.
     /// `expect_data`: poll said the pipe is readable, so a move of nothing
-    /// means the ring's slots are full.
+    /// means the holding pipe's slots are full.
     pub fn take_from(&mut self, source: BorrowedFd<'_>, expect_data: bool, now: Instant) -> Took {
-        let (true, Some(ring)) = (self.splicing(), self.ring.as_mut()) else {
+        let (true, Some(holding)) = (self.splicing(), self.holding.as_mut()) else {
             return Took::Off;
         };
-        let moved = match sys::splice(source, ring.write.as_fd(), MOVE_MAX) {
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock && expect_data && ring.held > 0 => {
+        let moved = match sys::splice(source, holding.write.as_fd(), MOVE_MAX) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock && expect_data && holding.held > 0 => {
                 self.settle();
-                let Some(ring) = self.ring.as_mut() else {
+                let Some(holding) = self.holding.as_mut() else {
                     return Took::Off;
                 };
-                sys::splice(source, ring.write.as_fd(), MOVE_MAX)
+                sys::splice(source, holding.write.as_fd(), MOVE_MAX)
             }
             other => other,
         };
         match moved {
             Ok(0) => Took::Eof,
             Ok(n) => {
-                let Some(ring) = self.ring.as_mut() else {
+                let Some(holding) = self.holding.as_mut() else {
                     return Took::Off;
                 };
-                ring.held += n;
-                if ring.held > ring.trim_above && ring.trim(&mut self.capture).is_err() {
+                holding.held += n;
+                if holding.held > holding.trim_above && holding.trim(&mut self.capture).is_err() {
                     self.stop_flood_path();
                 } else if self.flood_path == FloodPath::Auto && self.path.on_spliced(n, now) {
                     self.settle();
@@ -355,40 +356,40 @@ impl Diagnostics {
     }
 
     /// Hand the held bytes to the capture: the excess to /dev/null
-    /// (counted), then the rest read. The ring stays for more. Should our
-    /// own pipe fail to give them back, the ring is dropped and reads
+    /// (counted), then the rest read. The holding pipe stays for more. Should our
+    /// own pipe fail to give them back, the holding pipe is dropped and reads
     /// resume; the bytes it still held were seen, so they count, as dropped.
     fn settle(&mut self) {
-        let Some(ring) = self.ring.as_mut() else {
+        let Some(holding) = self.holding.as_mut() else {
             return;
         };
-        if ring.held > 0 && ring.hand_over(&mut self.capture).is_err() {
-            self.capture.skip_superseded(ring.held as u64);
-            self.ring = None;
+        if holding.held > 0 && holding.hand_over(&mut self.capture).is_err() {
+            self.capture.skip_superseded(holding.held as u64);
+            self.holding = None;
             self.stop_flood_path();
         }
     }
 
-    /// Plain reads from now on, the ring settled and closed: the stream
-    /// ended, no ring can be had, or splice misbehaved.
+    /// Plain reads from now on, the holding pipe settled and closed: the stream
+    /// ended, no holding pipe can be had, or splice misbehaved.
     pub fn stop_flood_path(&mut self) {
         self.settle();
-        self.ring = None;
+        self.holding = None;
         self.path = Path::Reading;
         self.flood_path = FloodPath::Read;
     }
 
-    /// The capture, complete: the ring settled.
+    /// The capture, complete: the holding pipe settled.
     pub fn finish(mut self) -> Capture {
         self.settle();
         self.capture
     }
 }
 
-impl Ring {
-    /// None when no ring can be had, or one too small to hold the tail
+impl HoldingPipe {
+    /// None when no holding pipe can be had, or one too small to hold the tail
     /// with room to spare (its slots would fill before a trim).
-    fn new(keep: usize) -> Option<Ring> {
+    fn new(keep: usize) -> Option<HoldingPipe> {
         let (read, write, capacity) = sys::private_pipe(RING_PIPE_BYTES).ok()?;
         if keep > capacity / 4 {
             return None;
@@ -398,7 +399,7 @@ impl Ring {
             .open("/dev/null")
             .ok()
             .filter(sys::is_dev_null)?;
-        Some(Ring {
+        Some(HoldingPipe {
             read: File::from(read),
             write,
             devnull,
@@ -474,7 +475,7 @@ mod tests {
     }
 
     /// Windows of slow reads, spread over a long (future) stretch of wall
-    /// time: the ring's trial then compares against a trickle and passes.
+    /// time: the holding pipe's trial then compares against a trickle and passes.
     fn slow_windows(diag: &mut Diagnostics) {
         let mut at = Instant::now();
         let half = PROBE_BYTES as usize / 2;
@@ -524,9 +525,9 @@ mod tests {
     }
 
     #[test]
-    fn tiny_writes_that_fill_the_rings_slots_never_stall_the_stream() {
-        // One byte per move: every move takes a ring slot of its own, so
-        // the ring fills (a few hundred slots) long before it holds the
+    fn tiny_writes_that_fill_the_holding_pipes_slots_never_stall_the_stream() {
+        // One byte per move: every move takes a holding pipe slot of its own, so
+        // the holding pipe fills (a few hundred slots) long before it holds the
         // tail. Each move must still succeed.
         let data = stream(400 * 1024);
         let prefix = &data[..300 * 1024];
@@ -581,7 +582,7 @@ mod tests {
         let mut diag = Diagnostics::new(Capture::new(1 << 20, 0), FloodPath::Auto);
         diag.push(&stream(300 * 1024));
         assert!(!diag.probing());
-        // A tail the ring cannot hold with room to spare stays in user
+        // A tail the holding pipe cannot hold with room to spare stays in user
         // space, for good.
         let mut diag = Diagnostics::new(Capture::new(0, 4 << 20), FloodPath::Auto);
         diag.push(&stream(5 << 20));
@@ -614,7 +615,7 @@ mod tests {
         assert!(matches!(path, Path::Probing { slow: 1, .. }));
         assert!(!path.on_read(window, busy(SPLICE_BELOW * 2.0), at(5)));
         assert_eq!(path, rest);
-        // Two slow windows in a row take the ring, on trial against the
+        // Two slow windows in a row take the holding pipe, on trial against the
         // wall-time throughput of the last window: 8 MiB in 100 ms.
         let mut path = probing;
         let half = window / 2;
@@ -633,15 +634,15 @@ mod tests {
             "{baseline}"
         );
         let on_trial = path;
-        // The ring pays (32 MiB in 100 ms: 4x): it stays, and reading is
+        // The holding pipe pays (32 MiB in 100 ms: 4x): it stays, and reading is
         // measured again after a while.
         assert!(!path.on_spliced(TRIAL_BYTES as usize, at(300)));
         assert!(matches!(path, Path::Splicing { trial: false, .. }));
         assert!(!path.on_spliced((REPROBE_AFTER - TRIAL_BYTES) as usize - 1, at(400)));
         assert!(path.on_spliced(1, at(500)));
         assert_eq!(path, probing);
-        // The ring does not pay (32 MiB in 400 ms: as fast as reads): reads
-        // come back, untimed, for as long as the ring would have run.
+        // The holding pipe does not pay (32 MiB in 400 ms: as fast as reads): reads
+        // come back, untimed, for as long as the holding pipe would have run.
         let mut path = on_trial;
         assert!(path.on_spliced(TRIAL_BYTES as usize, at(600)));
         assert_eq!(
@@ -676,7 +677,7 @@ mod tests {
             diag.take_from(read.as_fd(), true, Instant::now()),
             Took::Off
         );
-        // The rest arrives by reads, after what the ring held.
+        // The rest arrives by reads, after what the holding pipe held.
         let mut buf = vec![0; 1 << 20];
         while let Ok(n) = read.try_clone().unwrap().read(&mut buf) {
             diag.push(&buf[..n]);

@@ -1,0 +1,288 @@
+//! How a call ends, whichever way it ends: the record completed and
+//! written (file, descriptor), the journal's terminal entry, and the
+//! bounded echo with its summary line, all masked, none able to hang us.
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::Path;
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::cli::Echo;
+use crate::error::code;
+use crate::ids::rfc3339;
+use crate::journal::{self, Journal};
+use crate::record::{Event, EventKind, Record, State, StderrFacts};
+use crate::redact::Redactor;
+use crate::settings::Settings;
+use crate::signals;
+use crate::sink::Sink;
+use crate::supervise::Outcome;
+use crate::sys;
+use crate::termination::Cancellation;
+use crate::units::millis;
+
+/// How long the final writes to our stderr or a record fd may wait for a
+/// reader that does not read. Past it they are dropped: never hang at exit.
+const EXIT_WRITE_LIMIT: Duration = Duration::from_secs(1);
+
+/// A monotonic instant as wall-clock time, through the run's two origins.
+fn wall_time(origin: Instant, started_at: SystemTime, at: Instant) -> String {
+    rfc3339(started_at + at.saturating_duration_since(origin))
+}
+
+/// The end of a call, whichever way it ends.
+pub(super) struct Ending<'a> {
+    pub(super) settings: &'a Settings,
+    pub(super) origin: Instant,
+    pub(super) started_at: SystemTime,
+    pub(super) redactor: &'a Redactor,
+    /// Set once the intent is in the journal: then a terminal entry is owed.
+    pub(super) journal: Option<&'a Journal>,
+    /// The record path already refused the in-flight record, and said so:
+    /// the final record is still tried, but a second refusal is not news.
+    pub(super) record_refused: std::cell::Cell<bool>,
+}
+
+impl Ending<'_> {
+    /// Write the in-flight record; the error line if it cannot be written
+    /// (then nothing may start).
+    pub(super) fn write_in_flight(&self, record: &Record) -> Option<String> {
+        let path = self.settings.record.path.as_ref()?;
+        let err = write_record_file(path, record).err()?;
+        self.record_refused.set(true);
+        Some(format!(
+            "--record {}: cannot write the record before dispatch: {err}; the helper was not started",
+            path.display()
+        ))
+    }
+
+    pub(super) fn cancel_before_dispatch(&self, mut record: Record, signo: i32) -> i32 {
+        record.state = State::CancelledBeforeDispatch;
+        record.cancel_reason = Some(Cancellation::Signal(signo).into());
+        record.cancel_signal = Some(signals::name(signo));
+        self.finish(record, 128 + signo, None)
+    }
+
+    /// Nothing was started: say so in one line, and in the record and
+    /// journal where those exist.
+    pub(super) fn fail_before_dispatch(
+        &self,
+        mut record: Record,
+        error: String,
+        exit_code: i32,
+    ) -> i32 {
+        self.say(format!("mcp-bound: {error}\n"));
+        record.state = State::FailedBeforeDispatch;
+        record.error = Some(error);
+        self.finish(record, exit_code, None)
+    }
+
+    /// The one way a line reaches our stderr from a call: masked, and
+    /// bounded in time so a reader that does not read cannot hang us.
+    pub(super) fn say(&self, line: String) {
+        let line = self.redactor.redact(&line);
+        let _ = Sink::stderr().write_all_within(line.as_bytes(), EXIT_WRITE_LIMIT);
+    }
+
+    /// Complete the record, write it everywhere asked, echo, return the code.
+    pub(super) fn finish(
+        &self,
+        mut record: Record,
+        exit_code: i32,
+        outcome: Option<Outcome>,
+    ) -> i32 {
+        let settings = self.settings;
+        // The error text can quote argv or a path: it leaves masked, like
+        // everything else (the journal's terminal entry is built from this).
+        record.error = record
+            .error
+            .map(|error| self.redactor.redact(&error).into_owned());
+        record.exit_code = Some(exit_code);
+        record.ended_at = Some(rfc3339(SystemTime::now()));
+        record.duration_ms = Some(millis(self.origin.elapsed()));
+        let mut echo_text = None;
+        let mut journal_excerpt = None;
+        if let Some(outcome) = outcome {
+            let capture = &outcome.capture;
+            let retained = capture.head_limit() + capture.tail_limit();
+            record.stderr = StderrFacts {
+                bytes_seen: capture.bytes_seen(),
+                bytes_retained: capture.bytes_retained(),
+                truncated: capture.truncated(),
+                head_bytes: capture.head_limit() as u64,
+                tail_bytes: capture.tail_limit() as u64,
+                excerpt: capture.excerpt(retained, self.redactor).text,
+                live_bytes_forwarded: outcome.live_forwarded,
+                live_bytes_dropped: outcome.live_dropped,
+                live_bytes_unsent: outcome.live_unsent,
+            };
+            record.last_stdout_at = outcome
+                .last_stdout
+                .map(|at| wall_time(self.origin, self.started_at, at));
+            record.last_stderr_at = outcome
+                .last_stderr
+                .map(|at| wall_time(self.origin, self.started_at, at));
+            record.events = outcome.events;
+            echo_text = Some(
+                capture
+                    .excerpt(settings.capture.excerpt_bytes, self.redactor)
+                    .text,
+            );
+            if let Some(journal) = &settings.journal
+                && journal.excerpt_bytes > 0
+            {
+                journal_excerpt = Some(capture.excerpt(journal.excerpt_bytes, self.redactor).text);
+            }
+        }
+        record.events.sort_by_key(|event: &Event| event.t_ms);
+
+        let complain = |line: String| self.say(line);
+        // A failure or denial before dispatch already printed its one line.
+        let echo = match settings.capture.echo {
+            _ if matches!(record.state, State::FailedBeforeDispatch | State::Denied) => false,
+            Echo::Never => false,
+            Echo::OnFailure => exit_code != 0,
+            Echo::Always => true,
+        };
+        if echo {
+            // With --live the host's log already has the stderr, as it
+            // came: repeating it as an excerpt would show every line twice.
+            // Only the summary line then, which says so.
+            let shown_live = record.limits.live_rate.is_some();
+            let mut text = if shown_live {
+                String::new()
+            } else {
+                echo_text.unwrap_or_default()
+            };
+            if !text.is_empty() && !text.ends_with('\n') {
+                text.push('\n');
+            }
+            text.push_str(&summary(&record));
+            complain(text);
+        }
+        if let Some(path) = &settings.record.path
+            && let Err(err) = write_record_file(path, &record)
+            && !self.record_refused.get()
+        {
+            complain(format!(
+                "mcp-bound: --record {}: cannot write the final record: {err}\n",
+                path.display()
+            ));
+        }
+        if let Some(journal) = self.journal {
+            let terminal = journal::Terminal::from_record(&record, journal_excerpt);
+            if let Err(err) = journal.append(journal::Entry::Terminal(&terminal)) {
+                complain(format!(
+                    "mcp-bound: --journal {}: cannot write the terminal entry: {err}\n",
+                    journal.path.display()
+                ));
+            }
+        }
+        if let Some(fd) = settings.record.fd {
+            let line = record.to_line();
+            if let Err(err) = Sink::for_fd(fd).write_all_within(line.as_bytes(), EXIT_WRITE_LIMIT) {
+                complain(format!(
+                    "mcp-bound: --record-fd {fd}: cannot write the record: {err}\n"
+                ));
+            }
+        }
+        exit_code
+    }
+}
+
+/// An observed exit in words, for the lines mcp-bound prints.
+pub(super) fn describe_exit(exit: Option<&crate::record::Exit>) -> String {
+    match exit {
+        Some(crate::record::Exit::Code { code }) => format!("exit {code}"),
+        Some(crate::record::Exit::Signal { signal, .. }) => format!("killed by {signal}"),
+        None => "no exit observed".to_string(),
+    }
+}
+
+/// One line that says what happened, after the excerpt.
+fn summary(record: &Record) -> String {
+    let exit = describe_exit(record.exit.as_ref());
+    let state = serde_json::to_value(record.state)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default();
+    let signals_sent: Vec<String> = record
+        .events
+        .iter()
+        .filter_map(|event| match &event.kind {
+            EventKind::SignalSent { signal, target, .. } => Some(format!(
+                "{signal} to {}",
+                if *target == crate::record::Target::Group {
+                    "group"
+                } else {
+                    "descendants"
+                }
+            )),
+            _ => None,
+        })
+        .collect();
+    let sent = if signals_sent.is_empty() {
+        String::new()
+    } else {
+        format!("; sent {}", signals_sent.join(", "))
+    };
+    let stderr = &record.stderr;
+    let kept = if record.limits.live_rate.is_some() {
+        let mut live = format!("{} shown live", stderr.live_bytes_forwarded);
+        if stderr.live_bytes_dropped > 0 {
+            live.push_str(&format!(", {} dropped", stderr.live_bytes_dropped));
+        }
+        if stderr.live_bytes_unsent > 0 {
+            live.push_str(&format!(", {} unsent at exit", stderr.live_bytes_unsent));
+        }
+        live
+    } else {
+        format!("{} kept", stderr.bytes_retained)
+    };
+    format!(
+        "mcp-bound: {state} after {}ms ({exit}{sent}); stderr {} bytes seen, {kept}; exit {}\n",
+        record.duration_ms.unwrap_or(0),
+        stderr.bytes_seen,
+        record.exit_code.unwrap_or(code::OWN_FAILURE),
+    )
+}
+
+/// Replace the record at `path` atomically: a private temporary file in the
+/// same directory, synced, then renamed over. A symlink at `path` is
+/// refused rather than followed or replaced.
+pub(super) fn write_record_file(path: &Path, record: &Record) -> io::Result<()> {
+    if let Ok(meta) = fs::symlink_metadata(path) {
+        if meta.file_type().is_symlink() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "is a symlink; refusing to follow it",
+            ));
+        }
+        if !meta.is_file() {
+            // Renaming over a device or a FIFO would replace it.
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "is not a regular file; refusing to replace it",
+            ));
+        }
+    }
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "has no file name"))?;
+    let temp = sys::parent_dir(path).join(format!(
+        ".{}.{}.{}.tmp",
+        name.to_string_lossy(),
+        std::process::id(),
+        crate::ids::random_hex(4)
+    ));
+    let result = (|| {
+        let mut file = sys::create_private(&temp)?;
+        file.write_all(record.to_line().as_bytes())?;
+        file.sync_data()?;
+        fs::rename(&temp, path)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&temp);
+    }
+    result
+}
