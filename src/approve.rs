@@ -220,18 +220,18 @@ fn by_tty(request: &Request<'_>, gate: &Gate<'_>, started: Instant) -> Verdict {
     let mut answer = Vec::new();
     let mut ready = Vec::with_capacity(2);
     use std::os::fd::AsRawFd;
+    let interests = [
+        sys::Interest::new(gate.signals.fd().as_raw_fd(), true, false),
+        sys::Interest::new(tty.as_raw_fd(), true, false),
+    ];
     loop {
-        let now = Instant::now();
-        if now >= deadline {
-            let _ = tty.write_all(b"\nmcp-bound: approval expired; not running it.\n");
-            return decided(Some(Decision::Expired));
-        }
-        let interests = [
-            sys::Interest::new(gate.signals.fd().as_raw_fd(), true, false),
-            sys::Interest::new(tty.as_raw_fd(), true, false),
-        ];
-        if let Err(e) = sys::poll(&interests, &mut ready, Some(deadline - now)) {
-            return error(format!("--approve tty: {e}"));
+        match sys::poll_until(&interests, &mut ready, deadline) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::TimedOut => {
+                let _ = tty.write_all(b"\nmcp-bound: approval expired; not running it.\n");
+                return decided(Some(Decision::Expired));
+            }
+            Err(e) => return error(format!("--approve tty: {e}")),
         }
         if ready[0].readable
             && let Some(&(signo, _)) = gate.signals.take().terminating.first()

@@ -193,13 +193,8 @@ impl Sink {
         let Some(fd) = self.poll_fd() else {
             return Err(io::Error::from(io::ErrorKind::BrokenPipe));
         };
-        let now = Instant::now();
-        if now >= deadline {
-            return Err(io::Error::from(io::ErrorKind::TimedOut));
-        }
         let mut ready = Vec::with_capacity(1);
-        let interest = [sys::Interest::new(fd, false, true)];
-        sys::poll(&interest, &mut ready, Some(deadline - now))?;
+        sys::poll_until(&[sys::Interest::new(fd, false, true)], &mut ready, deadline)?;
         if ready[0].writable || ready[0].error || ready[0].hangup {
             self.writable();
         }

@@ -101,6 +101,21 @@ pub fn poll(
     Ok(())
 }
 
+/// The one bounded wait outside the main loop: poll `interests` until
+/// `deadline`. TimedOut (without polling) once the deadline has passed, so
+/// a caller's loop needs no clock arithmetic of its own.
+pub fn poll_until(
+    interests: &[Interest],
+    ready: &mut Vec<Ready>,
+    deadline: std::time::Instant,
+) -> io::Result<()> {
+    let now = std::time::Instant::now();
+    if now >= deadline {
+        return Err(io::Error::from(io::ErrorKind::TimedOut));
+    }
+    poll(interests, ready, Some(deadline - now))
+}
+
 /// Only for descriptors we created: O_NONBLOCK lives in the open file
 /// description, shared with every process holding it.
 pub fn set_nonblocking(fd: BorrowedFd<'_>) -> io::Result<()> {
@@ -250,8 +265,11 @@ pub fn fsync_dir(dir: &Path) -> io::Result<()> {
 /// Exclusive flock(2), waiting at most `limit`. flock (not fcntl locks,
 /// which vanish when any descriptor to the file is closed) and per open
 /// file description, so two appenders in one process exclude each other too.
-/// The wait backs off from 1 ms to 20 ms; it is a short wait on other
-/// appenders, never the supervisor's loop.
+/// The wait backs off from 1 ms to 20 ms: a lock cannot be polled, and a
+/// blocking flock could only be bounded by a timer signal racing our own
+/// handlers. It is the one wait that sleeps, a short one on other
+/// appenders, and it never runs inside the supervisor's loop (an append
+/// happens before dispatch and after the end).
 pub fn lock_exclusive(file: &File, limit: Duration) -> io::Result<()> {
     let deadline = std::time::Instant::now() + limit;
     let mut pause = Duration::from_millis(1);
