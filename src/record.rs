@@ -257,11 +257,40 @@ pub struct Supervisor {
     pub pid: u32,
 }
 
+/// The record, in its published field order. The groups are flattened:
+/// on the wire it is one flat object, as the schema says.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Record {
+    #[serde(flatten)]
+    pub ids: Ids,
+    #[serde(flatten)]
+    pub lifecycle: Lifecycle,
+    #[serde(flatten)]
+    pub invocation: Invocation,
+    #[serde(flatten)]
+    pub times: Times,
+    /// Why the helper could not be started (`failed_before_dispatch`), or
+    /// why mcp-bound could not go on (`failed_after_dispatch`).
+    pub error: Option<String>,
+    pub approval: Approval,
+    pub stdout: StdoutFacts,
+    pub stderr: StderrFacts,
+    pub limits: Limits,
+    pub events: Vec<Event>,
+    pub mcp_bound: Supervisor,
+}
+
+/// Which call this is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Ids {
     pub schema: &'static str,
     pub call_id: String,
     pub session_id: Option<String>,
+}
+
+/// The lifecycle facts, first in the record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Lifecycle {
     pub state: State,
     pub cancel_reason: Option<CancelReason>,
     /// The signal mcp-bound received, when `cancel_reason` is `signal`.
@@ -271,23 +300,24 @@ pub struct Record {
     pub exit_code: Option<i32>,
     pub stream_end: Option<StreamEnd>,
     pub descendants_signalled: u32,
+}
+
+/// What ran, where, as which process.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Invocation {
     pub argv: Vec<String>,
     pub cwd: Option<String>,
     pub pid: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Times {
     pub started_at: String,
     pub ended_at: Option<String>,
     pub duration_ms: Option<u64>,
     /// When the helper last wrote to stdout / stderr (long-lived helpers).
     pub last_stdout_at: Option<String>,
     pub last_stderr_at: Option<String>,
-    /// Why the helper could not be started, for `failed_before_dispatch`.
-    pub error: Option<String>,
-    pub approval: Approval,
-    pub stdout: StdoutFacts,
-    pub stderr: StderrFacts,
-    pub limits: Limits,
-    pub events: Vec<Event>,
-    pub mcp_bound: Supervisor,
 }
 
 impl Record {

@@ -82,16 +82,16 @@ impl Terminal {
             })
             .collect();
         Terminal {
-            call_id: record.call_id.clone(),
-            state: record.state,
-            exit: record.exit.clone(),
-            exit_code: record.exit_code,
-            cancel_reason: record.cancel_reason,
-            cancel_signal: record.cancel_signal.clone(),
+            call_id: record.ids.call_id.clone(),
+            state: record.lifecycle.state,
+            exit: record.lifecycle.exit.clone(),
+            exit_code: record.lifecycle.exit_code,
+            cancel_reason: record.lifecycle.cancel_reason,
+            cancel_signal: record.lifecycle.cancel_signal.clone(),
             signals,
-            stream_end: record.stream_end,
-            descendants_signalled: record.descendants_signalled,
-            duration_ms: record.duration_ms,
+            stream_end: record.lifecycle.stream_end,
+            descendants_signalled: record.lifecycle.descendants_signalled,
+            duration_ms: record.times.duration_ms,
             streams: StreamFacts {
                 stdout_bytes: record.stdout.bytes_seen,
                 stderr_bytes_seen: record.stderr.bytes_seen,

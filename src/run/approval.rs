@@ -25,15 +25,15 @@ pub(super) fn ask(
 ) -> Option<i32> {
     let method = &approval.method;
     let request = approve::Request {
-        call_id: &record.call_id,
-        session_id: record.session_id.as_deref(),
+        call_id: &record.ids.call_id,
+        session_id: record.ids.session_id.as_deref(),
         argv: ending
             .settings
             .command
             .iter()
             .map(|a| a.to_string_lossy().into_owned())
             .collect(),
-        cwd: record.cwd.as_deref(),
+        cwd: record.invocation.cwd.as_deref(),
         timeout_ms: record.limits.timeout_ms,
         limits: &record.limits,
     };
@@ -54,7 +54,7 @@ pub(super) fn ask(
     // The decision is its own journal entry, before anything runs.
     if let Some(journal) = ending.journal {
         let entry = journal::DecisionEntry {
-            call_id: record.call_id.clone(),
+            call_id: record.ids.call_id.clone(),
             decision: outcome.decision,
             method: method.record(),
             requested_at: rfc3339(outcome.requested_at),
@@ -92,6 +92,6 @@ pub(super) fn ask(
         },
     };
     ending.say(format!("mcp-bound: {message}\n"));
-    record.state = State::Denied;
+    record.lifecycle.state = State::Denied;
     Some(ending.finish(record.clone(), code::DENIED, None))
 }

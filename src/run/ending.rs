@@ -57,9 +57,9 @@ impl Ending<'_> {
     }
 
     pub(super) fn cancel_before_dispatch(&self, mut record: Record, signo: i32) -> i32 {
-        record.state = State::CancelledBeforeDispatch;
-        record.cancel_reason = Some(Cancellation::Signal(signo).into());
-        record.cancel_signal = Some(signals::name(signo));
+        record.lifecycle.state = State::CancelledBeforeDispatch;
+        record.lifecycle.cancel_reason = Some(Cancellation::Signal(signo).into());
+        record.lifecycle.cancel_signal = Some(signals::name(signo));
         self.finish(record, 128 + signo, None)
     }
 
@@ -72,7 +72,7 @@ impl Ending<'_> {
         exit_code: i32,
     ) -> i32 {
         self.say(format!("mcp-bound: {error}\n"));
-        record.state = State::FailedBeforeDispatch;
+        record.lifecycle.state = State::FailedBeforeDispatch;
         record.error = Some(error);
         self.finish(record, exit_code, None)
     }
@@ -97,9 +97,9 @@ impl Ending<'_> {
         record.error = record
             .error
             .map(|error| self.redactor.redact(&error).into_owned());
-        record.exit_code = Some(exit_code);
-        record.ended_at = Some(rfc3339(SystemTime::now()));
-        record.duration_ms = Some(millis(self.origin.elapsed()));
+        record.lifecycle.exit_code = Some(exit_code);
+        record.times.ended_at = Some(rfc3339(SystemTime::now()));
+        record.times.duration_ms = Some(millis(self.origin.elapsed()));
         let mut echo_text = None;
         let mut journal_excerpt = None;
         if let Some(outcome) = outcome {
@@ -116,10 +116,10 @@ impl Ending<'_> {
                 live_bytes_dropped: outcome.live_dropped,
                 live_bytes_unsent: outcome.live_unsent,
             };
-            record.last_stdout_at = outcome
+            record.times.last_stdout_at = outcome
                 .last_stdout
                 .map(|at| wall_time(self.origin, self.started_at, at));
-            record.last_stderr_at = outcome
+            record.times.last_stderr_at = outcome
                 .last_stderr
                 .map(|at| wall_time(self.origin, self.started_at, at));
             record.events = outcome.events;
@@ -139,7 +139,13 @@ impl Ending<'_> {
         let complain = |line: String| self.say(line);
         // A failure or denial before dispatch already printed its one line.
         let echo = match settings.capture.echo {
-            _ if matches!(record.state, State::FailedBeforeDispatch | State::Denied) => false,
+            _ if matches!(
+                record.lifecycle.state,
+                State::FailedBeforeDispatch | State::Denied
+            ) =>
+            {
+                false
+            }
             Echo::Never => false,
             Echo::OnFailure => exit_code != 0,
             Echo::Always => true,
@@ -201,8 +207,8 @@ pub(super) fn describe_exit(exit: Option<&crate::record::Exit>) -> String {
 
 /// One line that says what happened, after the excerpt.
 fn summary(record: &Record) -> String {
-    let exit = describe_exit(record.exit.as_ref());
-    let state = serde_json::to_value(record.state)
+    let exit = describe_exit(record.lifecycle.exit.as_ref());
+    let state = serde_json::to_value(record.lifecycle.state)
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
         .unwrap_or_default();
@@ -241,9 +247,9 @@ fn summary(record: &Record) -> String {
     };
     format!(
         "mcp-bound: {state} after {}ms ({exit}{sent}); stderr {} bytes seen, {kept}; exit {}\n",
-        record.duration_ms.unwrap_or(0),
+        record.times.duration_ms.unwrap_or(0),
         stderr.bytes_seen,
-        record.exit_code.unwrap_or(code::OWN_FAILURE),
+        record.lifecycle.exit_code.unwrap_or(code::OWN_FAILURE),
     )
 }
 

@@ -10,7 +10,8 @@ use crate::error::{Error, code};
 use crate::ids::rfc3339;
 use crate::journal::{self, Journal};
 use crate::record::{
-    Approval, CancelReason, Limits, Record, SCHEMA, State, StderrFacts, StdoutGuard, Supervisor,
+    Approval, CancelReason, Ids, Invocation, Lifecycle, Limits, Record, SCHEMA, State, StderrFacts,
+    StdoutGuard, Supervisor, Times,
 };
 use crate::redact::Redactor;
 use crate::settings::{JournalSettings, Settings};
@@ -72,10 +73,10 @@ pub fn run(settings: Settings) -> Result<i32, Error> {
     // Fail closed: no intent in the journal, no helper.
     if let Some(journal) = &journal {
         let intent = journal::Intent {
-            call_id: record.call_id.clone(),
-            session_id: record.session_id.clone(),
-            argv: record.argv.clone(),
-            cwd: record.cwd.clone(),
+            call_id: record.ids.call_id.clone(),
+            session_id: record.ids.session_id.clone(),
+            argv: record.invocation.argv.clone(),
+            cwd: record.invocation.cwd.clone(),
             uid: sys::current_uid(),
             host: sys::hostname(),
             pid: std::process::id(),
@@ -104,7 +105,7 @@ pub fn run(settings: Settings) -> Result<i32, Error> {
             return Ok(exit_code);
         }
         // Approved: the in-flight record now says dispatched.
-        record.state = State::Dispatched;
+        record.lifecycle.state = State::Dispatched;
         if let Some(error) = call.write_in_flight(&record) {
             return Ok(call.fail_before_dispatch(record, error, code::OWN_FAILURE));
         }
@@ -129,7 +130,7 @@ pub fn run(settings: Settings) -> Result<i32, Error> {
             return Ok(call.fail_before_dispatch(record, error.to_string(), exit_code));
         }
     };
-    record.pid = Some(helper.pid as u32);
+    record.invocation.pid = Some(helper.pid as u32);
 
     let config = supervise::Config {
         policy: settings.policy,
@@ -167,38 +168,46 @@ fn initial_record(settings: &Settings, started_at: SystemTime, redactor: &Redact
     let live = settings.streams.live;
     let capture = &settings.capture;
     Record {
-        schema: SCHEMA,
-        call_id: settings
-            .record
-            .call_id
-            .clone()
-            .unwrap_or_else(crate::ids::call_id),
-        session_id: settings.record.session_id.clone(),
-        state: if settings.approval.is_some() {
-            State::AwaitingApproval
-        } else {
-            State::Dispatched
+        ids: Ids {
+            schema: SCHEMA,
+            call_id: settings
+                .record
+                .call_id
+                .clone()
+                .unwrap_or_else(crate::ids::call_id),
+            session_id: settings.record.session_id.clone(),
         },
-        cancel_reason: None,
-        cancel_signal: None,
-        exit: None,
-        exit_code: None,
-        stream_end: None,
-        descendants_signalled: 0,
-        argv: settings
-            .command
-            .iter()
-            .map(|arg| redactor.redact(&arg.to_string_lossy()).into_owned())
-            .collect(),
-        cwd: std::env::current_dir()
-            .ok()
-            .map(|dir| dir.to_string_lossy().into_owned()),
-        pid: None,
-        started_at: rfc3339(started_at),
-        ended_at: None,
-        duration_ms: None,
-        last_stdout_at: None,
-        last_stderr_at: None,
+        lifecycle: Lifecycle {
+            state: if settings.approval.is_some() {
+                State::AwaitingApproval
+            } else {
+                State::Dispatched
+            },
+            cancel_reason: None,
+            cancel_signal: None,
+            exit: None,
+            exit_code: None,
+            stream_end: None,
+            descendants_signalled: 0,
+        },
+        invocation: Invocation {
+            argv: settings
+                .command
+                .iter()
+                .map(|arg| redactor.redact(&arg.to_string_lossy()).into_owned())
+                .collect(),
+            cwd: std::env::current_dir()
+                .ok()
+                .map(|dir| dir.to_string_lossy().into_owned()),
+            pid: None,
+        },
+        times: Times {
+            started_at: rfc3339(started_at),
+            ended_at: None,
+            duration_ms: None,
+            last_stdout_at: None,
+            last_stderr_at: None,
+        },
         error: None,
         approval: match &settings.approval {
             Some(approval) => Approval {
@@ -273,19 +282,19 @@ fn decide(settings: &Settings, outcome: &Outcome, record: &mut Record) -> i32 {
         ),
         None => (State::Completed, helper_status.unwrap_or(code::OWN_FAILURE)),
     };
-    record.state = state;
+    record.lifecycle.state = state;
     record.error = outcome.failure.clone();
-    record.cancel_reason = cancel.map(CancelReason::from);
-    record.cancel_signal = match cancel {
+    record.lifecycle.cancel_reason = cancel.map(CancelReason::from);
+    record.lifecycle.cancel_signal = match cancel {
         Some(Cancellation::Signal(signo)) => Some(signals::name(signo)),
         Some(
             Cancellation::Timeout | Cancellation::ClientDisconnected | Cancellation::StdinClosed,
         )
         | None => None,
     };
-    record.exit = outcome.exit.map(ExitObs::to_record);
-    record.stream_end = Some(outcome.stream_end);
-    record.descendants_signalled = outcome.descendants_signalled;
+    record.lifecycle.exit = outcome.exit.map(ExitObs::to_record);
+    record.lifecycle.stream_end = Some(outcome.stream_end);
+    record.lifecycle.descendants_signalled = outcome.descendants_signalled;
     record.stdout = outcome.stdout.clone();
     exit_code
 }
@@ -330,10 +339,10 @@ mod tests {
             &mut record,
         );
         assert_eq!(code, code::OWN_FAILURE);
-        assert_eq!(record.state, State::FailedAfterDispatch);
+        assert_eq!(record.lifecycle.state, State::FailedAfterDispatch);
         assert_eq!(record.error.as_deref(), Some("poll failed: x"));
         assert_eq!(
-            record.exit,
+            record.lifecycle.exit,
             Some(killed.to_record()),
             "the exit seen is kept"
         );
@@ -346,7 +355,7 @@ mod tests {
         );
         // Without a failure the same outcome is a plain completion.
         let code = decide(&cli, &outcome(Some(ExitObs::Code(0)), None), &mut record);
-        assert_eq!((code, record.state), (0, State::Completed));
+        assert_eq!((code, record.lifecycle.state), (0, State::Completed));
         assert_eq!(record.error, None);
     }
 }
