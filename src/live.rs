@@ -14,6 +14,15 @@ use std::time::{Duration, Instant};
 
 use crate::redact::{LineRedactor, Redactor};
 
+/// The live stderr budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LiveBudget {
+    /// Bytes per second.
+    pub rate: u64,
+    /// Most bytes at once, and the bound on what waits to be written.
+    pub burst: u64,
+}
+
 /// Counts are in the helper's bytes (what was offered), never in what is
 /// written: masking changes lengths and markers are ours. At every moment
 /// `bytes_seen == bytes_forwarded + bytes_dropped + unsent()`.

@@ -10,16 +10,8 @@ use std::time::Duration;
 use crate::approve;
 use crate::cli::{ApproveOn, Cli, Echo, GuardMode};
 use crate::diagnostics::FloodPath;
+pub use crate::live::LiveBudget;
 use crate::termination::Policy;
-
-/// The live stderr budget.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LiveBudget {
-    /// Bytes per second.
-    pub rate: u64,
-    /// Most bytes at once, and the bound on what waits to be written.
-    pub burst: u64,
-}
 
 /// What is kept of stderr and how it leaves.
 #[derive(Debug, Clone, PartialEq, Eq)]

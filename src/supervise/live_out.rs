@@ -7,8 +7,8 @@ use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
 
 use crate::live::Live;
+use crate::live::LiveBudget;
 use crate::redact::Redactor;
-use crate::settings::LiveBudget;
 use crate::sink::{Sink, Wrote};
 
 /// At exit, the most time the queue gets to reach our stderr.

@@ -5,9 +5,9 @@ use std::time::Instant;
 use crate::capture::Capture;
 use crate::child::ExitObs;
 use crate::diagnostics::FloodPath;
+use crate::live::LiveBudget;
 use crate::record::{Event, StdoutFacts, StreamEnd};
 use crate::redact::Redactor;
-use crate::settings::LiveBudget;
 use crate::termination::{Cancellation, Policy};
 
 /// Where the helper's stdout goes.

@@ -234,7 +234,7 @@ mod tests {
         let mut intake = intake(0, 64);
         let (mut reader, writer) = std::io::pipe().unwrap();
         intake.live = Some(LiveOutput::new(
-            crate::settings::LiveBudget {
+            crate::live::LiveBudget {
                 rate: 1 << 20,
                 burst: 1 << 16,
             },
