@@ -796,13 +796,7 @@ fn synthetic_journal(path: &Path, calls: usize) {
 /// the peak of verify's own address space, not of whoever forked it.
 fn verify_peak_rss_kib(path: &Path) -> (u64, i32) {
     let fifo = path.with_extension("fifo");
-    assert!(
-        Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap()
-            .success()
-    );
+    util::mkfifo(&fifo);
     let mut child = Command::new(util::BIN)
         .arg("verify")
         .arg(&fifo)

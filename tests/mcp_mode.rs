@@ -362,13 +362,7 @@ fn live_counts_hold_when_our_stderr_reader_goes_away() {
     // the rest as dropped: nothing is in neither counter.
     let dir = tempfile::tempdir().unwrap();
     let (record, fifo) = (dir.path().join("record.json"), dir.path().join("go"));
-    assert!(
-        Command::new("mkfifo")
-            .arg(&fifo)
-            .status()
-            .unwrap()
-            .success()
-    );
+    util::mkfifo(&fifo);
     let script = format!(
         "echo first >&2; read x < {}; head -c 100000 /dev/zero | tr '\\0' z >&2; echo >&2; exit 0",
         fifo.display()

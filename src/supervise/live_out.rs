@@ -114,23 +114,25 @@ mod tests {
     use std::io::Read;
     use std::os::fd::AsRawFd;
 
-    fn budget() -> LiveBudget {
-        LiveBudget {
+    /// Live output with a generous budget, writing into `writer`'s pipe.
+    fn output(now: Instant, writer: &std::io::PipeWriter) -> LiveOutput {
+        let budget = LiveBudget {
             rate: 1 << 20,
             burst: 1 << 16,
-        }
+        };
+        LiveOutput::new(
+            budget,
+            now,
+            Redactor::default(),
+            Sink::for_fd(writer.as_raw_fd()),
+        )
     }
 
     #[test]
     fn writes_what_the_budget_allows_and_counts_in_helper_bytes() {
         let (mut reader, writer) = std::io::pipe().unwrap();
         let now = Instant::now();
-        let mut out = LiveOutput::new(
-            budget(),
-            now,
-            Redactor::default(),
-            Sink::for_fd(writer.as_raw_fd()),
-        );
+        let mut out = output(now, &writer);
         out.offer(now, b"one token=abc123\ntwo");
         out.flush();
         out.finish_stream();
@@ -157,12 +159,7 @@ mod tests {
         let (reader, writer) = std::io::pipe().unwrap();
         drop(reader);
         let now = Instant::now();
-        let mut out = LiveOutput::new(
-            budget(),
-            now,
-            Redactor::default(),
-            Sink::for_fd(writer.as_raw_fd()),
-        );
+        let mut out = output(now, &writer);
         out.offer(now, b"lost\n");
         out.flush();
         out.offer(now, b"after\n");

@@ -611,3 +611,13 @@ pub fn python(script: &str) -> std::process::Output {
 pub fn exists(path: &Path) -> bool {
     std::fs::symlink_metadata(path).is_ok()
 }
+
+/// Make a FIFO at `path` (a readiness handshake between a test and its
+/// helper, or a pipe a test feeds by name).
+pub fn mkfifo(path: &Path) {
+    let status = Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .expect("run mkfifo");
+    assert!(status.success(), "mkfifo {}", path.display());
+}
