@@ -56,6 +56,15 @@ where
             let _ = std::io::stdout().write_all(text.as_bytes());
             0
         }
+        Ok(cli::Parsed::Generate(what)) => {
+            match std::io::stdout().write_all(cli::generate(what).as_bytes()) {
+                Ok(()) => 0,
+                Err(err) => {
+                    complain("mcp-bound --generate", &err);
+                    error::code::OWN_FAILURE
+                }
+            }
+        }
         Ok(cli::Parsed::Verify(args)) => verify::run(&args).unwrap_or_else(|err| {
             complain("mcp-bound verify", &err);
             err.exit_code()

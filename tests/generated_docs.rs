@@ -1,54 +1,18 @@
-//! The generator for `man/mcp-bound.1` and `completions/*`, and the test
-//! that fails when the committed files drift from the clap definition.
+//! The test that fails when the committed `man/mcp-bound.1`,
+//! `completions/*` and `schema/record.schema.json` drift from what the
+//! binary generates (`mcp-bound --generate ...`, from the clap
+//! definition), and the checks on the texts themselves.
 //!
 //! Regenerate with: `MCP_BOUND_REGENERATE=1 cargo test --test generated_docs`
 
 use std::path::PathBuf;
+use std::process::Command;
 
 use clap_complete::Shell;
-use mcp_bound::cli;
-use roff::{Roff, bold, roman};
+use mcp_bound::cli::{completion, man_page};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn man_page() -> String {
-    let command = cli::command();
-    let man = clap_mangen::Man::new(command.clone());
-    let mut out = Vec::new();
-    man.render_title(&mut out).unwrap();
-    man.render_name_section(&mut out).unwrap();
-    man.render_synopsis_section(&mut out).unwrap();
-    man.render_description_section(&mut out).unwrap();
-    man.render_options_section(&mut out).unwrap();
-
-    let mut extra = Roff::new();
-    extra.control("SH", ["EXIT STATUS"]);
-    for (status, meaning) in cli::EXIT_STATUS {
-        extra
-            .control("TP", [])
-            .text([bold(*status)])
-            .text([roman(*meaning)]);
-    }
-    extra.control("SH", ["RECORD"]).text([roman(cli::RECORD)]);
-    for (title, text) in cli::MAN_SECTIONS {
-        extra.control("SH", [*title]).text([roman(*text)]);
-    }
-    extra.control("SH", ["ENVIRONMENT"]).text([roman(
-        "Each option reads a default from the environment variable shown with it; \
-         a command-line option wins over the environment.",
-    )]);
-    out.extend_from_slice(extra.render().as_bytes());
-    man.render_version_section(&mut out).unwrap();
-    String::from_utf8(out).unwrap()
-}
-
-fn completion(shell: Shell) -> String {
-    let mut command = cli::command();
-    let mut out = Vec::new();
-    clap_complete::generate(shell, &mut command, "mcp-bound", &mut out);
-    String::from_utf8(out).unwrap()
 }
 
 fn generated() -> Vec<(PathBuf, String)> {
@@ -89,6 +53,36 @@ fn man_page_and_completions_match_the_clap_definition() {
         "generated files drifted from src/cli.rs: {drifted:?}\n\
          regenerate with: MCP_BOUND_REGENERATE=1 cargo test --test generated_docs"
     );
+}
+
+/// The binary hands out the same bytes as the checked-in files.
+#[test]
+fn the_binary_generates_what_is_checked_in() {
+    for (what, path) in [
+        ("man", "man/mcp-bound.1"),
+        ("complete-bash", "completions/mcp-bound.bash"),
+        ("complete-zsh", "completions/_mcp-bound"),
+        ("complete-fish", "completions/mcp-bound.fish"),
+        ("schema-record", "schema/record.schema.json"),
+    ] {
+        let output = Command::new(env!("CARGO_BIN_EXE_mcp-bound"))
+            .args(["--generate", what])
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(0), "--generate {what}");
+        assert!(output.stderr.is_empty(), "--generate {what} is quiet");
+        let committed = std::fs::read(root().join(path)).unwrap();
+        assert!(
+            output.stdout == committed,
+            "mcp-bound --generate {what} differs from {path}"
+        );
+    }
+    // Nothing is run, and it goes with no other argument.
+    let output = Command::new(env!("CARGO_BIN_EXE_mcp-bound"))
+        .args(["--generate", "man", "--", "touch", "/nonexistent/never"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(125));
 }
 
 #[test]

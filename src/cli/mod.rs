@@ -14,7 +14,9 @@ use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 use crate::error::Error;
 use crate::{signals, units};
 
+mod docs;
 mod texts;
+pub use docs::{Generate, completion, generate, man_page};
 use texts::{AFTER_HELP, VERIFY_AFTER_HELP};
 pub use texts::{EXIT_STATUS, MAN_SECTIONS, RECORD};
 
@@ -65,6 +67,16 @@ pub struct Cli {
 
     #[command(flatten)]
     pub journal: JournalArgs,
+
+    /// Print a document to stdout and exit: the man page, a completion script, or the record's JSON Schema (nothing is run).
+    #[arg(
+        long,
+        value_name = "WHAT",
+        value_enum,
+        exclusive = true,
+        help_heading = "Other options"
+    )]
+    pub generate: Option<Generate>,
 
     /// The helper and its arguments (after --).
     #[arg(value_name = "COMMAND", required = true, num_args = 1.., trailing_var_arg = true)]
@@ -352,6 +364,8 @@ pub fn command() -> clap::Command {
 /// What the command line asks for.
 pub enum Parsed {
     Run(Box<Cli>),
+    /// --generate: print this document and exit 0.
+    Generate(Generate),
     Verify(VerifyArgs),
     /// --help or --version: print this to stdout and exit 0.
     Print(String),
@@ -370,6 +384,10 @@ where
             subcommand: Some(Sub::Verify(verify)),
             ..
         }) => Ok(Parsed::Verify(verify)),
+        Ok(Cli {
+            generate: Some(what),
+            ..
+        }) => Ok(Parsed::Generate(what)),
         Ok(cli) => Ok(Parsed::Run(Box::new(cli))),
         Err(err) => match err.kind() {
             clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
