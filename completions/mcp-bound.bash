@@ -149,7 +149,7 @@ _mcp__bound() {
                     return 0
                     ;;
                 --generate)
-                    COMPREPLY=($(compgen -W "man complete-bash complete-zsh complete-fish schema-record" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "man complete-bash complete-zsh complete-fish schema-record schema-journal" -- "${cur}"))
                     return 0
                     ;;
                 *)

@@ -56,11 +56,12 @@ complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l approval-timeout -d
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l journal -d 'Append an intent (before dispatch, synced) and a terminal entry to this hash-chained journal. If the intent cannot be written, the helper is not started' -r -F
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l journal-excerpt-bytes -d 'Most bytes of stderr excerpt in the journal\'s terminal entry; 0 for none' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l journal-key -d 'Key the journal: h becomes HMAC-SHA256 with the key in FILE (at least 16 bytes), so an append forged without the key fails verification' -r -F
-complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l generate -d 'Print a document to stdout and exit: the man page, a completion script, or the record\'s JSON Schema (nothing is run)' -r -f -a "man\t'The man page (roff), as man/mcp-bound.1'
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l generate -d 'Print a document to stdout and exit: the man page, a completion script, or the record\'s or a journal line\'s JSON Schema (nothing is run)' -r -f -a "man\t'The man page (roff), as man/mcp-bound.1'
 complete-bash\t'The bash completion script'
 complete-zsh\t'The zsh completion script'
 complete-fish\t'The fish completion script'
-schema-record\t'The record\'s JSON Schema, as schema/record.schema.json'"
+schema-record\t'The record\'s JSON Schema, as schema/record.schema.json'
+schema-journal\t'The JSON Schema of one journal line, as schema/journal.schema.json'"
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l preserve-status -d 'On timeout, exit with the helper\'s own status instead of 124'
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l mcp -d 'MCP stdio server mode: --stdout-guard jsonrpc, --live, --stdin-close-grace 2s, --grace 1s, --wait-delay 500ms (each can still be set on its own)'
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'

@@ -64,6 +64,7 @@ fn the_binary_generates_what_is_checked_in() {
         ("complete-zsh", "completions/_mcp-bound"),
         ("complete-fish", "completions/mcp-bound.fish"),
         ("schema-record", "schema/record.schema.json"),
+        ("schema-journal", "schema/journal.schema.json"),
     ] {
         let output = Command::new(env!("CARGO_BIN_EXE_mcp-bound"))
             .args(["--generate", what])

@@ -834,3 +834,20 @@ fn verify_memory_does_not_grow_with_the_journal() {
         "verify's peak RSS grew from {small_rss} KiB (4k entries) to {large_rss} KiB (200k entries)"
     );
 }
+
+#[test]
+fn journal_lines_are_checked_against_the_published_schema() {
+    // What mcp-bound writes passes (the harness checks every call's
+    // appended lines); a line of another shape does not.
+    let (_dir, path) = journal_with_calls(2);
+    util::check_journal_schema(&path);
+    let mut all = lines(&path);
+    let odd = all[1].replacen("\"uid\":", "\"user\":", 1);
+    all[1] = odd;
+    write_lines(&path, &all);
+    let caught = std::panic::catch_unwind(|| util::check_journal_schema(&path));
+    assert!(
+        caught.is_err(),
+        "an intent with a foreign field fails the schema"
+    );
+}

@@ -1,7 +1,7 @@
 //! The documents the binary hands out with `--generate`, built from the
 //! same clap definition as `--help`: the man page (with the exit status,
 //! record and other sections from `texts`), the shell completions, and the
-//! published record schema. The checked-in copies under man/, completions/
+//! published record and journal schemas. The checked-in copies under man/, completions/
 //! and schema/ are these bytes (a test keeps them so).
 
 use clap::ValueEnum;
@@ -23,10 +23,13 @@ pub enum Generate {
     CompleteFish,
     /// The record's JSON Schema, as schema/record.schema.json.
     SchemaRecord,
+    /// The JSON Schema of one journal line, as schema/journal.schema.json.
+    SchemaJournal,
 }
 
-/// The published record schema, as checked in.
+/// The published schemas, as checked in.
 pub const RECORD_SCHEMA: &str = include_str!("../../schema/record.schema.json");
+pub const JOURNAL_SCHEMA: &str = include_str!("../../schema/journal.schema.json");
 
 pub fn generate(what: Generate) -> String {
     match what {
@@ -35,6 +38,7 @@ pub fn generate(what: Generate) -> String {
         Generate::CompleteZsh => completion(Shell::Zsh),
         Generate::CompleteFish => completion(Shell::Fish),
         Generate::SchemaRecord => RECORD_SCHEMA.to_string(),
+        Generate::SchemaJournal => JOURNAL_SCHEMA.to_string(),
     }
 }
 

@@ -68,7 +68,7 @@ pub struct Cli {
     #[command(flatten)]
     pub journal: JournalArgs,
 
-    /// Print a document to stdout and exit: the man page, a completion script, or the record's JSON Schema (nothing is run).
+    /// Print a document to stdout and exit: the man page, a completion script, or the record's or a journal line's JSON Schema (nothing is run).
     #[arg(
         long,
         value_name = "WHAT",

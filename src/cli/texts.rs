@@ -115,7 +115,8 @@ ORPHAN_TERMINAL, DUPLICATE_CALL for a second intent while the call is open, MALF
 with its line, lists unfinished calls, uses memory for the calls in flight only, \
 and exits 0 intact, 1 broken, 2 unusable. What it cannot prove alone: a cut tail, a rollback or a \
 whole rewritten file pass unless checked with --anchor (a head h kept elsewhere); a correctly \
-chained forged append passes unless the journal is keyed and the forger lacks the key.",
+chained forged append passes unless the journal is keyed and the forger lacks the key. \
+One line's shape is published as schema/journal.schema.json (mcp-bound --generate schema-journal).",
     ),
     (
         "VERIFY",

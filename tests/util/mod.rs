@@ -27,6 +27,96 @@ const TAG_VAR: &str = "MCP_BOUND_TEST_TAG";
 /// A run that takes this long is hung: fail rather than block the suite.
 const WATCHDOG: Duration = Duration::from_secs(120);
 
+fn journal_schema() -> &'static jsonschema::Validator {
+    static VALIDATOR: OnceLock<jsonschema::Validator> = OnceLock::new();
+    VALIDATOR.get_or_init(|| {
+        let text = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/schema/journal.schema.json"
+        ))
+        .expect("journal schema file");
+        let schema: Value = serde_json::from_str(&text).expect("journal schema is JSON");
+        jsonschema::validator_for(&schema).expect("journal schema is a valid JSON Schema")
+    })
+}
+
+/// Validate every line of the journal at `path` against
+/// schema/journal.schema.json. A line that does not parse fails, unless
+/// it is a torn fragment that the next line, a `recover` entry, accounts
+/// for (a test tore it on purpose).
+#[track_caller]
+pub fn check_journal_schema(path: &Path) {
+    check_journal_lines(path, 0);
+}
+
+/// As [`check_journal_schema`], for the bytes from `start` on: what one
+/// run of mcp-bound appended (a test may have written or torn what came
+/// before). A lone newline there finished a torn line before `start`.
+#[track_caller]
+pub fn check_journal_lines(path: &Path, start: u64) {
+    // Only a regular file is a journal (a test may point --journal at
+    // /dev/full or a directory to see it refused).
+    if !std::fs::symlink_metadata(path).is_ok_and(|meta| meta.is_file()) {
+        return;
+    }
+    let Ok(all) = std::fs::read(path) else {
+        return;
+    };
+    // Other writers may append at the same time: begin at a line start,
+    // and leave out a last line still being written.
+    let mut start = start as usize;
+    if start > 0 && all.get(start - 1) != Some(&b'\n') {
+        match memchr_newline(&all[start.min(all.len())..]) {
+            Some(i) => start += i + 1,
+            None => return,
+        }
+    }
+    let Some(bytes) = all.get(start..) else {
+        return;
+    };
+    let bytes = bytes.strip_prefix(b"\n").unwrap_or(bytes);
+    let complete = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+    let bytes = &bytes[..complete];
+    let mut offset = all.len() as u64 - bytes.len() as u64;
+    let lines: Vec<&[u8]> = bytes.split_inclusive(|b| *b == b'\n').collect();
+    for (i, line) in lines.iter().enumerate() {
+        let here = offset;
+        offset += line.len() as u64;
+        let text = String::from_utf8_lossy(line);
+        let entry: Value = match serde_json::from_slice(line) {
+            Ok(entry) => entry,
+            Err(err) => {
+                let recovered = lines
+                    .get(i + 1)
+                    .and_then(|next| serde_json::from_slice::<Value>(next).ok())
+                    .is_some_and(|next| next["kind"] == "recover" && next["torn_offset"] == here);
+                if recovered {
+                    continue;
+                }
+                panic!(
+                    "journal {} line {}: not JSON ({err}): {text:?}",
+                    path.display(),
+                    i + 1
+                );
+            }
+        };
+        let errors: Vec<String> = journal_schema()
+            .iter_errors(&entry)
+            .map(|e| format!("{} at {}", e, e.instance_path()))
+            .collect();
+        assert!(
+            errors.is_empty(),
+            "journal {} line {} does not match schema/journal.schema.json: {errors:?}\n{text}",
+            path.display(),
+            i + 1
+        );
+    }
+}
+
+fn memchr_newline(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().position(|b| *b == b'\n')
+}
+
 fn schema() -> &'static jsonschema::Validator {
     static VALIDATOR: OnceLock<jsonschema::Validator> = OnceLock::new();
     VALIDATOR.get_or_init(|| {
@@ -55,6 +145,9 @@ fn unique_tag() -> String {
 }
 
 pub struct Call {
+    /// The journal's length when this call started: what comes after it
+    /// is what this call appended, and is validated against the schema.
+    journal_start: u64,
     /// A command that runs mcp-bound (e.g. setpriv to drop privileges).
     prefix: Vec<OsString>,
     options: Vec<OsString>,
@@ -69,6 +162,7 @@ pub struct Call {
 impl Call {
     pub fn new(helper: &[&str]) -> Call {
         Call {
+            journal_start: 0,
             prefix: Vec::new(),
             options: Vec::new(),
             helper: helper.iter().map(OsString::from).collect(),
@@ -120,6 +214,15 @@ impl Call {
         self.path("record.json")
     }
 
+    /// The --journal this call writes, if any.
+    fn journal_path(&self) -> Option<PathBuf> {
+        self.options
+            .iter()
+            .position(|option| option == "--journal")
+            .and_then(|i| self.options.get(i + 1))
+            .map(PathBuf::from)
+    }
+
     fn argv(&self) -> Vec<OsString> {
         let mut argv = Vec::new();
         if self.record {
@@ -149,6 +252,10 @@ impl Call {
     }
 
     fn command(&mut self) -> Command {
+        self.journal_start = self
+            .journal_path()
+            .and_then(|path| std::fs::metadata(path).ok())
+            .map_or(0, |meta| meta.len());
         let mut command = match self.prefix.split_first() {
             Some((program, args)) => {
                 let mut command = Command::new(program);
@@ -360,6 +467,9 @@ impl Started {
         };
         done.check_nothing_left();
         done.check_record_schema();
+        if let Some(journal) = done.call.journal_path() {
+            check_journal_lines(&journal, done.call.journal_start);
+        }
         done
     }
 }
