@@ -367,7 +367,9 @@ fn live_counts_hold_when_our_stderr_reader_goes_away() {
         "echo first >&2; read x < {}; head -c 100000 /dev/zero | tr '\\0' z >&2; echo >&2; exit 0",
         fifo.display()
     );
+    let tag = util::unique_tag();
     let mut child = Command::new(util::BIN)
+        .env(util::TAG_VAR, &tag)
         .args(["--live", "--record"])
         .arg(&record)
         .args(["--", "sh", "-c", &script])
@@ -383,6 +385,7 @@ fn live_counts_hold_when_our_stderr_reader_goes_away() {
     drop(stderr);
     std::fs::write(&fifo, "go\n").unwrap();
     let status = child.wait().unwrap();
+    util::assert_nothing_left(&tag);
     let text = std::fs::read_to_string(&record).unwrap();
     let value: Value = serde_json::from_str(&text).unwrap();
     util::check_schema(&value);

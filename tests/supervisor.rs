@@ -954,8 +954,10 @@ fn exec_from_a_shell(options: &str, helper: &str) -> Execed {
         bin = util::BIN,
         record = record.display(),
     );
+    let tag = util::unique_tag();
     let status = Command::new("bash")
         .args(["-c", &script])
+        .env(util::TAG_VAR, &tag)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .status()
@@ -976,6 +978,8 @@ fn exec_from_a_shell(options: &str, helper: &str) -> Execed {
         thread::yield_now();
     }
     let _ = Command::new("kill").arg(sibling_pid.to_string()).status();
+    // The sibling was ours to end; nothing else of the run may be left.
+    util::assert_nothing_left(&tag);
     let text = std::fs::read_to_string(&record).unwrap();
     let record: Value = serde_json::from_str(&text).unwrap();
     util::check_schema(&record);
@@ -1071,7 +1075,14 @@ print(code)
         bin = util::BIN,
         record = record.to_str().unwrap(),
     );
-    let output = util::python(&script);
+    let tag = util::unique_tag();
+    let output = Command::new("python3")
+        .args(["-c", &script])
+        .env(util::TAG_VAR, &tag)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    util::assert_nothing_left(&tag);
     let printed = String::from_utf8_lossy(&output.stdout);
     let text = std::fs::read_to_string(&record).unwrap_or_default();
     let context = format!(

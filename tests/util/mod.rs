@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_mcp-bound");
-const TAG_VAR: &str = "MCP_BOUND_TEST_TAG";
+pub const TAG_VAR: &str = "MCP_BOUND_TEST_TAG";
 /// A run that takes this long is hung: fail rather than block the suite.
 const WATCHDOG: Duration = Duration::from_secs(120);
 
@@ -130,7 +130,7 @@ fn schema() -> &'static jsonschema::Validator {
     })
 }
 
-fn unique_tag() -> String {
+pub fn unique_tag() -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let nanos = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -511,6 +511,25 @@ pub fn tagged_processes(tag: &str) -> Vec<(u32, String)> {
         }
     }
     found
+}
+
+/// For tests that start mcp-bound themselves (with `TAG_VAR` set to
+/// `tag` in its environment): once it has exited, nothing carrying the tag
+/// may still run. Waits a little for processes already dying.
+#[track_caller]
+pub fn assert_nothing_left(tag: &str) {
+    let deadline = Instant::now() + Duration::from_secs(3);
+    loop {
+        let left = tagged_processes(tag);
+        if left.is_empty() {
+            return;
+        }
+        if Instant::now() > deadline {
+            kill_tagged(tag);
+            panic!("processes left running after mcp-bound exited: {left:?}");
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
 }
 
 fn kill_tagged(tag: &str) {
