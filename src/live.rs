@@ -148,7 +148,11 @@ impl Live {
             self.at_line_start = *last == b'\n';
             self.queue.extend(&self.scratch);
         }
-        if input > 0 || !self.scratch.is_empty() {
+        if self.scratch.is_empty() && self.pieces.is_empty() {
+            // Masked to nothing (a private key block) with nothing ahead
+            // of it: it is done now, or no write would ever settle it.
+            self.bytes_forwarded += input;
+        } else if input > 0 || !self.scratch.is_empty() {
             self.pieces.push_back((self.scratch.len(), input));
         }
     }
