@@ -136,7 +136,6 @@ impl Ending<'_> {
         }
         record.events.sort_by_key(|event: &Event| event.t_ms);
 
-        let complain = |line: String| self.say(line);
         // A failure or denial before dispatch already printed its one line.
         let echo = match settings.capture.echo {
             _ if matches!(
@@ -164,13 +163,13 @@ impl Ending<'_> {
                 text.push('\n');
             }
             text.push_str(&summary(&record));
-            complain(text);
+            self.say(text);
         }
         if let Some(path) = &settings.record.path
             && let Err(err) = write_record_file(path, &record)
             && !self.record_refused.get()
         {
-            complain(format!(
+            self.say(format!(
                 "mcp-bound: --record {}: cannot write the final record: {err}\n",
                 path.display()
             ));
@@ -178,7 +177,7 @@ impl Ending<'_> {
         if let Some(journal) = self.journal {
             let terminal = journal::Terminal::from_record(&record, journal_excerpt);
             if let Err(err) = journal.append(journal::Entry::Terminal(&terminal)) {
-                complain(format!(
+                self.say(format!(
                     "mcp-bound: --journal {}: cannot write the terminal entry: {err}\n",
                     journal.path.display()
                 ));
@@ -187,7 +186,7 @@ impl Ending<'_> {
         if let Some(fd) = settings.record.fd {
             let line = record.to_line();
             if let Err(err) = Sink::for_fd(fd).write_all_within(line.as_bytes(), EXIT_WRITE_LIMIT) {
-                complain(format!(
+                self.say(format!(
                     "mcp-bound: --record-fd {fd}: cannot write the record: {err}\n"
                 ));
             }

@@ -215,10 +215,10 @@ impl<'s> StdoutRelay<'s> {
                     self.facts.bytes_forwarded += n as u64;
                 }
                 Wrote::WouldBlock => break,
-                Wrote::Gone(_) => disconnected = true,
-            }
-            if disconnected {
-                break;
+                Wrote::Gone(_) => {
+                    disconnected = true;
+                    break;
+                }
             }
         }
         if self.start == self.end {
