@@ -66,7 +66,7 @@ pub fn check_journal_lines(path: &Path, start: u64) {
     // and leave out a last line still being written.
     let mut start = start as usize;
     if start > 0 && all.get(start - 1) != Some(&b'\n') {
-        match memchr_newline(&all[start.min(all.len())..]) {
+        match all[start.min(all.len())..].iter().position(|b| *b == b'\n') {
             Some(i) => start += i + 1,
             None => return,
         }
@@ -111,10 +111,6 @@ pub fn check_journal_lines(path: &Path, start: u64) {
             i + 1
         );
     }
-}
-
-fn memchr_newline(bytes: &[u8]) -> Option<usize> {
-    bytes.iter().position(|b| *b == b'\n')
 }
 
 fn schema() -> &'static jsonschema::Validator {
