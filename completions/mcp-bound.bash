@@ -26,7 +26,7 @@ _mcp__bound() {
 
     case "${cmd}" in
         mcp__bound)
-            opts="-s -k -h -V --timeout --signal --kill-after --grace --wait-delay --preserve-status --head-bytes --tail-bytes --excerpt-bytes --echo --flood-path --redact --record --record-fd --call-id --session-id --mcp --stdout-guard --max-message-bytes --live --live-rate --live-burst --stdin-close-grace --approve-cmd --approve --approval-timeout --journal --journal-excerpt-bytes --journal-key --generate --help --version verify"
+            opts="-s -k -h -V --timeout --signal --kill-after --grace --wait-delay --preserve-status --head-bytes --tail-bytes --excerpt-bytes --echo --flood-path --redact --record --record-fd --call-id --session-id --mcp --stdout-guard --max-message-bytes --live --live-rate --live-burst --stdin-close-grace --session --request-timeout --request-timeout-resets-on-progress --max-in-flight --approve-cmd --approve --approval-timeout --journal --journal-excerpt-bytes --journal-key --journal-requests --generate --help --version verify"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -124,6 +124,18 @@ _mcp__bound() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --session)
+                    COMPREPLY=($(compgen -W "off jsonrpc" -- "${cur}"))
+                    return 0
+                    ;;
+                --request-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-in-flight)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --approve-cmd)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -146,6 +158,10 @@ _mcp__bound() {
                     ;;
                 --journal-key)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --journal-requests)
+                    COMPREPLY=($(compgen -W "tools all none" -- "${cur}"))
                     return 0
                     ;;
                 --generate)

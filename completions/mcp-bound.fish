@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_mcp_bound_global_optspecs
-    string join \n timeout= s/signal= k/grace= wait-delay= preserve-status head-bytes= tail-bytes= excerpt-bytes= echo= flood-path= redact= record= record-fd= call-id= session-id= mcp stdout-guard= max-message-bytes= live= live-rate= live-burst= stdin-close-grace= approve-cmd= approve= approval-timeout= journal= journal-excerpt-bytes= journal-key= generate= h/help V/version
+    string join \n timeout= s/signal= k/grace= wait-delay= preserve-status head-bytes= tail-bytes= excerpt-bytes= echo= flood-path= redact= record= record-fd= call-id= session-id= mcp stdout-guard= max-message-bytes= live= live-rate= live-burst= stdin-close-grace= session= request-timeout= request-timeout-resets-on-progress max-in-flight= approve-cmd= approve= approval-timeout= journal= journal-excerpt-bytes= journal-key= journal-requests= generate= h/help V/version
 end
 
 function __fish_mcp_bound_needs_command
@@ -49,13 +49,20 @@ complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l live -d 'Forward th
 false\t''"
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l live-rate -d 'Live stderr budget: bytes per second (at least 1; --live=false turns live output off)' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l live-burst -d 'Live stderr budget: most bytes at once (also the bound on what waits to be written)' -r
-complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l stdin-close-grace -d 'Watch our stdin for hang-up (without reading it); then give the helper this long to exit before terminating it [default: off; 2s with --mcp]' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l stdin-close-grace -d 'After our stdin closes (the MCP shutdown), give the helper this long to exit before terminating it [default: off; 2s with --mcp]' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l session -d 'The session layer: relay our stdin to the server line by line, track each request, answer for the server when it cannot (timeouts, a crash) [default: off; jsonrpc with --mcp unless --stdout-guard off]. off: the helper inherits our stdin' -r -f -a "off\t''
+jsonrpc\t''"
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l request-timeout -d 'Answer a request with no response in time with error -32001, and send the server notifications/cancelled; its late response is dropped. METHOD=DURATION sets one method\'s (repeatable); 0 or inf: none' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l max-in-flight -d 'Most client requests waiting for the server at once; past it, a request is answered with an error at once (at least 1)' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l approve-cmd -d 'Before the helper starts, run COMMAND (split into words like a shell does; no shell is run) with the call as one JSON object on its stdin; exit 0 approves, anything else denies. It runs in its own process group, bounded, and is terminated at the deadline' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l approve -d 'Before the helper starts, ask on the controlling terminal (/dev/tty, never stdin or stdout); the default answer is no' -r -f -a "tty\t''"
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l approval-timeout -d 'Wall-clock deadline for the approval, from the request; nothing extends it. When it passes, the call is denied as expired (exit 77)' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l journal -d 'Append an intent (before dispatch, synced) and a terminal entry to this hash-chained journal. If the intent cannot be written, the helper is not started' -r -F
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l journal-excerpt-bytes -d 'Most bytes of stderr excerpt in the journal\'s terminal entry; 0 for none' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l journal-key -d 'Key the journal: h becomes HMAC-SHA256 with the key in FILE (at least 16 bytes), so an append forged without the key fails verification' -r -F
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l journal-requests -d 'Under the session layer, which client requests get an mcp_request entry (synced before the request reaches the server) and an mcp_response entry: tools (tools/call, resources/read, prompts/get), all, or none' -r -f -a "tools\t'tools/call, resources/read and prompts/get: the calls that act or read'
+all\t''
+none\t''"
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l generate -d 'Print a document to stdout and exit: the man page, a completion script, or the record\'s or a journal line\'s JSON Schema (nothing is run)' -r -f -a "man\t'The man page (roff), as man/mcp-bound.1'
 complete-bash\t'The bash completion script'
 complete-zsh\t'The zsh completion script'
@@ -64,6 +71,7 @@ schema-record\t'The record\'s JSON Schema, as schema/record.schema.json'
 schema-journal\t'The JSON Schema of one journal line, as schema/journal.schema.json'"
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l preserve-status -d 'On timeout, exit with the helper\'s own status instead of 124'
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l mcp -d 'MCP stdio server mode: --stdout-guard jsonrpc, --live, --stdin-close-grace 2s, --grace 1s, --wait-delay 500ms (each can still be set on its own)'
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l request-timeout-resets-on-progress -d 'A notifications/progress for a request starts its --request-timeout again'
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -s V -l version -d 'Print version'
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -a "verify" -d 'Check a journal offline: hashes, chain, order, pairing. Exit 0 intact (warnings allowed), 1 integrity failure, 2 usage or I/O error'

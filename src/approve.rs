@@ -141,13 +141,14 @@ fn by_command(
         Err(e) => return error(format!("cannot prepare the approval request: {e}")),
     };
     let program = argv[0].to_string_lossy().into_owned();
-    let approver = match child::spawn(argv, Some(stdin)) {
+    let approver = match child::spawn(argv, child::StdinFrom::Fd(stdin)) {
         Ok(approver) => approver,
         Err(child::SpawnError::NotFound(e) | child::SpawnError::NotExecutable(e)) => {
             return error(format!("approver {program}: cannot run: {e}"));
         }
     };
     let config = supervise::Config {
+        session: None,
         policy: Policy {
             timeout: Some(gate.timeout),
             signal: crate::signals::SIGTERM,

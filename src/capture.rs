@@ -149,6 +149,29 @@ impl Capture {
         tail
     }
 
+    /// The last `n` bytes kept of the stream, starting on a character
+    /// boundary, and whether bytes were lost right before them.
+    pub fn last(&self, n: usize) -> (Vec<u8>, bool) {
+        let tail = self.tail();
+        let mut kept = if self.evicted_before_tail() {
+            tail
+        } else {
+            let mut all = self.head.clone();
+            all.extend_from_slice(&tail);
+            all
+        };
+        let mut cut = self.evicted_before_tail();
+        if kept.len() > n {
+            kept.drain(..kept.len() - n);
+            cut = true;
+        }
+        if cut {
+            let skip = leading_continuation_len(&kept);
+            kept.drain(..skip);
+        }
+        (kept, cut)
+    }
+
     fn evicted_before_tail(&self) -> bool {
         self.bytes_seen > (self.head.len() + self.ring.len()) as u64
     }
@@ -315,6 +338,19 @@ mod tests {
         assert_eq!(capture.bytes_retained(), 11);
         assert!(!capture.truncated());
         assert_eq!(capture.plain(100).text, "hello world");
+    }
+
+    #[test]
+    fn the_last_bytes_join_head_and_tail_and_start_on_a_character() {
+        assert_eq!(
+            fed(4, 8, &[b"abcdef"]).last(100),
+            (b"abcdef".to_vec(), false)
+        );
+        assert_eq!(fed(4, 8, &[b"abcdefghij"]).last(3), (b"hij".to_vec(), true));
+        // A gap between head and tail: only the tail is the end.
+        assert_eq!(fed(2, 3, &[b"abcdefgh"]).last(10), (b"fgh".to_vec(), true));
+        // The cut never leaves half a character.
+        assert_eq!(fed(0, 16, &["xé".as_bytes()]).last(1), (Vec::new(), true));
     }
 
     #[test]

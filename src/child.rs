@@ -52,8 +52,21 @@ impl ExitObs {
     }
 }
 
+/// What the helper's stdin is.
+pub enum StdinFrom {
+    /// Ours, inherited.
+    Inherit,
+    /// This descriptor (an approver's request).
+    Fd(OwnedFd),
+    /// A pipe whose write end (non-blocking) is `Helper::stdin`: the
+    /// session layer relays our stdin into it.
+    Pipe,
+}
+
 pub struct Helper {
     pub pid: i32,
+    /// The write end of its stdin pipe, with `StdinFrom::Pipe`.
+    pub stdin: Option<OwnedFd>,
     pub stdout: OwnedFd,
     pub stderr: OwnedFd,
     /// The helper's tree, told apart from children we had before it.
@@ -66,18 +79,21 @@ pub enum SpawnError {
     NotExecutable(io::Error),
 }
 
-/// Start the helper. Its stdin is inherited (or `stdin`, for an
-/// approver); stdout and stderr are pipes whose read ends (ours) are
-/// non-blocking. On Linux it gets SIGKILL if mcp-bound dies, so it cannot
+/// Start the helper. Its stdin is inherited, a given descriptor or a
+/// pipe; stdout and stderr are pipes whose ends (ours) are non-blocking. On Linux it gets SIGKILL if mcp-bound dies, so it cannot
 /// outlive a SIGKILLed supervisor.
-pub fn spawn(argv: &[OsString], stdin: Option<OwnedFd>) -> Result<Helper, SpawnError> {
+pub fn spawn(argv: &[OsString], stdin: StdinFrom) -> Result<Helper, SpawnError> {
     let parent = std::process::id() as i32;
     // Usually empty and one small read: our children before this one.
     let strangers = Family::strangers_before_dispatch();
     let mut command = Command::new(&argv[0]);
     command
         .args(&argv[1..])
-        .stdin(stdin.map_or_else(Stdio::inherit, Stdio::from))
+        .stdin(match stdin {
+            StdinFrom::Inherit => Stdio::inherit(),
+            StdinFrom::Fd(fd) => Stdio::from(fd),
+            StdinFrom::Pipe => Stdio::piped(),
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
@@ -92,9 +108,10 @@ pub fn spawn(argv: &[OsString], stdin: Option<OwnedFd>) -> Result<Helper, SpawnE
             SpawnError::NotExecutable(err)
         }
     })?;
+    let stdin: Option<OwnedFd> = child.stdin.take().map(OwnedFd::from);
     let stdout: OwnedFd = child.stdout.take().expect("stdout is piped").into();
     let stderr: OwnedFd = child.stderr.take().expect("stderr is piped").into();
-    for fd in [&stdout, &stderr] {
+    for fd in stdin.iter().chain([&stdout, &stderr]) {
         use std::os::fd::AsFd;
         // Our own read ends: non-blocking is ours to set. Should that fail,
         // the helper already runs: end it rather than leave it unsupervised.
@@ -108,6 +125,7 @@ pub fn spawn(argv: &[OsString], stdin: Option<OwnedFd>) -> Result<Helper, SpawnE
     let pid = child.id() as i32;
     Ok(Helper {
         pid,
+        stdin,
         stdout,
         stderr,
         family: Family::new(pid, strangers),

@@ -370,6 +370,13 @@ impl Diagnostics {
         }
     }
 
+    /// The last `n` bytes seen so far (held bytes first handed over), and
+    /// whether bytes were lost right before them.
+    pub fn last(&mut self, n: usize) -> (Vec<u8>, bool) {
+        self.settle();
+        self.capture.last(n)
+    }
+
     /// Plain reads from now on, the holding pipe settled and closed: the stream
     /// ended, no holding pipe can be had, or splice misbehaved.
     pub fn stop_flood_path(&mut self) {

@@ -14,6 +14,8 @@
 
 use serde::de::IgnoredAny;
 
+use crate::framing::{Frame, Framer};
+
 /// Why a line did not reach the host.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DivertReason {
@@ -25,6 +27,11 @@ pub enum DivertReason {
     TooLongContinued,
     /// Bytes with no newline when the stream ended.
     PartialAtEof,
+    /// Junk glued to the front of a JSON-RPC message on one line (a
+    /// `print` with no newline); the message itself went through.
+    GluedBefore,
+    /// Junk after a JSON-RPC message on the same line.
+    GluedAfter,
 }
 
 /// Bytes of the first diverted line kept for the record.
@@ -32,38 +39,79 @@ pub const FIRST_DIVERTED_BYTES: usize = 256;
 
 #[derive(Debug, Clone)]
 pub struct Guard {
-    max_message: usize,
-    pending: Vec<u8>,
-    /// Inside a too-long line: divert until its newline.
-    skipping: bool,
+    framer: Framer,
     pub lines_forwarded: u64,
     pub lines_diverted: u64,
     pub bytes_diverted: u64,
     pub first_diverted: Option<Vec<u8>>,
+    /// JSON-RPC messages forwarded out of a line with junk glued to them.
+    pub lines_salvaged: u64,
+}
+
+/// Bytes of a line searched for a glued message, and `{` tried in them.
+const SALVAGE_ATTEMPTS: usize = 4;
+
+fn is_json_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\r' | b'\n')
 }
 
 /// One complete line (with its newline) is one JSON object: `{` first,
 /// and nothing but JSON whitespace after the value.
 pub fn is_json_object(line: &[u8]) -> bool {
-    let start = line
-        .iter()
-        .position(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'));
-    match start {
+    match line.iter().position(|b| !is_json_space(*b)) {
         Some(i) if line[i] == b'{' => serde_json::from_slice::<IgnoredAny>(line).is_ok(),
         _ => false,
     }
 }
 
+/// One JSON object, or a JSON-RPC batch: a non-empty array of objects.
+pub fn is_json_message(line: &[u8]) -> bool {
+    match line.iter().position(|b| !is_json_space(*b)) {
+        Some(i) if line[i] == b'{' => serde_json::from_slice::<IgnoredAny>(line).is_ok(),
+        Some(i) if line[i] == b'[' => {
+            serde_json::from_slice::<Vec<&serde_json::value::RawValue>>(line)
+                .is_ok_and(|all| !all.is_empty() && all.iter().all(|v| v.get().starts_with('{')))
+        }
+        _ => false,
+    }
+}
+
+/// A JSON-RPC object: `"jsonrpc"` is a field (what tells a glued message
+/// from a brace in a log line).
+#[derive(serde::Deserialize)]
+struct JsonRpc<'a> {
+    #[serde(borrow)]
+    jsonrpc: std::borrow::Cow<'a, str>,
+}
+
+/// Where a JSON-RPC object sits in a line that is not one as a whole:
+/// `line[start..end]` is the object; what is around it is junk. At most
+/// [`SALVAGE_ATTEMPTS`] candidate braces are tried.
+pub fn find_glued(line: &[u8]) -> Option<(usize, usize)> {
+    let mut from = 0;
+    for _ in 0..SALVAGE_ATTEMPTS {
+        let start = from + memchr::memchr(b'{', &line[from..])?;
+        let mut values =
+            serde_json::Deserializer::from_slice(&line[start..]).into_iter::<JsonRpc>();
+        if let Some(Ok(message)) = values.next()
+            && message.jsonrpc == "2.0"
+        {
+            return Some((start, start + values.byte_offset()));
+        }
+        from = start + 1;
+    }
+    None
+}
+
 impl Guard {
     pub fn new(max_message: usize) -> Guard {
         Guard {
-            max_message,
-            pending: Vec::new(),
-            skipping: false,
+            framer: Framer::new(max_message),
             lines_forwarded: 0,
             lines_diverted: 0,
             bytes_diverted: 0,
             first_diverted: None,
+            lines_salvaged: 0,
         }
     }
 
@@ -71,56 +119,65 @@ impl Guard {
     /// goes to `divert` with its reason.
     pub fn feed(
         &mut self,
-        mut chunk: &[u8],
+        chunk: &[u8],
         out: &mut Vec<u8>,
         divert: &mut impl FnMut(&[u8], DivertReason),
     ) {
-        while !chunk.is_empty() {
-            let newline = memchr::memchr(b'\n', chunk);
-            let (piece, rest) = match newline {
-                Some(i) => chunk.split_at(i + 1),
-                None => (chunk, &chunk[chunk.len()..]),
-            };
-            chunk = rest;
-            let complete = newline.is_some();
-            if self.skipping {
-                self.divert(piece, DivertReason::TooLongContinued, divert, false);
-                self.skipping = !complete;
-                continue;
+        self.feed_lines(chunk, &mut |line| out.extend_from_slice(line), divert);
+    }
+
+    /// Feed a chunk: each approved line (newline included) goes to `out`;
+    /// everything else goes to `divert` with its reason.
+    pub fn feed_lines(
+        &mut self,
+        chunk: &[u8],
+        out: &mut impl FnMut(&[u8]),
+        divert: &mut impl FnMut(&[u8], DivertReason),
+    ) {
+        let mut framer = std::mem::replace(&mut self.framer, Framer::new(0));
+        framer.feed(chunk, &mut |frame| match frame {
+            Frame::Line(line) => self.judge(line, out, divert),
+            // Too long to hold: divert what we have and the rest as it comes.
+            Frame::Overlong { bytes, first: true } => {
+                self.divert(bytes, DivertReason::TooLong, divert, true);
             }
-            if self.pending.len() + piece.len() > self.max_message {
-                // Too long to hold: divert what we have and the rest as it comes.
-                let mut head = std::mem::take(&mut self.pending);
-                head.extend_from_slice(piece);
-                self.divert(&head, DivertReason::TooLong, divert, true);
-                self.skipping = !complete;
-                continue;
+            Frame::Overlong {
+                bytes,
+                first: false,
+            } => {
+                self.divert(bytes, DivertReason::TooLongContinued, divert, false);
             }
-            if !complete {
-                self.pending.extend_from_slice(piece);
-                continue;
-            }
-            if self.pending.is_empty() {
-                self.judge(piece, out, divert);
-            } else {
-                let mut line = std::mem::take(&mut self.pending);
-                line.extend_from_slice(piece);
-                self.judge(&line, out, divert);
-                line.clear();
-                self.pending = line;
-            }
-        }
+        });
+        self.framer = framer;
     }
 
     fn judge(
         &mut self,
         line: &[u8],
-        out: &mut Vec<u8>,
+        out: &mut impl FnMut(&[u8]),
         divert: &mut impl FnMut(&[u8], DivertReason),
     ) {
-        if is_json_object(line) {
-            out.extend_from_slice(line);
+        if is_json_message(line) {
+            out(line);
             self.lines_forwarded += 1;
+        } else if let Some((start, end)) = find_glued(line) {
+            // The message goes on with the line's newline; the junk
+            // around it is diverted, each part as one diverted line.
+            if start > 0 {
+                self.divert(&line[..start], DivertReason::GluedBefore, divert, true);
+            }
+            let rest = &line[end..];
+            self.lines_forwarded += 1;
+            self.lines_salvaged += 1;
+            if rest.iter().all(|b| is_json_space(*b)) {
+                out(&line[start..]);
+            } else {
+                let mut message = line[start..end].to_vec();
+                message.push(b'\n');
+                out(&message);
+                let rest = rest.strip_suffix(b"\n").unwrap_or(rest);
+                self.divert(rest, DivertReason::GluedAfter, divert, true);
+            }
         } else {
             self.divert(line, DivertReason::NotJsonObject, divert, true);
         }
@@ -146,11 +203,10 @@ impl Guard {
 
     /// The stream ended: an unfinished line never reaches the host.
     pub fn finish(&mut self, divert: &mut impl FnMut(&[u8], DivertReason)) {
-        let pending = std::mem::take(&mut self.pending);
+        let pending = self.framer.finish();
         if !pending.is_empty() {
             self.divert(&pending, DivertReason::PartialAtEof, divert, true);
         }
-        self.skipping = false;
     }
 }
 
@@ -212,6 +268,59 @@ mod tests {
     }
 
     #[test]
+    fn a_message_glued_to_a_stray_print_is_salvaged_and_the_junk_diverted() {
+        let msg = b"{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}";
+        let mut input = b"Loading\xE2\x80\xA6".to_vec();
+        input.extend_from_slice(msg);
+        input.extend_from_slice(b" done.\r\n");
+        input.extend_from_slice(b"{x}");
+        input.extend_from_slice(msg);
+        input.extend_from_slice(b"  \n");
+        let (out, diverted, guard) = run(1024, &[&input]);
+        let mut expected = msg.to_vec();
+        expected.push(b'\n');
+        expected.extend_from_slice(msg);
+        expected.extend_from_slice(b"  \n");
+        assert_eq!(out, expected, "each message byte-exact, on its own line");
+        assert_eq!(
+            diverted,
+            [
+                (b"Loading\xE2\x80\xA6".to_vec(), DivertReason::GluedBefore),
+                (b" done.\r".to_vec(), DivertReason::GluedAfter),
+                (b"{x}".to_vec(), DivertReason::GluedBefore),
+            ]
+        );
+        assert_eq!((guard.lines_forwarded, guard.lines_salvaged), (2, 2));
+        assert_eq!(
+            out.len() as u64 + guard.bytes_diverted,
+            input.len() as u64,
+            "nothing lost or invented"
+        );
+    }
+
+    #[test]
+    fn salvage_needs_a_jsonrpc_object_and_tries_a_bounded_number_of_braces() {
+        // Braces in a log line are not a message.
+        let (out, diverted, _) = run(1024, &[b"state {\"a\":1} ok\n"]);
+        assert!(out.is_empty());
+        assert_eq!(diverted[0].1, DivertReason::NotJsonObject);
+        // Past the fourth brace nothing more is tried.
+        let far = b"{ { { { {\"jsonrpc\":\"2.0\",\"id\":1}\n";
+        let (out, _, _) = run(1024, &[far]);
+        assert!(out.is_empty());
+        let near = b"{ { { {\"jsonrpc\":\"2.0\",\"id\":1}\n";
+        let (out, _, _) = run(1024, &[near]);
+        assert_eq!(out, b"{\"jsonrpc\":\"2.0\",\"id\":1}\n");
+    }
+
+    #[test]
+    fn a_batch_of_objects_is_one_message() {
+        let (out, diverted, _) = run(1024, &[b"[{\"id\":1},{\"id\":2}]\n[1,2]\n[]\n"]);
+        assert_eq!(out, b"[{\"id\":1},{\"id\":2}]\n");
+        assert_eq!(diverted.len(), 2);
+    }
+
+    #[test]
     fn partial_line_at_eof_is_diverted() {
         let (out, diverted, _) = run(1024, &[b"{\"id\":1}\n{\"id\":2}"]);
         assert_eq!(out, b"{\"id\":1}\n");
@@ -235,7 +344,7 @@ mod tests {
         let total: usize = diverted.iter().map(|(b, _)| b.len()).sum();
         assert_eq!(total, 33);
         assert_eq!(guard.lines_diverted, 1);
-        assert!(guard.pending.len() <= 16, "the held line is bounded");
+        assert!(guard.framer.held() <= 16, "the held line is bounded");
     }
 
     mod properties {
@@ -279,9 +388,9 @@ mod tests {
                 prop_assert_eq!(whole.lines_diverted, split.lines_diverted);
                 // Nothing is lost or invented: forwarded + diverted = input.
                 prop_assert_eq!(whole_out.len() as u64 + whole.bytes_diverted, data.len() as u64);
-                // Every forwarded line is one JSON object.
+                // Every forwarded line is one JSON object or batch.
                 for line in whole_out.split_inclusive(|b| *b == b'\n') {
-                    prop_assert!(is_json_object(line));
+                    prop_assert!(is_json_message(line));
                 }
             }
         }

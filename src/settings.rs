@@ -8,9 +8,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::approve;
-use crate::cli::{ApproveOn, Cli, Echo, GuardMode};
+use crate::cli::{ApproveOn, Cli, Echo, GuardMode, SessionMode};
 use crate::diagnostics::FloodPath;
 pub use crate::live::LiveBudget;
+use crate::session::SessionPolicy;
 use crate::termination::Policy;
 
 /// What is kept of stderr and how it leaves.
@@ -35,7 +36,7 @@ pub struct RecordSettings {
 }
 
 /// The MCP server mode parts, each resolved from --mcp and its own flag.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StreamSettings {
     /// Some(max message bytes): stdout is guarded as JSON-RPC lines.
     pub guard: Option<usize>,
@@ -43,6 +44,8 @@ pub struct StreamSettings {
     pub max_message_bytes: usize,
     /// Some: stderr is forwarded live under this budget.
     pub live: Option<LiveBudget>,
+    /// Some: the session layer relays our stdin and tracks requests.
+    pub session: Option<SessionPolicy>,
 }
 
 pub struct ApprovalSettings {
@@ -96,7 +99,33 @@ impl From<&Cli> for Settings {
         } else {
             GuardMode::Off
         });
+        let session_mode = server
+            .session
+            .unwrap_or(if mcp && guard_mode == GuardMode::Jsonrpc {
+                SessionMode::Jsonrpc
+            } else {
+                SessionMode::Off
+            });
+        let mut method_timeouts = Vec::new();
+        let mut default_timeout = None;
+        for each in &server.request_timeout {
+            // Zero or inf: none (METHOD=0: that method waits, whatever
+            // the default says).
+            let timeout = (!each.timeout.is_zero()).then_some(each.timeout);
+            match &each.method {
+                Some(method) => method_timeouts.push((method.clone(), timeout)),
+                None => default_timeout = timeout,
+            }
+        }
+        let session = (session_mode == SessionMode::Jsonrpc).then_some(SessionPolicy {
+            default_timeout,
+            method_timeouts,
+            resets_on_progress: server.request_timeout_resets_on_progress,
+            max_in_flight: server.max_in_flight as usize,
+            audit: cli.journal.journal_requests,
+        });
         let streams = StreamSettings {
+            session,
             guard: (guard_mode == GuardMode::Jsonrpc).then_some(server.max_message_bytes),
             max_message_bytes: server.max_message_bytes,
             live: server.live.unwrap_or(mcp).then_some(LiveBudget {

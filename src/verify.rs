@@ -53,6 +53,13 @@ pub fn render(report: &Report) -> String {
             call.call_id, call.ts, call.line
         );
     }
+    for request in &report.unfinished_requests {
+        let _ = writeln!(
+            out,
+            "WARNING: unfinished request {} {} of call {} (at {}, line {}): no mcp_response entry; it may have acted",
+            request.method, request.request_id, request.call_id, request.ts, request.line
+        );
+    }
     if report.final_newline_missing && report.broken.is_none() {
         let _ = writeln!(
             out,

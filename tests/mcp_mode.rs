@@ -9,18 +9,7 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
-use util::Call;
-
-const SERVER: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/tests/fixtures/jsonrpc_server.py"
-);
-
-fn server(flags: &[&str]) -> Call {
-    let mut argv = vec!["python3", SERVER];
-    argv.extend_from_slice(flags);
-    Call::new(&argv).stdin(Stdio::piped())
-}
+use util::{Call, SERVER, server};
 
 fn request(id: u64, method: &str, params: Value) -> Vec<u8> {
     let mut line = serde_json::to_vec(&json!({
@@ -72,7 +61,8 @@ fn round_trips_are_byte_exact() {
     run.send(&input);
     run.close_stdin();
     let done = run.finish();
-    done.expect_state("completed", 0)
+    // The host closed stdin with no request in flight: a normal end.
+    done.expect_state("shut_down", 0)
         .expect("/stdout/guard", json!("jsonrpc"))
         .expect("/stdout/lines_forwarded", json!(200))
         .expect("/stdout/lines_diverted", json!(0))
@@ -97,7 +87,7 @@ fn a_stray_print_is_diverted_and_the_next_request_still_answers() {
     assert_eq!(second["result"], json!({"b": 2}));
     run.close_stdin();
     let done = run.finish();
-    done.expect_state("completed", 0)
+    done.expect_state("shut_down", 0)
         .expect("/stdout/lines_diverted", json!(1))
         .expect("/stdout/bytes_diverted", json!(11))
         .expect("/stdout/first_diverted", json!("Loading...\n"))
@@ -130,7 +120,7 @@ fn a_fifty_megabyte_stderr_burst_does_not_stall_the_next_response() {
     );
     run.close_stdin();
     let done = run.finish();
-    done.expect_state("completed", 0);
+    done.expect_state("shut_down", 0);
     let seen = done.field("/stderr/bytes_seen").as_u64().unwrap();
     done.check(seen >= 50_000_000, "the whole burst was drained");
     done.check(
@@ -166,7 +156,7 @@ fn a_server_that_ignores_stdin_eof_is_terminated_after_the_grace() {
     response(&run.read_line());
     run.close_stdin();
     let done = run.finish();
-    done.expect_state("cancelled_after_dispatch", 143)
+    done.expect_state("shut_down", 143)
         .expect("/cancel_reason", json!("stdin_closed"))
         .expect("/exit", json!({"signal": "TERM", "core_dumped": false}));
     let closed_at = done.events("stdin_closed")[0]["t_ms"].as_u64().unwrap();
@@ -182,11 +172,11 @@ fn a_server_that_ignores_stdin_eof_is_terminated_after_the_grace() {
 }
 
 #[test]
-fn a_server_that_exits_on_stdin_eof_completes_cleanly() {
+fn a_server_that_exits_on_stdin_eof_is_shut_down_cleanly() {
     let mut run = server(&[]).opt(&["--mcp"]).start();
     run.close_stdin();
     let done = run.finish();
-    done.expect_state("completed", 0)
+    done.expect_state("shut_down", 0)
         .expect("/cancel_reason", Value::Null)
         .expect("/exit", json!({"code": 0}));
     done.check(done.signals_sent().is_empty(), "no signal was needed");
@@ -199,13 +189,13 @@ fn host_sigterm_produces_a_record_before_exit() {
     response(&run.read_line());
     run.signal("TERM");
     let done = run.finish();
-    done.expect_state("cancelled_after_dispatch", 143)
+    done.expect_state("shut_down", 143)
         .expect("/cancel_signal", json!("TERM"))
         .expect("/exit", json!({"signal": "TERM", "core_dumped": false}));
 }
 
 #[test]
-fn claude_code_shutdown_sigint_with_stdin_open_is_cancelled_after_dispatch_130() {
+fn claude_code_shutdown_sigint_with_stdin_open_is_shut_down_130() {
     // As the README documents: Claude Code sends SIGINT and never closes
     // the server's stdin.
     let mut run = server(&["--ignore-eof"]).opt(&["--mcp"]).start();
@@ -213,7 +203,8 @@ fn claude_code_shutdown_sigint_with_stdin_open_is_cancelled_after_dispatch_130()
     response(&run.read_line());
     run.signal("INT");
     let done = run.finish();
-    done.expect_state("cancelled_after_dispatch", 130)
+    // No request was in flight: the host's shutdown, not a cancelled call.
+    done.expect_state("shut_down", 130)
         .expect("/cancel_reason", json!("signal"))
         .expect("/cancel_signal", json!("INT"));
     done.check(
@@ -231,7 +222,7 @@ fn host_sigterm_to_a_server_that_ignores_it_still_ends_within_the_mcp_grace() {
     response(&run.read_line());
     run.signal("TERM");
     let done = run.finish();
-    done.expect_state("cancelled_after_dispatch", 143)
+    done.expect_state("shut_down", 143)
         .expect("/exit", json!({"signal": "KILL", "core_dumped": false}))
         .expect("/limits/grace_ms", json!(1000));
 }
@@ -346,7 +337,7 @@ fn a_socket_stdin_shut_down_for_writing_counts_as_a_hang_up() {
     host.shutdown(std::net::Shutdown::Write).unwrap();
     let done = run.finish();
     drop(host);
-    done.expect_state("cancelled_after_dispatch", 143)
+    done.expect_state("shut_down", 143)
         .expect("/cancel_reason", json!("stdin_closed"))
         .expect("/exit", json!({"signal": "TERM", "core_dumped": false}));
     done.check(
@@ -406,9 +397,13 @@ fn live_counts_hold_when_our_stderr_reader_goes_away() {
 fn a_failing_server_s_stderr_reaches_the_host_once() {
     // Under --mcp, stderr is forwarded live; the exit echo must not repeat
     // it, only say what happened.
+    // The host keeps our stdin open: the server ends on its own.
+    let (host_keeps, stdin) = std::io::pipe().unwrap();
     let done = Call::sh("echo boom-diagnostic >&2; exit 1")
         .opt(&["--mcp"])
+        .stdin(Stdio::from(host_keeps))
         .run();
+    drop(stdin);
     done.expect_state("completed", 1)
         .expect("/stderr/live_bytes_forwarded", json!(16));
     let stderr = done.stderr_text();

@@ -1,9 +1,9 @@
-//! Fuzz the stdout guard: forwarded lines are always single JSON objects,
+//! Fuzz the stdout guard: forwarded lines are always one JSON object or batch,
 //! nothing is lost or invented, and the split does not matter.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use mcp_bound::guard::{Guard, is_json_object};
+use mcp_bound::guard::{Guard, is_json_message};
 
 fn run(max: usize, chunks: &[&[u8]]) -> (Vec<u8>, u64) {
     let mut guard = Guard::new(max);
@@ -28,6 +28,6 @@ fuzz_target!(|input: &[u8]| {
     assert_eq!(whole, split);
     assert_eq!(whole.len() as u64 + diverted, data.len() as u64);
     for line in whole.split_inclusive(|b| *b == b'\n') {
-        assert!(is_json_object(line));
+        assert!(is_json_message(line));
     }
 });

@@ -207,9 +207,60 @@ pub struct McpArgs {
     #[arg(long, value_name = "BYTES", env = "MCP_BOUND_LIVE_BURST", default_value = "256KiB", value_parser = units::parse_capture_bytes, help_heading = "MCP server mode options")]
     pub live_burst: usize,
 
-    /// Watch our stdin for hang-up (without reading it); then give the helper this long to exit before terminating it [default: off; 2s with --mcp].
+    /// After our stdin closes (the MCP shutdown), give the helper this long to exit before terminating it [default: off; 2s with --mcp].
     #[arg(long, value_name = "DURATION", env = "MCP_BOUND_STDIN_CLOSE_GRACE", value_parser = units::parse_duration, help_heading = "MCP server mode options")]
     pub stdin_close_grace: Option<Duration>,
+
+    /// The session layer: relay our stdin to the server line by line, track each request, answer for the server when it cannot (timeouts, a crash) [default: off; jsonrpc with --mcp unless --stdout-guard off]. off: the helper inherits our stdin.
+    #[arg(
+        long,
+        value_name = "MODE",
+        env = "MCP_BOUND_SESSION",
+        value_enum,
+        help_heading = "MCP session options"
+    )]
+    pub session: Option<SessionMode>,
+
+    /// Answer a request with no response in time with error -32001, and send the server notifications/cancelled; its late response is dropped. METHOD=DURATION sets one method's (repeatable); 0 or inf: none.
+    #[arg(long, value_name = "[METHOD=]DURATION", env = "MCP_BOUND_REQUEST_TIMEOUT", value_delimiter = ',', value_parser = parse_request_timeout, help_heading = "MCP session options")]
+    pub request_timeout: Vec<RequestTimeout>,
+
+    /// A notifications/progress for a request starts its --request-timeout again.
+    #[arg(long, env = "MCP_BOUND_REQUEST_TIMEOUT_RESETS_ON_PROGRESS", value_parser = BoolishValueParser::new(), default_value_t = false, num_args = 0, default_missing_value = "true", help_heading = "MCP session options")]
+    pub request_timeout_resets_on_progress: bool,
+
+    /// Most client requests waiting for the server at once; past it, a request is answered with an error at once (at least 1).
+    #[arg(long, value_name = "N", env = "MCP_BOUND_MAX_IN_FLIGHT", default_value = "4096", value_parser = clap::value_parser!(u32).range(1..), help_heading = "MCP session options")]
+    pub max_in_flight: u32,
+}
+
+/// Whether the session layer runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SessionMode {
+    Off,
+    Jsonrpc,
+}
+
+/// One --request-timeout: for one method, or (None) for any other.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestTimeout {
+    pub method: Option<String>,
+    /// Zero: no timeout.
+    pub timeout: Duration,
+}
+
+fn parse_request_timeout(text: &str) -> Result<RequestTimeout, String> {
+    let (method, duration) = match text.split_once('=') {
+        Some(("", _)) => {
+            return Err("a method name goes before '='".into());
+        }
+        Some((method, duration)) => (Some(method.to_string()), duration),
+        None => (None, text),
+    };
+    Ok(RequestTimeout {
+        method,
+        timeout: units::parse_timeout(duration)?,
+    })
 }
 
 /// Approval options: the gate before dispatch.
@@ -259,6 +310,18 @@ pub struct JournalArgs {
         help_heading = "Journal options"
     )]
     pub journal_key: Option<PathBuf>,
+
+    /// Under the session layer, which client requests get an mcp_request entry (synced before the request reaches the server) and an mcp_response entry: tools (tools/call, resources/read, prompts/get), all, or none.
+    #[arg(
+        long,
+        value_name = "WHICH",
+        env = "MCP_BOUND_JOURNAL_REQUESTS",
+        value_enum,
+        default_value = "tools",
+        requires = "journal",
+        help_heading = "Journal options"
+    )]
+    pub journal_requests: crate::session::AuditRequests,
 }
 
 #[derive(Subcommand, Debug)]
@@ -388,7 +451,10 @@ where
             generate: Some(what),
             ..
         }) => Ok(Parsed::Generate(what)),
-        Ok(cli) => Ok(Parsed::Run(Box::new(cli))),
+        Ok(cli) => match check(&cli) {
+            Ok(()) => Ok(Parsed::Run(Box::new(cli))),
+            Err(text) => Err(Error::Usage(text)),
+        },
         Err(err) => match err.kind() {
             clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
                 Ok(Parsed::Print(err.render().to_string()))
@@ -400,6 +466,31 @@ where
             kind => Err(Error::Usage(one_line(&err.render().to_string(), kind))),
         },
     }
+}
+
+/// What clap cannot say: options that would do nothing, or contradict
+/// each other, in this combination.
+fn check(cli: &Cli) -> Result<(), String> {
+    let server = &cli.mcp_mode;
+    let guard_off = server.stdout_guard == Some(GuardMode::Off)
+        || (server.stdout_guard.is_none() && !server.mcp);
+    let session = match server.session {
+        Some(mode) => mode == SessionMode::Jsonrpc,
+        None => server.mcp && server.stdout_guard != Some(GuardMode::Off),
+    };
+    if server.session == Some(SessionMode::Jsonrpc) && guard_off {
+        return Err("--session jsonrpc reads the server's responses through the stdout guard; it cannot run with --stdout-guard off".into());
+    }
+    if !session {
+        let needs = "needs the session layer (--mcp, or --session jsonrpc)";
+        if !server.request_timeout.is_empty() {
+            return Err(format!("--request-timeout {needs}"));
+        }
+        if server.request_timeout_resets_on_progress {
+            return Err(format!("--request-timeout-resets-on-progress {needs}"));
+        }
+    }
+    Ok(())
 }
 
 /// clap's message on one line, without its "error: " prefix. A missing

@@ -38,7 +38,10 @@ Lifecycle facts come first. state: awaiting_approval, dispatched (in flight; sta
 SIGKILLed), completed, timed_out, cancelled_before_dispatch, cancelled_after_dispatch (also a cancel \
 during clean-up after the helper exited), failed_before_dispatch (nothing started: 125, 126 or 127, \
 with error), failed_after_dispatch (mcp-bound itself failed after the start: the helper's tree was \
-killed, exit 125, with error; the helper may have acted), denied (approval denied or expired, exit 77). \
+killed, exit 125, with error; the helper may have acted), denied (approval denied or expired, exit 77), \
+shut_down (session layer only: the host closed our stdin or sent a signal while no request was in \
+flight, the normal end of an MCP session; a shutdown that cuts requests off stays \
+cancelled_after_dispatch and lists them in mcp.interrupted). \
 cancel_reason: timeout, signal, client_disconnected, stdin_closed. \
 exit ({\"code\": N}, {\"signal\": \"TERM\", \"core_dumped\": false}, or null when no exit was observed; never 0 unless 0 was seen), \
 exit_code (mcp-bound's own), stream_end (eof, eof_after_descendants_killed, closed_while_held), \
@@ -46,9 +49,13 @@ descendants_signalled. Then argv, cwd, pid, started_at, ended_at (RFC 3339), dur
 approval {required, method (command, tty), decision (approved, denied, expired, error), requested_at, \
 decided_at, waited_ms, timeout_ms, approver_exit, excerpt}, \
 stdout {bytes_seen, bytes_forwarded, bytes_discarded, guard (off, jsonrpc), lines_forwarded, \
-lines_diverted, bytes_diverted, first_diverted}, \
+lines_diverted, bytes_diverted, first_diverted, lines_salvaged}, \
 stderr {bytes_seen, bytes_retained, truncated, head_bytes, tail_bytes, excerpt, live_bytes_forwarded, \
-live_bytes_dropped, live_bytes_unsent: with --live every byte seen is one of the three}, the limits in force, \
+live_bytes_dropped, live_bytes_unsent: with --live every byte seen is one of the three}, \
+mcp (null unless the session layer ran: limits, client and server {requests, notifications, responses, \
+non_jsonrpc_lines}, synthesized {request_timeout, server_exited, too_many_in_flight}, cancelled_by_client, \
+late_responses_dropped, unmatched_responses, cancellations_sent, in_flight_at_exit, peak_in_flight, \
+restarts, interrupted [{id, method, name}]), the limits in force, \
 and events: dispatched, cancel_requested, signal_sent (signal, target group or descendants, count, \
 reason: timeout, signal, client_disconnected, stdin_closed, pipes_held, leftovers, supervisor_failure), \
 helper_exited, stdout_closed, stderr_closed, stdin_closed, streams_abandoned, each with t_ms, \
@@ -57,6 +64,28 @@ A cancellation after dispatch is never reported as a failure: the helper may alr
 
 /// Further man page sections, as (title, text).
 pub const MAN_SECTIONS: &[(&str, &str)] = &[
+    (
+        "MCP SESSION",
+        "With --session jsonrpc (the default under --mcp) the unit of supervision is the request. \
+mcp-bound reads its stdin (the client) and writes each complete line to the server's stdin, \
+byte-exact and in order; while the server does not read, neither does mcp-bound (back-pressure), \
+so memory stays flat. Lines are parsed only for id, method and, for tools/call, params.name; lines \
+that are not JSON-RPC pass unchanged, counted. Batches (arrays) pass in both directions and each \
+element is tracked. Ids belong to one direction: a server request never matches a client request. \
+Client EOF closes the server's stdin, then --stdin-close-grace applies. \
+With --request-timeout, a request with no response in time gets error -32001 from mcp-bound, the \
+server gets notifications/cancelled, and the server's late response is dropped: a client never gets \
+two responses for one id. A client's own notifications/cancelled takes the request out of the table. \
+If the server exits with requests in flight, each gets error -32000 with the exit and the last 2 KiB \
+of its stderr (masked); a request that arrives after that is answered at once. A request is never \
+re-sent: it may have acted. Past --max-in-flight waiting requests, a new one is answered with -32000 \
+at once. Every error mcp-bound writes carries data.mcp_bound.reason (request_timeout, server_exited, \
+too_many_in_flight). The stdout guard also salvages a JSON-RPC message glued to a stray print on one \
+line: the junk is diverted, the message forwarded. With --journal, each request named by \
+--journal-requests gets an mcp_request entry, synced before the request reaches the server (requests \
+read together share one sync), and an mcp_response entry (outcome result, error, timed_out, cancelled \
+or server_exited); verify pairs them.",
+    ),
     (
         "SIGNALS",
         "INT, TERM, HUP and QUIT received by mcp-bound cancel the helper: the received signal is \

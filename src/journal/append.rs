@@ -41,6 +41,12 @@ impl Journal {
 
     /// Append one entry (and a genesis or recover entry first when needed).
     pub fn append(&self, entry: Entry<'_>) -> io::Result<Appended> {
+        self.append_all(&[entry])
+    }
+
+    /// Append entries in order with one write and one sync (a group
+    /// commit): all are durable when this returns. Returns the last.
+    pub fn append_all(&self, entries: &[Entry<'_>]) -> io::Result<Appended> {
         let (file, created) = sys::open_append_private(&self.path)?;
         if created {
             sys::fsync_dir(sys::parent_dir(&self.path))?;
@@ -48,14 +54,14 @@ impl Journal {
         if self.lock {
             sys::lock_exclusive(&file, self.lock_wait)?;
         }
-        let result = self.append_locked(&file, entry);
+        let result = self.append_locked(&file, entries);
         if self.lock {
             sys::unlock(&file);
         }
         result
     }
 
-    fn append_locked(&self, file: &File, entry: Entry<'_>) -> io::Result<Appended> {
+    fn append_locked(&self, file: &File, entries: &[Entry<'_>]) -> io::Result<Appended> {
         let len = file.metadata()?.len();
         let mut tail = read_tail(file, len)?;
         let ts = crate::ids::now_rfc3339();
@@ -116,22 +122,20 @@ impl Journal {
             seq += 1;
             prev = h;
         }
-        let (line, h) = match entry {
-            Entry::Intent(intent) => format_line(&self.key, seq, &prev, "intent", &ts, intent),
-            Entry::Decision(decision) => {
-                format_line(&self.key, seq, &prev, "decision", &ts, decision)
-            }
-            Entry::Terminal(terminal) => {
-                format_line(&self.key, seq, &prev, "terminal", &ts, terminal)
-            }
-        };
-        out.extend_from_slice(&line);
-        // One write: with O_APPEND the line lands whole at the end.
+        let mut last = None;
+        for entry in entries {
+            let (line, h) = entry.format(&self.key, seq, &prev, &ts);
+            out.extend_from_slice(&line);
+            last = Some(Appended { seq, h: h.clone() });
+            seq += 1;
+            prev = h;
+        }
+        // One write: with O_APPEND the lines land whole at the end.
         (&*file).write_all(&out)?;
         if self.sync {
             file.sync_data()?;
         }
-        Ok(Appended { seq, h })
+        last.ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no entry to append"))
     }
 }
 

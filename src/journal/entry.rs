@@ -128,11 +128,54 @@ pub struct DecisionEntry {
     pub approver_exit: Option<Exit>,
 }
 
+/// Under the session layer: a client request, written (synced) before
+/// it reaches the server. `params` are never written, only their hash.
+#[derive(Debug, Clone, Serialize)]
+pub struct McpRequest {
+    pub call_id: String,
+    /// The request's id, as the client sent it.
+    pub request_id: serde_json::Value,
+    pub method: String,
+    /// `params.name` of a tools/call or prompts/get.
+    pub name: Option<String>,
+    /// SHA-256 of the exact `params` text; null when there were none.
+    pub params_sha256: Option<String>,
+}
+
+/// How that request ended.
+#[derive(Debug, Clone, Serialize)]
+pub struct McpResponse {
+    pub call_id: String,
+    pub request_id: serde_json::Value,
+    pub method: String,
+    pub outcome: crate::session::RequestOutcome,
+    /// The error's code, for an `error`, `timed_out` or `server_exited`.
+    pub error_code: Option<i64>,
+    pub duration_ms: u64,
+    /// The response's bytes as the client got it (0 when cancelled).
+    pub bytes: u64,
+}
+
 /// What a caller appends.
 pub enum Entry<'a> {
     Intent(&'a Intent),
     Decision(&'a DecisionEntry),
     Terminal(&'a Terminal),
+    McpRequest(&'a McpRequest),
+    McpResponse(&'a McpResponse),
+}
+
+impl Entry<'_> {
+    /// The entry's `kind` and its line, chained onto `prev`.
+    pub(crate) fn format(&self, key: &Key, seq: u64, prev: &str, ts: &str) -> (Vec<u8>, String) {
+        match self {
+            Entry::Intent(body) => format_line(key, seq, prev, "intent", ts, body),
+            Entry::Decision(body) => format_line(key, seq, prev, "decision", ts, body),
+            Entry::Terminal(body) => format_line(key, seq, prev, "terminal", ts, body),
+            Entry::McpRequest(body) => format_line(key, seq, prev, "mcp_request", ts, body),
+            Entry::McpResponse(body) => format_line(key, seq, prev, "mcp_response", ts, body),
+        }
+    }
 }
 
 /// Where an append landed.

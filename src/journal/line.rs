@@ -75,7 +75,7 @@ pub(crate) struct Parsed<'a> {
     #[serde(default)]
     pub(crate) decision: Option<serde::de::IgnoredAny>,
     #[serde(default)]
-    pub(crate) method: Option<serde::de::IgnoredAny>,
+    pub(crate) method: Option<Cow<'a, str>>,
     #[serde(default)]
     pub(crate) requested_at: Option<serde::de::IgnoredAny>,
     #[serde(default)]
@@ -84,6 +84,19 @@ pub(crate) struct Parsed<'a> {
     pub(crate) waited_ms: Option<u64>,
     #[serde(default)]
     pub(crate) approver_exit: Option<serde::de::IgnoredAny>,
+    // mcp_request and mcp_response (`method` and `duration_ms` shared)
+    #[serde(default, borrow)]
+    pub(crate) request_id: Option<&'a serde_json::value::RawValue>,
+    #[serde(default)]
+    pub(crate) name: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    pub(crate) params_sha256: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    pub(crate) outcome: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    pub(crate) error_code: Option<i64>,
+    #[serde(default)]
+    pub(crate) bytes: Option<u64>,
     // recover
     #[serde(default)]
     pub(crate) torn_offset: Option<u64>,
@@ -97,7 +110,9 @@ impl Parsed<'_> {
     /// The kind's required fields are present and no other kind's are.
     fn shape(&self) -> Result<(), String> {
         // Fields that belong to one kind only: none of another kind's may
-        // appear. call_id is shared by intent, decision and terminal.
+        // appear. call_id is shared by intent, decision, terminal and the
+        // mcp_ kinds; method by decision and the mcp_ kinds.
+        let mcp = self.kind.starts_with("mcp_");
         let markers = [
             ("genesis", self.journal_id.is_some()),
             (
@@ -114,12 +129,23 @@ impl Parsed<'_> {
             ),
             (
                 "decision",
-                self.method.is_some() || self.waited_ms.is_some() || self.decided_at.is_some(),
+                (self.method.is_some() && !mcp)
+                    || self.waited_ms.is_some()
+                    || self.decided_at.is_some(),
             ),
+            (
+                "mcp_request",
+                self.params_sha256.is_some() || self.name.is_some(),
+            ),
+            (
+                "mcp_response",
+                self.outcome.is_some() || self.error_code.is_some() || self.bytes.is_some(),
+            ),
+            ("mcp_", self.request_id.is_some()),
         ];
         let foreign = markers
             .iter()
-            .any(|(kind, present)| *present && *kind != self.kind);
+            .any(|(kind, present)| *present && *kind != self.kind && !(*kind == "mcp_" && mcp));
         let call = self.call_id.is_some();
         let complete = match self.kind.as_ref() {
             "genesis" => self.journal_id.is_some() && !call,
@@ -136,6 +162,14 @@ impl Parsed<'_> {
             }
             "terminal" => {
                 call && self.state.is_some() && self.signals.is_some() && self.streams.is_some()
+            }
+            "mcp_request" => call && self.request_id.is_some() && self.method.is_some(),
+            "mcp_response" => {
+                call && self.request_id.is_some()
+                    && self.method.is_some()
+                    && self.outcome.is_some()
+                    && self.duration_ms.is_some()
+                    && self.bytes.is_some()
             }
             "recover" => {
                 !call

@@ -28,11 +28,15 @@ mod append;
 mod entry;
 mod key;
 mod line;
+mod requests;
 mod verify;
 
 pub use crate::ids::hex;
 pub use append::Journal;
-pub use entry::{Appended, DecisionEntry, Entry, Intent, SignalFact, StreamFacts, Terminal};
+pub use entry::{
+    Appended, DecisionEntry, Entry, Intent, McpRequest, McpResponse, SignalFact, StreamFacts,
+    Terminal,
+};
 pub use key::Key;
 pub use verify::{Break, BreakKind, Head, Report, Unfinished, VerifyError, verify, verify_reader};
 
@@ -207,12 +211,168 @@ mod tests {
             },
             excerpt: Some("x".into()),
         };
+        let request = McpRequest {
+            call_id: "c_all".into(),
+            request_id: serde_json::json!("r1"),
+            method: "tools/call".into(),
+            name: Some("t".into()),
+            params_sha256: Some("a".repeat(64)),
+        };
+        let response = McpResponse {
+            call_id: "c_all".into(),
+            request_id: serde_json::json!("r1"),
+            method: "tools/call".into(),
+            outcome: crate::session::RequestOutcome::Error,
+            error_code: Some(-32001),
+            duration_ms: 1,
+            bytes: 1,
+        };
         journal.append(Entry::Intent(&intent)).unwrap();
         journal.append(Entry::Decision(&decision)).unwrap();
+        let last = journal
+            .append_all(&[Entry::McpRequest(&request), Entry::McpResponse(&response)])
+            .unwrap();
+        assert_eq!(last.seq, 4, "a group commit numbers each entry");
         journal.append(Entry::Terminal(&terminal)).unwrap();
         let report = verify(&path, None, None).unwrap();
         assert!(report.ok, "{:?}", report.broken);
-        assert_eq!(report.entries, 4);
+        assert_eq!(report.entries, 6);
         assert!(report.unfinished.is_empty());
+        assert!(report.unfinished_requests.is_empty());
+    }
+
+    #[test]
+    fn requests_pair_with_their_responses_inside_their_call() {
+        let dir = tempfile::tempdir().unwrap();
+        let request = |call: &str, id: serde_json::Value| McpRequest {
+            call_id: call.into(),
+            request_id: id,
+            method: "tools/call".into(),
+            name: None,
+            params_sha256: None,
+        };
+        let response = |call: &str, id: serde_json::Value| McpResponse {
+            call_id: call.into(),
+            request_id: id,
+            method: "tools/call".into(),
+            outcome: crate::session::RequestOutcome::Result,
+            error_code: None,
+            duration_ms: 0,
+            bytes: 10,
+        };
+        let intent = |call: &str| Intent {
+            call_id: call.into(),
+            session_id: None,
+            argv: vec!["x".into()],
+            cwd: None,
+            uid: 0,
+            host: None,
+            pid: 1,
+            limits: crate::record::Limits {
+                timeout_ms: None,
+                signal: "TERM".into(),
+                grace_ms: 0,
+                wait_delay_ms: 0,
+                head_bytes: 0,
+                tail_bytes: 0,
+                excerpt_bytes: 0,
+                stdout_guard: crate::record::StdoutGuard::Jsonrpc,
+                max_message_bytes: 1,
+                live_rate: None,
+                live_burst: None,
+                stdin_close_grace_ms: None,
+                redact_patterns: 0,
+            },
+        };
+        let run = |name: &str, entries: &[Entry<'_>]| {
+            let path = dir.path().join(name);
+            let mut journal = Journal::new(path.clone(), Key::Plain);
+            journal.sync = false;
+            for entry in entries {
+                journal.append_all(std::slice::from_ref(entry)).unwrap();
+            }
+            verify(&path, None, None).unwrap()
+        };
+        let (a, b) = (intent("a"), intent("b"));
+        let (q1, q1_again, r1) = (
+            request("a", serde_json::json!(1)),
+            request("a", serde_json::json!(1.0)),
+            response("a", serde_json::json!(1)),
+        );
+        // Paired, and an id may come back once its request ended.
+        let report = run(
+            "ok.jsonl",
+            &[
+                Entry::Intent(&a),
+                Entry::McpRequest(&q1),
+                Entry::McpResponse(&r1),
+                Entry::McpRequest(&q1),
+                Entry::McpResponse(&r1),
+            ],
+        );
+        assert!(report.ok, "{:?}", report.broken);
+        // A response with no request.
+        let report = run(
+            "orphan.jsonl",
+            &[Entry::Intent(&a), Entry::McpResponse(&r1)],
+        );
+        assert_eq!(report.broken.unwrap().kind, BreakKind::OrphanTerminal);
+        // A request outside any open call.
+        let report = run(
+            "outside.jsonl",
+            &[Entry::Intent(&b), Entry::McpRequest(&q1)],
+        );
+        assert_eq!(report.broken.unwrap().kind, BreakKind::OrphanTerminal);
+        // Two requests with one id in flight (1 and 1.0 differ in JSON-RPC).
+        let report = run(
+            "dup.jsonl",
+            &[
+                Entry::Intent(&a),
+                Entry::McpRequest(&q1),
+                Entry::McpRequest(&q1),
+            ],
+        );
+        assert_eq!(report.broken.unwrap().kind, BreakKind::DuplicateCall);
+        let report = run(
+            "distinct.jsonl",
+            &[
+                Entry::Intent(&a),
+                Entry::McpRequest(&q1),
+                Entry::McpRequest(&q1_again),
+            ],
+        );
+        assert!(report.ok, "{:?}", report.broken);
+        // A request still open when its call ends never ended.
+        let terminal = Terminal {
+            call_id: "a".into(),
+            state: crate::record::State::ShutDown,
+            exit: None,
+            exit_code: Some(0),
+            cancel_reason: None,
+            cancel_signal: None,
+            signals: Vec::new(),
+            stream_end: None,
+            descendants_signalled: 0,
+            duration_ms: Some(1),
+            streams: StreamFacts {
+                stdout_bytes: 0,
+                stderr_bytes_seen: 0,
+                stderr_bytes_retained: 0,
+                stderr_truncated: false,
+            },
+            excerpt: None,
+        };
+        let report = run(
+            "unfinished.jsonl",
+            &[
+                Entry::Intent(&a),
+                Entry::McpRequest(&q1),
+                Entry::Terminal(&terminal),
+            ],
+        );
+        assert!(report.ok, "{:?}", report.broken);
+        assert_eq!(report.unfinished_requests.len(), 1);
+        assert_eq!(report.unfinished_requests[0].request_id, "1");
+        assert_eq!(report.unfinished_requests[0].method, "tools/call");
     }
 }

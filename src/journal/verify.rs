@@ -13,6 +13,8 @@ use sha2::{Digest, Sha256};
 
 use super::key::{Key, KeyMismatch, check_genesis_key};
 use super::line::{LineError, parse_line};
+use super::requests::OpenRequests;
+pub use super::requests::UnfinishedRequest;
 use super::{MAX_LINE, ZERO_HASH};
 use crate::ids::hex;
 
@@ -92,6 +94,8 @@ pub struct Report {
     pub anchor: Option<String>,
     pub anchor_found: Option<bool>,
     pub unfinished: Vec<Unfinished>,
+    /// Requests whose call ended (or never did) without a response entry.
+    pub unfinished_requests: Vec<UnfinishedRequest>,
     /// The last entry is whole but lacks its final newline (a warning).
     pub final_newline_missing: bool,
 }
@@ -140,9 +144,11 @@ pub fn verify_reader(
             anchor: anchor.map(str::to_string),
             anchor_found: anchor.map(|_| false),
             unfinished: Vec::new(),
+            unfinished_requests: Vec::new(),
             final_newline_missing: false,
         },
         open: HashMap::new(),
+        open_requests: OpenRequests::default(),
         last_seq: None,
         last_h: ZERO_HASH.to_string(),
         pending_torn: None,
@@ -185,6 +191,8 @@ struct Verifier<'k> {
     /// call id may repeat once its call has ended (hosts reuse
     /// --call-id); two calls with one id in flight at once are a break.
     open: HashMap<String, Unfinished>,
+    /// Requests with no response yet: memory follows the requests in flight.
+    open_requests: OpenRequests,
     last_seq: Option<u64>,
     last_h: String,
     pending_torn: Option<PendingTorn>,
@@ -385,12 +393,22 @@ impl Verifier<'_> {
                             );
                         }
                     }
+                } else if kind == "mcp_request" || kind == "mcp_response" {
+                    let call_open = self.open.contains_key(call_id);
+                    if let Err((kind, detail)) =
+                        self.open_requests.on_entry(line_no, &parsed, call_open)
+                    {
+                        return fail(kind, detail);
+                    }
                 } else if self.open.remove(call_id).is_none() {
                     // Also a second terminal for a call that already ended.
                     return fail(
                         BreakKind::OrphanTerminal,
                         format!("a terminal for call {call_id} with no open intent"),
                     );
+                } else {
+                    let ended = self.open_requests.call_ended(call_id);
+                    self.report.unfinished_requests.extend(ended);
                 }
             }
         }
@@ -451,6 +469,9 @@ impl Verifier<'_> {
         let mut unfinished: Vec<Unfinished> = self.open.drain().map(|(_, u)| u).collect();
         unfinished.sort_by_key(|u| u.line);
         self.report.unfinished = unfinished;
+        let requests = &mut self.report.unfinished_requests;
+        requests.extend(self.open_requests.drain());
+        requests.sort_by_key(|r| r.line);
         self.report.ok = self.report.broken.is_none();
     }
 }

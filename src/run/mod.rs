@@ -113,7 +113,12 @@ pub fn run(settings: Settings) -> Result<i32, Error> {
 
     let mut stdout = Sink::stdout();
     let dispatched_at = Instant::now();
-    let helper = match child::spawn(&settings.command, None) {
+    let stdin = if settings.streams.session.is_some() {
+        child::StdinFrom::Pipe
+    } else {
+        child::StdinFrom::Inherit
+    };
+    let helper = match child::spawn(&settings.command, stdin) {
         Ok(helper) => helper,
         Err(err) => {
             let program = settings.command[0].to_string_lossy();
@@ -142,6 +147,16 @@ pub fn run(settings: Settings) -> Result<i32, Error> {
         },
         live: settings.streams.live,
         redactor: redactor.clone(),
+        session: settings
+            .streams
+            .session
+            .clone()
+            .map(|policy| supervise::SessionConfig {
+                policy,
+                call_id: record.ids.call_id.clone(),
+                journal: call.journal,
+                max_message_bytes: settings.streams.max_message_bytes,
+            }),
     };
     let outcome = supervise::supervise(
         helper,
@@ -227,6 +242,14 @@ fn initial_record(settings: &Settings, started_at: SystemTime, redactor: &Redact
             tail_bytes: capture.tail_bytes as u64,
             ..Default::default()
         },
+        mcp: settings
+            .streams
+            .session
+            .as_ref()
+            .map(|policy| crate::record::mcp::McpFacts {
+                limits: policy.limits(),
+                ..Default::default()
+            }),
         limits: Limits {
             timeout_ms: policy.timeout.map(limit_millis),
             signal: signals::name(policy.signal),
@@ -282,6 +305,22 @@ fn decide(settings: &Settings, outcome: &Outcome, record: &mut Record) -> i32 {
         ),
         None => (State::Completed, helper_status.unwrap_or(code::OWN_FAILURE)),
     };
+    // Under the session layer, the host ending the session (a signal, or
+    // our stdin closing) with no request in flight is its normal end.
+    let host_ended = match cancel {
+        Some(Cancellation::Signal(_) | Cancellation::StdinClosed) => true,
+        None => outcome.host_hung_up,
+        Some(Cancellation::Timeout | Cancellation::ClientDisconnected) => false,
+    };
+    let state = match &outcome.mcp {
+        Some(mcp) if host_ended && mcp.in_flight_at_exit == 0 && outcome.failure.is_none() => {
+            State::ShutDown
+        }
+        Some(_) | None => state,
+    };
+    if outcome.mcp.is_some() {
+        record.mcp = outcome.mcp.clone();
+    }
     record.lifecycle.state = state;
     record.error = outcome.failure.clone();
     record.lifecycle.cancel_reason = cancel.map(CancelReason::from);
@@ -320,6 +359,8 @@ mod tests {
             last_stdout: None,
             last_stderr: None,
             failure: failure.map(str::to_string),
+            host_hung_up: false,
+            mcp: None,
         }
     }
 

@@ -2,7 +2,9 @@
 //! hang-up and the clock, and hands readiness to the part that owns each
 //! stream, as cargo-util's `read2` does: the stdout relay (`stdout`), the
 //! stderr drain and the diagnostics intake (`stderr`), live output
-//! (`live_out`). It returns an [`Outcome`] and never prints.
+//! (`live_out`), and under the session layer the stdin relay (`stdin`)
+//! with the request table (`crate::session`). It returns an [`Outcome`]
+//! and never prints.
 //!
 //! Each turn: read the clock, let the termination machine act on
 //! deadlines, stop if everything is over, then build the interest set,
@@ -11,7 +13,9 @@
 
 mod live_out;
 mod outcome;
+mod session;
 mod stderr;
+mod stdin;
 mod stdout;
 mod tree;
 
@@ -31,11 +35,13 @@ use crate::sink::Sink;
 use crate::sys::{self, Interest, Ready};
 use crate::termination::{Action, Cancellation, Phase, Reason, Terminator};
 use live_out::LiveOutput;
+use session::SessionParts;
 use stderr::{Drained, Intake, StderrDrain};
+use stdin::Read0;
 use stdout::{Destination, StdoutRelay};
 use tree::Tree;
 
-pub use outcome::{Config, Outcome, StdoutMode};
+pub use outcome::{Config, Outcome, SessionConfig, StdoutMode};
 
 /// How the loop waits: `sys::poll`, or a stand-in that fails on purpose
 /// (the tests of the failure path).
@@ -56,6 +62,9 @@ struct Loop<'a> {
     /// The loop stopped waiting while a pipe was still open.
     abandoned_open: bool,
     redactor: Redactor,
+    session: Option<SessionParts<'a>>,
+    /// Our stdin reached EOF while the helper ran.
+    host_hung_up: bool,
 }
 
 /// Supervise a spawned helper to the end. If mcp-bound itself cannot go
@@ -111,6 +120,10 @@ pub(crate) fn supervise_with(
     } else {
         config.flood_path
     };
+    let session = match (&config.session, helper.stdin) {
+        (Some(session), Some(pipe)) => Some(SessionParts::new(session, pipe)),
+        _ => None,
+    };
     let mut state = Loop {
         origin,
         tree: Tree::new(helper.family.clone()),
@@ -125,11 +138,15 @@ pub(crate) fn supervise_with(
             ),
             live,
         },
-        watch_stdin: config.policy.stdin_close_grace.is_some() && sys::is_open(0),
+        watch_stdin: session.is_none()
+            && config.policy.stdin_close_grace.is_some()
+            && sys::is_open(0),
         events: Vec::new(),
         exit: None,
         abandoned_open: false,
         redactor: config.redactor.clone(),
+        session,
+        host_hung_up: false,
     };
     state.event(
         dispatched_at,
@@ -140,7 +157,7 @@ pub(crate) fn supervise_with(
     );
     let failure = state.run(poll).err().map(|err| {
         state.end_after_failure();
-        format!("poll failed: {err}; the helper's tree was killed")
+        format!("{err}; the helper's tree was killed")
     });
     let mut outcome = state.finish();
     outcome.failure = failure;
@@ -156,6 +173,9 @@ struct Slots {
     sink: Option<usize>,
     live: Option<usize>,
     stdin: Option<usize>,
+    /// The session layer: our stdin read, the server's stdin written.
+    client: Option<usize>,
+    server_in: Option<usize>,
 }
 
 fn push(interests: &mut Vec<Interest>, interest: Interest) -> usize {
@@ -175,10 +195,11 @@ impl Loop<'_> {
 
     fn next_wake(&self) -> Option<Instant> {
         let live = self.intake.live.as_ref().and_then(LiveOutput::wake_at);
-        match (self.term.deadline(), live) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        let request = self.session.as_ref().and_then(|s| s.table.deadline());
+        [self.term.deadline(), live, request]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// What to wait for this turn. Streams before the signal pipe: once
@@ -220,17 +241,26 @@ impl Loop<'_> {
                     },
                 )
             }),
+            client: self
+                .client_interest()
+                .map(|interest| push(interests, interest)),
+            server_in: self
+                .session
+                .as_ref()
+                .and_then(|s| s.stdin.write_interest())
+                .map(|fd| push(interests, Interest::new(fd, false, true))),
         }
     }
 
-    fn run(&mut self, poll: &mut PollFn<'_>) -> io::Result<()> {
-        let mut interests: Vec<Interest> = Vec::with_capacity(6);
-        let mut ready: Vec<Ready> = Vec::with_capacity(6);
+    fn run(&mut self, poll: &mut PollFn<'_>) -> Result<(), String> {
+        let mut interests: Vec<Interest> = Vec::with_capacity(8);
+        let mut ready: Vec<Ready> = Vec::with_capacity(8);
         loop {
             let now = Instant::now();
             while let Some(action) = self.term.tick(now) {
                 self.perform(now, action);
             }
+            self.session_turn(now)?;
             if let Some(live) = self.intake.live.as_mut() {
                 live.tick(now);
                 live.flush();
@@ -245,8 +275,9 @@ impl Loop<'_> {
             let timeout = self
                 .next_wake()
                 .map(|wake| wake.saturating_duration_since(now));
-            poll(&interests, &mut ready, timeout)?;
+            poll(&interests, &mut ready, timeout).map_err(|err| format!("poll failed: {err}"))?;
             self.dispatch(&slots, &ready, Instant::now());
+            self.route()?;
         }
     }
 
@@ -298,7 +329,8 @@ impl Loop<'_> {
         if let Some(r) = is(slots.stdout)
             && (r.readable || r.hangup || r.error)
         {
-            let relayed = self.stdout.on_readable(now, &mut self.intake);
+            let table = self.session.as_mut().map(|s| &mut s.table);
+            let relayed = self.stdout.on_readable(now, &mut self.intake, table);
             if relayed.disconnected {
                 self.cancel(now, Cancellation::ClientDisconnected);
             }
@@ -313,13 +345,32 @@ impl Loop<'_> {
         {
             live.on_writable();
         }
+        if let Some(r) = is(slots.server_in)
+            && (r.writable || r.error || r.hangup)
+        {
+            self.on_server_stdin_writable();
+        }
+        if let Some(r) = is(slots.client)
+            && (r.readable || r.hangup || r.error)
+            && self.on_client_readable(now) == Read0::Eof
+        {
+            self.on_stdin_closed(now);
+        }
         if let Some(r) = is(slots.stdin)
             && (r.hangup || r.error)
         {
             self.watch_stdin = false;
-            self.term.on_stdin_closed(now);
-            self.event(now, EventKind::StdinClosed);
+            self.on_stdin_closed(now);
         }
+    }
+
+    /// The host closed our stdin: the MCP shutdown.
+    fn on_stdin_closed(&mut self, now: Instant) {
+        if !self.term.helper_exited() {
+            self.host_hung_up = true;
+        }
+        self.term.on_stdin_closed(now);
+        self.event(now, EventKind::StdinClosed);
     }
 
     fn on_signals(&mut self, now: Instant) {
@@ -441,6 +492,7 @@ impl Loop<'_> {
     }
 
     fn finish(mut self) -> Outcome {
+        self.finish_session();
         if let Some(live) = self.intake.live.as_mut() {
             live.drain_at_exit(live_out::EXIT_LIMIT);
         }
@@ -471,6 +523,8 @@ impl Loop<'_> {
             events: self.events,
             descendants_signalled: self.tree.descendants_signalled(),
             failure: None,
+            host_hung_up: self.host_hung_up,
+            mcp: self.session.as_ref().map(|s| s.table.facts()),
         }
     }
 }
@@ -480,8 +534,9 @@ mod tests {
     use super::*;
     use std::ffi::OsString;
 
-    fn config() -> Config {
+    fn config() -> Config<'static> {
         Config {
+            session: None,
             policy: crate::termination::Policy {
                 timeout: None,
                 signal: signals::SIGTERM,
@@ -505,7 +560,7 @@ mod tests {
             .iter()
             .map(OsString::from)
             .collect();
-        let Ok(helper) = child::spawn(&argv, None) else {
+        let Ok(helper) = child::spawn(&argv, child::StdinFrom::Inherit) else {
             panic!("cannot spawn sh");
         };
         let pid = helper.pid;

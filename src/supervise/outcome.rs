@@ -5,9 +5,12 @@ use std::time::Instant;
 use crate::capture::Capture;
 use crate::child::ExitObs;
 use crate::diagnostics::FloodPath;
+use crate::journal::Journal;
 use crate::live::LiveBudget;
+use crate::record::mcp::McpFacts;
 use crate::record::{Event, StdoutFacts, StreamEnd};
 use crate::redact::Redactor;
+use crate::session::SessionPolicy;
 use crate::termination::{Cancellation, Policy};
 
 /// Where the helper's stdout goes.
@@ -19,7 +22,18 @@ pub enum StdoutMode {
     Capture,
 }
 
-pub struct Config {
+/// The session layer: our stdin relayed to the server, requests tracked.
+pub struct SessionConfig<'j> {
+    pub policy: SessionPolicy,
+    /// The call's id, for the answers and the journal entries.
+    pub call_id: String,
+    /// Where `mcp_request`/`mcp_response` entries go.
+    pub journal: Option<&'j Journal>,
+    /// The longest client line framed (longer ones stream through).
+    pub max_message_bytes: usize,
+}
+
+pub struct Config<'j> {
     pub policy: Policy,
     pub head_bytes: usize,
     pub tail_bytes: usize,
@@ -28,6 +42,9 @@ pub struct Config {
     /// Some: forward stderr live under this token bucket.
     pub live: Option<LiveBudget>,
     pub redactor: Redactor,
+    /// Some: the helper's stdin is a pipe the session layer feeds (the
+    /// helper must be spawned with `StdinFrom::Pipe`).
+    pub session: Option<SessionConfig<'j>>,
 }
 
 #[derive(Debug)]
@@ -50,4 +67,8 @@ pub struct Outcome {
     pub last_stderr: Option<Instant>,
     /// mcp-bound itself failed after dispatch (the tree was killed).
     pub failure: Option<String>,
+    /// Our stdin reached EOF while the helper ran: the host hung up.
+    pub host_hung_up: bool,
+    /// What the session layer saw; None when it was off.
+    pub mcp: Option<McpFacts>,
 }

@@ -14,6 +14,7 @@ use super::stderr::{Intake, READS_PER_TURN};
 use crate::guard::{DivertReason, Guard};
 use crate::record::{StdoutFacts, StdoutGuard};
 use crate::redact::Redactor;
+use crate::session::Session;
 use crate::sink::{Sink, Wrote};
 
 /// Bytes read at once; unguarded, also the bound on what waits for our
@@ -82,6 +83,11 @@ impl<'s> StdoutRelay<'s> {
         self.pipe.is_some()
     }
 
+    /// Bytes waiting for our stdout.
+    pub fn held(&self) -> usize {
+        self.end - self.start
+    }
+
     fn buffered(&self) -> bool {
         self.start < self.end
     }
@@ -112,8 +118,14 @@ impl<'s> StdoutRelay<'s> {
         self.pipe = None;
     }
 
-    /// The pipe is readable (or hung up): read and pass on.
-    pub fn on_readable(&mut self, now: Instant, intake: &mut Intake) -> Relayed {
+    /// The pipe is readable (or hung up): read and pass on; guarded lines
+    /// go through the session's table when there is one.
+    pub fn on_readable(
+        &mut self,
+        now: Instant,
+        intake: &mut Intake,
+        mut table: Option<&mut Session>,
+    ) -> Relayed {
         let mut relayed = Relayed::default();
         for _ in 0..READS_PER_TURN {
             let Some(file) = self.pipe.as_mut() else {
@@ -134,7 +146,7 @@ impl<'s> StdoutRelay<'s> {
                 Ok(n) => {
                     self.last_read = Some(now);
                     self.facts.bytes_seen += n as u64;
-                    let waiting = self.pass_on(now, n, intake, &mut relayed);
+                    let waiting = self.pass_on(now, n, intake, table.as_deref_mut(), &mut relayed);
                     // A short read emptied the pipe: see the stderr drain.
                     if waiting || n < asked {
                         break;
@@ -160,6 +172,7 @@ impl<'s> StdoutRelay<'s> {
         now: Instant,
         n: usize,
         intake: &mut Intake,
+        mut table: Option<&mut Session>,
         relayed: &mut Relayed,
     ) -> bool {
         self.start = 0;
@@ -173,9 +186,13 @@ impl<'s> StdoutRelay<'s> {
                 guard: Some(guard), ..
             } => {
                 self.waiting.clear();
-                guard.feed(
+                let waiting = &mut self.waiting;
+                guard.feed_lines(
                     &self.read_buf[..n],
-                    &mut self.waiting,
+                    &mut |line| match table.as_deref_mut() {
+                        Some(table) => table.on_server_line(now, line, waiting),
+                        None => waiting.extend_from_slice(line),
+                    },
                     &mut |bytes, reason| divert(intake, now, bytes, reason),
                 );
                 self.waiting.len()
@@ -188,6 +205,46 @@ impl<'s> StdoutRelay<'s> {
         }
         relayed.disconnected |= self.flush();
         self.buffered()
+    }
+
+    /// Whole lines of mcp-bound's own (the session's answers) join what
+    /// waits for our stdout, after the whole lines already there. Only
+    /// guarded output is framed in lines, so only it takes them. True if
+    /// our stdout's reader turned out gone.
+    pub fn inject(&mut self, lines: &[u8]) -> bool {
+        match &self.destination {
+            Destination::Forward {
+                guard: Some(_),
+                gone: false,
+                ..
+            } => {}
+            Destination::Forward { .. } | Destination::Capture => return false,
+        }
+        if !self.buffered() {
+            self.waiting.clear();
+            self.start = 0;
+        }
+        self.waiting.truncate(self.end);
+        self.waiting.extend_from_slice(lines);
+        self.end = self.waiting.len();
+        self.flush()
+    }
+
+    /// The loop is over: give what still waits for our stdout (answers
+    /// owed to the client) a bounded time to be written.
+    pub fn drain_at_exit(&mut self, limit: std::time::Duration) {
+        let deadline = Instant::now() + limit;
+        while self.buffered() {
+            if self.flush() || !self.buffered() || Instant::now() >= deadline {
+                return;
+            }
+            let Destination::Forward { sink, gone, .. } = &mut self.destination else {
+                return;
+            };
+            if *gone || sink.wait_writable(deadline).is_err() {
+                return;
+            }
+        }
     }
 
     /// Our stdout may take bytes. True if its reader turned out gone.
@@ -270,6 +327,7 @@ impl<'s> StdoutRelay<'s> {
             facts.lines_forwarded = guard.lines_forwarded;
             facts.lines_diverted = guard.lines_diverted;
             facts.bytes_diverted = guard.bytes_diverted;
+            facts.lines_salvaged = guard.lines_salvaged;
             facts.first_diverted = guard.first_diverted.as_deref().map(|bytes| {
                 let cut = bytes.len() == crate::guard::FIRST_DIVERTED_BYTES;
                 redactor.redact_piece(&String::from_utf8_lossy(bytes), false, cut)
@@ -287,10 +345,23 @@ fn divert(intake: &mut Intake, now: Instant, bytes: &[u8], reason: DivertReason)
         DivertReason::TooLong => b"[mcp-bound: stdout line over --max-message-bytes diverted] ",
         DivertReason::TooLongContinued => b"",
         DivertReason::PartialAtEof => b"[mcp-bound: unterminated stdout line diverted at EOF] ",
+        DivertReason::GluedBefore => {
+            b"[mcp-bound: stdout junk before a JSON-RPC message diverted, the message forwarded] "
+        }
+        DivertReason::GluedAfter => {
+            b"[mcp-bound: stdout junk after a JSON-RPC message diverted, the message forwarded] "
+        }
     };
     intake.push(now, prefix);
     intake.push(now, bytes);
-    if reason == DivertReason::PartialAtEof {
+    // The diverted part has no newline of its own: end it in the capture.
+    let unterminated = match reason {
+        DivertReason::PartialAtEof | DivertReason::GluedBefore | DivertReason::GluedAfter => true,
+        DivertReason::NotJsonObject | DivertReason::TooLong | DivertReason::TooLongContinued => {
+            false
+        }
+    };
+    if unterminated {
         intake.push(now, b"\n");
     }
 }
@@ -347,10 +418,10 @@ mod tests {
         drop(helper);
         let now = Instant::now();
         // A short read ends a turn; EOF comes on the next.
-        let first = relay.on_readable(now, &mut intake);
+        let first = relay.on_readable(now, &mut intake, None);
         assert_eq!(first, Relayed::default(), "one turn, the pipe still open");
         assert_eq!(
-            relay.on_readable(now, &mut intake),
+            relay.on_readable(now, &mut intake, None),
             Relayed {
                 closed: true,
                 disconnected: false
@@ -395,7 +466,7 @@ mod tests {
         let mut turns = 0;
         while relay.read_interest().is_some() && turns < 1000 {
             helper.write_all(&block).unwrap();
-            relay.on_readable(now, &mut intake);
+            relay.on_readable(now, &mut intake, None);
             turns += 1;
         }
         assert_eq!(relay.read_interest(), None, "back-pressure");
@@ -421,8 +492,8 @@ mod tests {
         let mut intake = intake();
         helper.write_all(b"approver says yes\n").unwrap();
         drop(helper);
-        relay.on_readable(Instant::now(), &mut intake);
-        relay.on_readable(Instant::now(), &mut intake);
+        relay.on_readable(Instant::now(), &mut intake, None);
+        relay.on_readable(Instant::now(), &mut intake, None);
         assert!(!relay.is_open(), "EOF on the second turn");
         assert_eq!(excerpt(intake), "approver says yes\n");
     }

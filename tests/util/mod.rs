@@ -379,6 +379,11 @@ impl Started {
         line
     }
 
+    /// Take mcp-bound's stdin, for tests that write it themselves.
+    pub fn take_stdin(&mut self) -> ChildStdin {
+        self.stdin.take().expect("stdin is piped and open")
+    }
+
     /// Take mcp-bound's stdout, for tests that read it themselves.
     pub fn take_stdout(&mut self) -> BufReader<ChildStdout> {
         self.stdout.take().expect("stdout already taken")
@@ -745,4 +750,42 @@ pub fn mkfifo(path: &Path) {
         .status()
         .expect("run mkfifo");
     assert!(status.success(), "mkfifo {}", path.display());
+}
+
+/// Make our end of a pipe non-blocking (it is ours alone).
+pub fn set_nonblocking(fd: &impl std::os::fd::AsFd) {
+    use nix::fcntl::{FcntlArg, OFlag, fcntl};
+    let flags = OFlag::from_bits_truncate(fcntl(fd, FcntlArg::F_GETFL).expect("F_GETFL"));
+    fcntl(fd, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK)).expect("F_SETFL");
+}
+
+/// Whether `fd` becomes writable within `limit`.
+pub fn wait_writable(fd: &impl std::os::fd::AsFd, limit: Duration) -> bool {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    let mut fds = [PollFd::new(fd.as_fd(), PollFlags::POLLOUT)];
+    let ms = PollTimeout::try_from(limit.as_millis() as i32).expect("a short limit");
+    poll(&mut fds, ms).expect("poll") > 0
+}
+
+/// A process's peak resident set (VmHWM), in KiB.
+pub fn vm_hwm_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM")
+}
+
+/// Our JSON-RPC fixture server (tests/fixtures/jsonrpc_server.py).
+pub const SERVER: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/jsonrpc_server.py"
+);
+
+/// A call of the fixture server with `flags`, its stdin piped.
+pub fn server(flags: &[&str]) -> Call {
+    let mut argv = vec!["python3", SERVER];
+    argv.extend_from_slice(flags);
+    Call::new(&argv).stdin(Stdio::piped())
 }

@@ -9,6 +9,8 @@ use serde::Serialize;
 
 use crate::termination::{Cancellation, Reason};
 
+pub mod mcp;
+
 pub const SCHEMA: &str = "mcp-bound/record/v1";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -29,6 +31,10 @@ pub enum State {
     FailedAfterDispatch,
     /// The approver denied the call, or approval expired: never started.
     Denied,
+    /// Under the session layer: the host ended the session (closed our
+    /// stdin, or sent a signal) while no request was in flight. The normal
+    /// end of an MCP session.
+    ShutDown,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -177,6 +183,9 @@ pub struct StdoutFacts {
     pub bytes_diverted: u64,
     /// The start of the first diverted line, as text.
     pub first_diverted: Option<String>,
+    /// JSON-RPC messages forwarded out of a line that had junk glued to
+    /// them (the junk diverted).
+    pub lines_salvaged: u64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -275,6 +284,8 @@ pub struct Record {
     pub approval: Approval,
     pub stdout: StdoutFacts,
     pub stderr: StderrFacts,
+    /// The session layer's facts; null when it was off.
+    pub mcp: Option<mcp::McpFacts>,
     pub limits: Limits,
     pub events: Vec<Event>,
     pub mcp_bound: Supervisor,

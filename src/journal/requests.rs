@@ -1,0 +1,96 @@
+//! Verification's pairing of `mcp_request` with `mcp_response`, inside
+//! the call they belong to: a response needs an open request, a request
+//! needs an open call, and a request still open when its call ends never
+//! ended. Memory follows the requests in flight.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use super::line::Parsed;
+use super::verify::BreakKind;
+
+/// A client request (`mcp_request`) with no `mcp_response`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UnfinishedRequest {
+    pub line: u64,
+    pub call_id: String,
+    /// The request's id, as JSON text.
+    pub request_id: String,
+    pub method: String,
+    pub ts: String,
+}
+
+/// Requests with no response yet, by call id and request id.
+#[derive(Default)]
+pub(crate) struct OpenRequests {
+    open: HashMap<(String, String), UnfinishedRequest>,
+}
+
+impl OpenRequests {
+    /// An `mcp_request` or `mcp_response` entry; `call_open`: its call
+    /// has an intent and no terminal yet.
+    pub(crate) fn on_entry(
+        &mut self,
+        line_no: u64,
+        parsed: &Parsed<'_>,
+        call_open: bool,
+    ) -> Result<(), (BreakKind, String)> {
+        let call_id = parsed.call_id.as_deref().unwrap_or_default();
+        let raw = parsed.request_id.map(|r| r.get()).unwrap_or_default();
+        // The same id however it was spelled (1 and 1.0 stay apart).
+        let request_id = serde_json::from_str::<serde_json::Value>(raw)
+            .map_or_else(|_| raw.to_string(), |v| v.to_string());
+        if !call_open {
+            return Err((
+                BreakKind::OrphanTerminal,
+                format!("an {} for call {call_id} with no open intent", parsed.kind),
+            ));
+        }
+        let key = (call_id.to_string(), request_id.clone());
+        if parsed.kind == "mcp_request" {
+            if self.open.contains_key(&key) {
+                return Err((
+                    BreakKind::DuplicateCall,
+                    format!("a second mcp_request {request_id} of call {call_id} while it is open"),
+                ));
+            }
+            let request = UnfinishedRequest {
+                line: line_no,
+                call_id: call_id.to_string(),
+                request_id,
+                method: parsed.method.as_deref().unwrap_or_default().to_string(),
+                ts: parsed.ts.to_string(),
+            };
+            self.open.insert(key, request);
+        } else if self.open.remove(&key).is_none() {
+            return Err((
+                BreakKind::OrphanTerminal,
+                format!("an mcp_response {request_id} of call {call_id} with no open mcp_request"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// A call ended: its requests still open never ended.
+    pub(crate) fn call_ended(&mut self, call_id: &str) -> Vec<UnfinishedRequest> {
+        if self.open.is_empty() {
+            return Vec::new();
+        }
+        let ended: Vec<(String, String)> = self
+            .open
+            .keys()
+            .filter(|(call, _)| call == call_id)
+            .cloned()
+            .collect();
+        ended
+            .iter()
+            .filter_map(|key| self.open.remove(key))
+            .collect()
+    }
+
+    /// The end of the journal: whatever is still open.
+    pub(crate) fn drain(&mut self) -> impl Iterator<Item = UnfinishedRequest> + '_ {
+        self.open.drain().map(|(_, request)| request)
+    }
+}

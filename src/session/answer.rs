@@ -1,0 +1,142 @@
+//! The messages mcp-bound writes on its own: error responses to the
+//! client for a request the server will not answer, and
+//! `notifications/cancelled` to the server. Each is one line of JSON. The
+//! id is the client's own JSON text, so it keeps its type.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::record::Exit;
+use crate::units::limit_millis;
+
+/// -32001: the official SDKs' code for a request timeout.
+pub(crate) const REQUEST_TIMEOUT: i64 = -32001;
+/// -32000: a server error of mcp-bound's own (the server is gone, or
+/// too many requests wait).
+pub(crate) const SERVER_ERROR: i64 = -32000;
+
+fn error_line(id: &str, code: i64, message: &str, data: serde_json::Value) -> Vec<u8> {
+    let error = json!({ "code": code, "message": message, "data": { "mcp_bound": data } });
+    let mut line = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"error\":{error}}}").into_bytes();
+    line.push(b'\n');
+    line
+}
+
+/// Whole seconds as `10s`, otherwise milliseconds as `1500ms`.
+fn spoken(timeout: Duration) -> String {
+    let ms = limit_millis(timeout);
+    if ms % 1000 == 0 {
+        format!("{}s", ms / 1000)
+    } else {
+        format!("{ms}ms")
+    }
+}
+
+pub(crate) fn timed_out(id: &str, method: &str, timeout: Duration) -> Vec<u8> {
+    error_line(
+        id,
+        REQUEST_TIMEOUT,
+        &format!(
+            "Request timed out after {} (mcp-bound --request-timeout)",
+            spoken(timeout)
+        ),
+        json!({
+            "reason": "request_timeout",
+            "method": method,
+            "timeout_ms": limit_millis(timeout),
+        }),
+    )
+}
+
+/// How the server ended, as the message says it.
+fn ended(exit: Option<&Exit>) -> String {
+    match exit {
+        Some(Exit::Code { code }) => format!("exit {code}"),
+        Some(Exit::Signal { signal, .. }) => format!("killed by SIG{signal}"),
+        None => "no exit observed".to_string(),
+    }
+}
+
+pub(crate) fn server_exited(
+    id: &str,
+    exit: Option<&Exit>,
+    stderr_tail: &str,
+    call_id: &str,
+) -> Vec<u8> {
+    error_line(
+        id,
+        SERVER_ERROR,
+        &format!("MCP server exited before responding ({})", ended(exit)),
+        json!({
+            "reason": "server_exited",
+            "exit": exit,
+            "stderr_tail": stderr_tail,
+            "call_id": call_id,
+        }),
+    )
+}
+
+pub(crate) fn too_many_in_flight(id: &str, limit: usize) -> Vec<u8> {
+    error_line(
+        id,
+        SERVER_ERROR,
+        &format!("Too many requests in flight ({limit}; mcp-bound --max-in-flight)"),
+        json!({ "reason": "too_many_in_flight", "max_in_flight": limit }),
+    )
+}
+
+pub(crate) fn cancelled(id: &str, timeout: Duration) -> Vec<u8> {
+    let reason = format!(
+        "timed out after {} (mcp-bound --request-timeout)",
+        spoken(timeout)
+    );
+    let reason = serde_json::to_string(&reason).expect("a string serializes");
+    format!(
+        "{{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{{\"requestId\":{id},\"reason\":{reason}}}}}\n"
+    )
+    .into_bytes()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    fn parse(line: &[u8]) -> Value {
+        assert_eq!(line.last(), Some(&b'\n'));
+        assert_eq!(line.iter().filter(|b| **b == b'\n').count(), 1, "one line");
+        serde_json::from_slice(line).unwrap()
+    }
+
+    #[test]
+    fn answers_keep_the_id_as_sent_and_say_why() {
+        let answer = parse(&timed_out(
+            "\"a-1\"",
+            "tools/call",
+            Duration::from_millis(1500),
+        ));
+        assert_eq!(answer["id"], "a-1");
+        assert_eq!(answer["error"]["code"], -32001);
+        assert_eq!(
+            answer["error"]["message"],
+            "Request timed out after 1500ms (mcp-bound --request-timeout)"
+        );
+        assert_eq!(answer["error"]["data"]["mcp_bound"]["timeout_ms"], 1500);
+        let exit = Exit::Code { code: 1 };
+        let answer = parse(&server_exited("7", Some(&exit), "boom\n\"x\"", "c1"));
+        assert_eq!(answer["id"], 7);
+        assert_eq!(
+            answer["error"]["message"],
+            "MCP server exited before responding (exit 1)"
+        );
+        let data = &answer["error"]["data"]["mcp_bound"];
+        assert_eq!(data["exit"], serde_json::json!({"code": 1}));
+        assert_eq!(data["stderr_tail"], "boom\n\"x\"");
+        let notice = parse(&cancelled("7", Duration::from_secs(2)));
+        assert_eq!(notice["params"]["requestId"], 7);
+        assert_eq!(notice.get("id"), None, "a notification");
+        let answer = parse(&too_many_in_flight("1.5", 4));
+        assert_eq!(answer["id"], 1.5);
+    }
+}

@@ -1,0 +1,258 @@
+//! A JSON-RPC line, parsed only as far as the session needs: what kind of
+//! message it is, its `id` (kept as the exact JSON text that was sent),
+//! its `method`, and for a few methods one field of `params`. Everything
+//! else is skipped without being built, and the bytes that are forwarded
+//! are always the bytes that came in.
+
+use std::borrow::Cow;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+/// One JSON-RPC message, by what it is.
+#[derive(Debug)]
+pub(crate) enum Message<'a> {
+    Request {
+        id: &'a RawValue,
+        method: Cow<'a, str>,
+        params: Option<&'a RawValue>,
+    },
+    Notification {
+        method: Cow<'a, str>,
+        params: Option<&'a RawValue>,
+    },
+    Response {
+        id: &'a RawValue,
+        /// Some(code) for an error response (`None` inside: no integer code).
+        error: Option<Option<i64>>,
+    },
+    /// A JSON object that is none of the above.
+    Invalid,
+}
+
+/// A whole line.
+#[derive(Debug)]
+pub(crate) enum Line<'a> {
+    One(Message<'a>),
+    /// A JSON-RPC batch: each element, with its exact text.
+    Batch(Vec<(&'a RawValue, Message<'a>)>),
+    /// Not JSON, or JSON that is neither an object nor an array.
+    NotJson,
+}
+
+#[derive(Deserialize)]
+struct Wire<'a> {
+    #[serde(borrow, default)]
+    id: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    method: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    params: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    result: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    error: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct ErrorCode {
+    #[serde(default)]
+    code: Option<i64>,
+}
+
+fn classify(wire: Wire<'_>) -> Message<'_> {
+    // `"id": null` reads as no id: a null id names no request.
+    match (wire.method, wire.id) {
+        (Some(method), Some(id)) => Message::Request {
+            id,
+            method,
+            params: wire.params,
+        },
+        (Some(method), None) => Message::Notification {
+            method,
+            params: wire.params,
+        },
+        (None, Some(id)) if wire.result.is_some() || wire.error.is_some() => Message::Response {
+            id,
+            error: wire.error.map(|raw| {
+                serde_json::from_str::<ErrorCode>(raw.get())
+                    .ok()
+                    .and_then(|e| e.code)
+            }),
+        },
+        (None, _) => Message::Invalid,
+    }
+}
+
+fn first_byte(line: &[u8]) -> Option<u8> {
+    line.iter()
+        .copied()
+        .find(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+}
+
+/// Parse one line (its newline included or not).
+pub(crate) fn parse(line: &[u8]) -> Line<'_> {
+    match first_byte(line) {
+        Some(b'{') => match serde_json::from_slice::<Wire>(line) {
+            Ok(wire) => Line::One(classify(wire)),
+            Err(_) => match serde_json::from_slice::<serde::de::IgnoredAny>(line) {
+                // An object whose fields have the wrong types.
+                Ok(_) => Line::One(Message::Invalid),
+                Err(_) => Line::NotJson,
+            },
+        },
+        Some(b'[') => match serde_json::from_slice::<Vec<&RawValue>>(line) {
+            Ok(elements) if !elements.is_empty() => Line::Batch(
+                elements
+                    .into_iter()
+                    .map(|raw| {
+                        let message = serde_json::from_str::<Wire>(raw.get())
+                            .map_or(Message::Invalid, classify);
+                        (raw, message)
+                    })
+                    .collect(),
+            ),
+            Ok(_) | Err(_) => Line::NotJson,
+        },
+        _ => Line::NotJson,
+    }
+}
+
+/// The key an id is matched by: the same id however it was spelled
+/// (`1` and `1.0` stay different, as JSON-RPC's own comparison has them).
+pub(crate) fn id_key(id: &RawValue) -> String {
+    match serde_json::from_str::<serde_json::Value>(id.get()) {
+        Ok(value) => value.to_string(),
+        Err(_) => id.get().to_string(),
+    }
+}
+
+#[derive(Deserialize, Default)]
+struct Params<'a> {
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow, default, rename = "requestId")]
+    request_id: Option<&'a RawValue>,
+    #[serde(borrow, default, rename = "progressToken")]
+    progress_token: Option<&'a RawValue>,
+    #[serde(borrow, default, rename = "_meta")]
+    meta: Option<Meta<'a>>,
+}
+
+#[derive(Deserialize, Default)]
+struct Meta<'a> {
+    #[serde(borrow, default, rename = "progressToken")]
+    progress_token: Option<&'a RawValue>,
+}
+
+fn params(raw: Option<&RawValue>) -> Params<'_> {
+    raw.and_then(|raw| serde_json::from_str(raw.get()).ok())
+        .unwrap_or_default()
+}
+
+/// `params.name` of a `tools/call` or `prompts/get`.
+pub(crate) fn name(raw: Option<&RawValue>) -> Option<String> {
+    params(raw).name.map(Cow::into_owned)
+}
+
+/// `params.requestId` of `notifications/cancelled`, as a key.
+pub(crate) fn cancelled_id(raw: Option<&RawValue>) -> Option<String> {
+    params(raw).request_id.map(id_key)
+}
+
+/// `params._meta.progressToken` of a request, as a key.
+pub(crate) fn request_progress_token(raw: Option<&RawValue>) -> Option<String> {
+    params(raw)
+        .meta
+        .and_then(|meta| meta.progress_token)
+        .map(id_key)
+}
+
+/// `params.progressToken` of `notifications/progress`, as a key.
+pub(crate) fn progress_token(raw: Option<&RawValue>) -> Option<String> {
+    params(raw).progress_token.map(id_key)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn one(line: &str) -> Message<'_> {
+        match parse(line.as_bytes()) {
+            Line::One(message) => message,
+            other => panic!("{line}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn each_kind_of_message_is_told_apart() {
+        match one(r#"{"jsonrpc":"2.0","id":"a\u0062","method":"tools/call","params":{"name":"x"}}"#)
+        {
+            Message::Request { id, method, params } => {
+                assert_eq!(id.get(), r#""a\u0062""#, "the id as sent");
+                assert_eq!(id_key(id), r#""ab""#, "matched however spelled");
+                assert_eq!(method, "tools/call");
+                assert_eq!(name(params).as_deref(), Some("x"));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            one(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
+            Message::Notification { .. }
+        ));
+        assert!(matches!(
+            one(r#"{"jsonrpc":"2.0","id":null,"method":"x"}"#),
+            Message::Notification { .. }
+        ));
+        assert!(matches!(
+            one(r#"{"jsonrpc":"2.0","id":7,"result":{}}"#),
+            Message::Response { error: None, .. }
+        ));
+        assert!(matches!(
+            one(r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"no"}}"#),
+            Message::Response {
+                error: Some(Some(-32601)),
+                ..
+            }
+        ));
+        assert!(matches!(one(r#"{"id":7}"#), Message::Invalid));
+        assert!(matches!(one(r#"{"method":7}"#), Message::Invalid));
+        assert!(matches!(parse(b"Loading..."), Line::NotJson));
+        assert!(matches!(parse(b"[]"), Line::NotJson));
+        assert!(matches!(parse(b"{\"id\":"), Line::NotJson));
+    }
+
+    #[test]
+    fn a_batch_keeps_each_element_exact() {
+        let line = br#"[{"jsonrpc":"2.0","id":1,"method":"a"}, {"jsonrpc":"2.0","method":"b"},3]"#;
+        let Line::Batch(elements) = parse(line) else {
+            panic!("a batch")
+        };
+        assert_eq!(elements.len(), 3);
+        assert_eq!(
+            elements[0].0.get(),
+            r#"{"jsonrpc":"2.0","id":1,"method":"a"}"#
+        );
+        assert!(matches!(elements[1].1, Message::Notification { .. }));
+        assert!(matches!(elements[2].1, Message::Invalid));
+    }
+
+    #[test]
+    fn params_fields_the_session_reads() {
+        let raw = |s: &'static str| Some(serde_json::from_str::<&RawValue>(s).unwrap());
+        assert_eq!(
+            cancelled_id(raw(r#"{"requestId":1.0}"#)).as_deref(),
+            Some("1.0")
+        );
+        assert_eq!(
+            request_progress_token(raw(r#"{"_meta":{"progressToken":"t"}}"#)).as_deref(),
+            Some(r#""t""#)
+        );
+        assert_eq!(
+            progress_token(raw(r#"{"progressToken":5}"#)).as_deref(),
+            Some("5")
+        );
+        assert_eq!(name(raw("[1]")), None, "params of another shape");
+        assert_eq!(name(None), None);
+    }
+}

@@ -1,0 +1,457 @@
+//! The MCP session layer's policy, pure: the table of client requests in
+//! flight, their deadlines, the answers mcp-bound owes the client when
+//! the server will not give them, and the facts for the record and the
+//! per-request audit. It is fed whole lines (from the stdin relay and
+//! from the stdout guard) and an `Instant`; it never touches a descriptor.
+//!
+//! Rules it keeps:
+//! - Ids belong to one direction: only a server *response* can end a
+//!   client request, and a client response never touches the table.
+//! - One response per id: once mcp-bound answered a request (timeout,
+//!   server gone), the server's late response for it is dropped, counted.
+//! - A request that reached the server is never re-sent: it may have acted.
+//! - Memory is bounded: at most `max_in_flight` requests are tracked (past
+//!   it, the client gets an error at once), as many timed-out ids are
+//!   remembered, and ids and methods over 1 KiB are passed on untracked.
+
+mod answer;
+mod audit;
+mod message;
+mod policy;
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+
+use crate::ids::hex;
+use crate::record::Exit;
+use crate::record::mcp::{Interrupted, MAX_INTERRUPTED_LISTED, McpFacts, Traffic};
+use crate::units::millis;
+pub(crate) use answer::{REQUEST_TIMEOUT, SERVER_ERROR};
+use message::{Line, Message};
+
+pub use audit::{Audit, RequestOutcome};
+pub use policy::{AuditRequests, SessionPolicy};
+
+/// An id or a method longer than this is passed on but not tracked.
+const MAX_TRACKED: usize = 1024;
+
+/// Which side a line came from.
+#[derive(Clone, Copy)]
+enum From {
+    Client,
+    Server,
+}
+
+struct InFlight {
+    /// The id's JSON text, as the client sent it.
+    id: String,
+    method: String,
+    name: Option<String>,
+    started: Instant,
+    seq: u64,
+    timeout: Option<Duration>,
+    deadline: Option<Instant>,
+    progress_token: Option<String>,
+    audited: bool,
+}
+
+struct Gone {
+    exit: Option<Exit>,
+    stderr_tail: String,
+}
+
+pub(crate) struct Session {
+    policy: SessionPolicy,
+    call_id: String,
+    in_flight: HashMap<String, InFlight>,
+    deadlines: BTreeMap<(Instant, u64), String>,
+    progress: HashMap<String, String>,
+    seq: u64,
+    late: VecDeque<String>,
+    late_keys: HashSet<String>,
+    gone: Option<Gone>,
+    /// Lines for the client (our stdout), whole.
+    pub to_client: Vec<u8>,
+    /// Lines for the server (its stdin), whole.
+    pub to_server: Vec<u8>,
+    audit: Vec<Audit>,
+    facts: McpFacts,
+}
+
+impl Session {
+    pub fn new(policy: SessionPolicy, call_id: String) -> Session {
+        let facts = McpFacts {
+            limits: policy.limits(),
+            ..McpFacts::default()
+        };
+        Session {
+            policy,
+            call_id,
+            in_flight: HashMap::new(),
+            deadlines: BTreeMap::new(),
+            progress: HashMap::new(),
+            seq: 0,
+            late: VecDeque::new(),
+            late_keys: HashSet::new(),
+            gone: None,
+            to_client: Vec::new(),
+            to_server: Vec::new(),
+            audit: Vec::new(),
+            facts,
+        }
+    }
+
+    /// The earliest request deadline.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.deadlines.keys().next().map(|(at, _)| *at)
+    }
+
+    pub fn call_id(&self) -> &str {
+        &self.call_id
+    }
+
+    #[cfg(test)]
+    pub fn in_flight(&self) -> usize {
+        self.in_flight.len()
+    }
+
+    pub fn server_gone(&self) -> bool {
+        self.gone.is_some()
+    }
+
+    pub fn take_audit(&mut self) -> Vec<Audit> {
+        std::mem::take(&mut self.audit)
+    }
+
+    pub fn facts(&self) -> McpFacts {
+        self.facts.clone()
+    }
+
+    /// A complete line from the client: what to pass on goes to `out`
+    /// (the line itself, byte-exact, unless some of it was answered here).
+    pub fn on_client_line(&mut self, now: Instant, line: &[u8], out: &mut Vec<u8>) {
+        self.on_line(now, From::Client, line, out);
+    }
+
+    /// A complete line from the server that the guard let through: what
+    /// reaches the client goes to `out`.
+    pub fn on_server_line(&mut self, now: Instant, line: &[u8], out: &mut Vec<u8>) {
+        self.on_line(now, From::Server, line, out);
+    }
+
+    fn on_line(&mut self, now: Instant, from: From, line: &[u8], out: &mut Vec<u8>) {
+        // `bytes`: the message's own, for the audit of a response.
+        let pass = |session: &mut Session, message, bytes: usize| match from {
+            From::Client => session.client_message(now, message),
+            From::Server => session.server_message(now, message, bytes),
+        };
+        match message::parse(line) {
+            Line::NotJson => {
+                self.traffic(from).non_jsonrpc_lines += 1;
+                out.extend_from_slice(line);
+            }
+            Line::One(message) => {
+                if pass(self, message, line.len()) {
+                    out.extend_from_slice(line);
+                }
+            }
+            Line::Batch(elements) => {
+                let total = elements.len();
+                let kept: Vec<&str> = elements
+                    .into_iter()
+                    .filter_map(|(raw, message)| {
+                        pass(self, message, raw.get().len()).then_some(raw.get())
+                    })
+                    .collect();
+                join_batch(line, total, &kept, out);
+            }
+        }
+    }
+
+    fn traffic(&mut self, from: From) -> &mut Traffic {
+        match from {
+            From::Client => &mut self.facts.client,
+            From::Server => &mut self.facts.server,
+        }
+    }
+
+    /// A client line not framed (over the bound, or cut by EOF): passed
+    /// on unparsed, counted.
+    pub fn on_client_unframed(&mut self) {
+        self.facts.client.non_jsonrpc_lines += 1;
+    }
+
+    /// One client message: true to pass it on.
+    fn client_message(&mut self, now: Instant, message: Message<'_>) -> bool {
+        match message {
+            Message::Request { id, method, params } => {
+                self.facts.client.requests += 1;
+                let key = message::id_key(id);
+                let id = id.get();
+                if let Some(gone) = &self.gone {
+                    self.to_client.extend(answer::server_exited(
+                        id,
+                        gone.exit.as_ref(),
+                        &gone.stderr_tail,
+                        &self.call_id,
+                    ));
+                    self.facts.synthesized.server_exited += 1;
+                    return false;
+                }
+                if id.len() > MAX_TRACKED
+                    || method.len() > MAX_TRACKED
+                    || self.in_flight.contains_key(&key)
+                {
+                    return true;
+                }
+                if self.in_flight.len() >= self.policy.max_in_flight {
+                    self.to_client
+                        .extend(answer::too_many_in_flight(id, self.policy.max_in_flight));
+                    self.facts.synthesized.too_many_in_flight += 1;
+                    return false;
+                }
+                let name = matches!(&*method, "tools/call" | "prompts/get")
+                    .then(|| message::name(params))
+                    .flatten();
+                let audited = self.policy.audit.covers(&method);
+                if audited {
+                    self.audit.push(Audit::Request {
+                        id: id.to_string(),
+                        method: method.to_string(),
+                        name: name.clone(),
+                        params_sha256: params.map(|p| hex(&Sha256::digest(p.get().as_bytes()))),
+                    });
+                }
+                let timeout = self.policy.timeout_for(&method);
+                let progress_token = if self.policy.resets_on_progress && timeout.is_some() {
+                    message::request_progress_token(params)
+                } else {
+                    None
+                };
+                self.seq += 1;
+                let entry = InFlight {
+                    id: id.to_string(),
+                    method: method.into_owned(),
+                    name,
+                    started: now,
+                    seq: self.seq,
+                    timeout,
+                    deadline: timeout.and_then(|t| now.checked_add(t)),
+                    progress_token,
+                    audited,
+                };
+                if let Some(at) = entry.deadline {
+                    self.deadlines.insert((at, entry.seq), key.clone());
+                }
+                if let Some(token) = &entry.progress_token {
+                    self.progress.insert(token.clone(), key.clone());
+                }
+                self.in_flight.insert(key, entry);
+                self.facts.peak_in_flight =
+                    self.facts.peak_in_flight.max(self.in_flight.len() as u64);
+                true
+            }
+            Message::Notification { method, params } => {
+                self.facts.client.notifications += 1;
+                if method == "notifications/cancelled"
+                    && let Some(key) = message::cancelled_id(params)
+                    && let Some(entry) = self.remove(&key)
+                {
+                    self.facts.cancelled_by_client += 1;
+                    self.finish(now, entry, RequestOutcome::Cancelled, None, 0);
+                }
+                true
+            }
+            Message::Response { .. } => {
+                self.facts.client.responses += 1;
+                true
+            }
+            Message::Invalid => {
+                self.facts.client.non_jsonrpc_lines += 1;
+                true
+            }
+        }
+    }
+
+    fn server_message(&mut self, now: Instant, message: Message<'_>, bytes: usize) -> bool {
+        match message {
+            Message::Response { id, error } => {
+                self.facts.server.responses += 1;
+                let key = message::id_key(id);
+                if let Some(entry) = self.remove(&key) {
+                    let (outcome, code) = match error {
+                        None => (RequestOutcome::Result, None),
+                        Some(code) => (RequestOutcome::Error, code),
+                    };
+                    self.finish(now, entry, outcome, code, bytes as u64);
+                    true
+                } else if self.late_keys.remove(&key) {
+                    self.late.retain(|k| *k != key);
+                    self.facts.late_responses_dropped += 1;
+                    false
+                } else {
+                    self.facts.unmatched_responses += 1;
+                    true
+                }
+            }
+            Message::Request { .. } => {
+                self.facts.server.requests += 1;
+                true
+            }
+            Message::Notification { method, params } => {
+                self.facts.server.notifications += 1;
+                if method == "notifications/progress"
+                    && let Some(token) = message::progress_token(params)
+                    && let Some(key) = self.progress.get(&token).cloned()
+                {
+                    self.extend_deadline(now, &key);
+                }
+                true
+            }
+            Message::Invalid => {
+                self.facts.server.non_jsonrpc_lines += 1;
+                true
+            }
+        }
+    }
+
+    fn extend_deadline(&mut self, now: Instant, key: &str) {
+        let Some(entry) = self.in_flight.get_mut(key) else {
+            return;
+        };
+        if let (Some(at), Some(timeout)) = (entry.deadline, entry.timeout) {
+            self.deadlines.remove(&(at, entry.seq));
+            entry.deadline = now.checked_add(timeout);
+            if let Some(at) = entry.deadline {
+                self.deadlines.insert((at, entry.seq), key.to_string());
+            }
+        }
+    }
+
+    /// Answer every request whose deadline `now` reached: cancel it at
+    /// the server, answer the client, and drop the late response.
+    pub fn tick(&mut self, now: Instant) {
+        while let Some(entry) = self.deadlines.first_key_value() {
+            if entry.0.0 > now {
+                return;
+            }
+            let key = entry.1.clone();
+            let Some(entry) = self.remove(&key) else {
+                continue;
+            };
+            let timeout = entry.timeout.unwrap_or_default();
+            self.to_server.extend(answer::cancelled(&entry.id, timeout));
+            self.facts.cancellations_sent += 1;
+            let answer = answer::timed_out(&entry.id, &entry.method, timeout);
+            let bytes = answer.len() as u64;
+            self.to_client.extend(answer);
+            self.facts.synthesized.request_timeout += 1;
+            self.remember_late(key);
+            self.finish(
+                now,
+                entry,
+                RequestOutcome::TimedOut,
+                Some(REQUEST_TIMEOUT),
+                bytes,
+            );
+        }
+    }
+
+    /// The server is gone (exited, its stdout closed): answer every
+    /// request in flight, oldest first, and any that comes later at once.
+    pub fn on_server_gone(&mut self, now: Instant, exit: Option<Exit>, stderr_tail: String) {
+        if self.gone.is_some() {
+            return;
+        }
+        let mut left: Vec<InFlight> = self.in_flight.drain().map(|(_, e)| e).collect();
+        left.sort_by_key(|e| e.seq);
+        self.deadlines.clear();
+        self.progress.clear();
+        self.facts.in_flight_at_exit = left.len() as u64;
+        for entry in left {
+            let answer =
+                answer::server_exited(&entry.id, exit.as_ref(), &stderr_tail, &self.call_id);
+            let bytes = answer.len() as u64;
+            self.to_client.extend(answer);
+            self.facts.synthesized.server_exited += 1;
+            if self.facts.interrupted.len() < MAX_INTERRUPTED_LISTED {
+                self.facts.interrupted.push(Interrupted {
+                    id: serde_json::from_str(&entry.id).unwrap_or(serde_json::Value::Null),
+                    method: entry.method.clone(),
+                    name: entry.name.clone(),
+                });
+            }
+            self.finish(
+                now,
+                entry,
+                RequestOutcome::ServerExited,
+                Some(SERVER_ERROR),
+                bytes,
+            );
+        }
+        self.gone = Some(Gone { exit, stderr_tail });
+    }
+
+    fn remove(&mut self, key: &str) -> Option<InFlight> {
+        let entry = self.in_flight.remove(key)?;
+        if let Some(at) = entry.deadline {
+            self.deadlines.remove(&(at, entry.seq));
+        }
+        if let Some(token) = &entry.progress_token {
+            self.progress.remove(token);
+        }
+        Some(entry)
+    }
+
+    fn remember_late(&mut self, key: String) {
+        if self.late.len() >= self.policy.max_in_flight.max(1) {
+            if let Some(old) = self.late.pop_front() {
+                self.late_keys.remove(&old);
+            }
+        }
+        self.late_keys.insert(key.clone());
+        self.late.push_back(key);
+    }
+
+    fn finish(
+        &mut self,
+        now: Instant,
+        entry: InFlight,
+        outcome: RequestOutcome,
+        error_code: Option<i64>,
+        bytes: u64,
+    ) {
+        if entry.audited {
+            self.audit.push(Audit::Response {
+                id: entry.id,
+                method: entry.method,
+                outcome,
+                error_code,
+                duration_ms: millis(now.saturating_duration_since(entry.started)),
+                bytes,
+            });
+        }
+    }
+}
+
+/// A batch of which `kept` elements pass: the line itself when all do,
+/// else the kept elements (each byte-exact) as a new array, else nothing.
+fn join_batch(line: &[u8], total: usize, kept: &[&str], out: &mut Vec<u8>) {
+    if kept.len() == total {
+        out.extend_from_slice(line);
+    } else if !kept.is_empty() {
+        out.push(b'[');
+        for (i, element) in kept.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(element.as_bytes());
+        }
+        out.extend_from_slice(b"]\n");
+    }
+}
+
+#[cfg(test)]
+mod tests;

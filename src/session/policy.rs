@@ -1,0 +1,63 @@
+//! What the session layer runs under: per-method request deadlines, the
+//! bound on requests in flight, and which requests are audited.
+
+use std::time::Duration;
+
+use crate::record::mcp::SessionLimits;
+use crate::units::limit_millis;
+
+/// Which requests get `mcp_request`/`mcp_response` journal entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AuditRequests {
+    /// tools/call, resources/read and prompts/get: the calls that act or read.
+    Tools,
+    All,
+    None,
+}
+
+impl AuditRequests {
+    pub(crate) fn covers(self, method: &str) -> bool {
+        match self {
+            AuditRequests::Tools => {
+                matches!(method, "tools/call" | "resources/read" | "prompts/get")
+            }
+            AuditRequests::All => true,
+            AuditRequests::None => false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionPolicy {
+    /// For any method without a timeout of its own.
+    pub default_timeout: Option<Duration>,
+    /// A method's own timeout (None: that method has none); the last
+    /// given for a method counts.
+    pub method_timeouts: Vec<(String, Option<Duration>)>,
+    pub resets_on_progress: bool,
+    pub max_in_flight: usize,
+    pub audit: AuditRequests,
+}
+
+impl SessionPolicy {
+    pub(crate) fn timeout_for(&self, method: &str) -> Option<Duration> {
+        self.method_timeouts
+            .iter()
+            .rev()
+            .find(|(m, _)| m == method)
+            .map_or(self.default_timeout, |(_, t)| *t)
+    }
+
+    pub fn limits(&self) -> SessionLimits {
+        SessionLimits {
+            request_timeout_ms: self.default_timeout.map(limit_millis),
+            method_timeouts_ms: self
+                .method_timeouts
+                .iter()
+                .map(|(m, t)| (m.clone(), t.map(limit_millis)))
+                .collect(),
+            timeout_resets_on_progress: self.resets_on_progress,
+            max_in_flight: self.max_in_flight as u64,
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! The session layer's share of the loop: the stdin relay and the
+//! request table (`crate::session`) as one part, and what the loop does
+//! with them each turn: request deadlines, the server going away, and
+//! routing what the table produced (journal entries first, then lines for
+//! the server and answers for the client).
+
+use std::os::fd::OwnedFd;
+use std::time::Instant;
+
+use super::stdin::{Read0, StdinRelay};
+use super::{Loop, SessionConfig};
+use crate::child::ExitObs;
+use crate::journal::{self, Journal};
+use crate::session::{Audit, Session};
+use crate::sys::Interest;
+use crate::termination::Cancellation;
+
+/// Past this many bytes waiting for our stdout, our stdin is not read.
+const ANSWERS_HELD_LIMIT: usize = 1 << 20;
+/// How much of the server's stderr a crash answer carries.
+const CRASH_STDERR_TAIL: usize = 2048;
+/// How long answers mcp-bound still owes the client may wait for it at
+/// the end (the server is gone; never hang at exit).
+const ANSWERS_AT_EXIT_LIMIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The session layer's parts, when it is on.
+pub(super) struct SessionParts<'a> {
+    pub(super) table: Session,
+    pub(super) stdin: StdinRelay,
+    pub(super) journal: Option<&'a Journal>,
+}
+
+impl<'a> SessionParts<'a> {
+    /// The parts for a server whose stdin is `pipe`.
+    pub(super) fn new(config: &SessionConfig<'a>, pipe: OwnedFd) -> SessionParts<'a> {
+        SessionParts {
+            table: Session::new(config.policy.clone(), config.call_id.clone()),
+            stdin: StdinRelay::new(pipe, config.max_message_bytes),
+            journal: config.journal,
+        }
+    }
+}
+
+impl Loop<'_> {
+    /// Our stdin, read for the client. While our stdout holds back
+    /// answers the client has not read, the client is not read either:
+    /// what we owe it stays bounded.
+    pub(super) fn client_interest(&self) -> Option<Interest> {
+        let session = self.session.as_ref()?;
+        if self.stdout.held() >= ANSWERS_HELD_LIMIT {
+            return None;
+        }
+        session.stdin.read_interest().map(|fd| Interest {
+            peer_closed: true,
+            ..Interest::new(fd, true, false)
+        })
+    }
+
+    pub(super) fn on_client_readable(&mut self, now: Instant) -> Read0 {
+        match self.session.as_mut() {
+            Some(session) => session.stdin.on_readable(now, &mut session.table),
+            None => Read0::More,
+        }
+    }
+
+    pub(super) fn on_server_stdin_writable(&mut self) {
+        if let Some(session) = self.session.as_mut() {
+            session.stdin.flush();
+        }
+    }
+
+    /// Whatever ended the loop, no request is left without an answer, and
+    /// the answers get a bounded time to reach the client.
+    pub(super) fn finish_session(&mut self) {
+        if self.session.is_none() {
+            return;
+        }
+        self.server_gone(Instant::now());
+        let _ = self.route();
+        if let Some(session) = self.session.as_mut() {
+            session.stdin.stop();
+        }
+        self.stdout.drain_at_exit(ANSWERS_AT_EXIT_LIMIT);
+    }
+
+    /// The session layer's share of a turn: request deadlines, and the
+    /// server going away (it exited and its stdout closed: no response
+    /// can come any more), then what they produced is routed.
+    pub(super) fn session_turn(&mut self, now: Instant) -> Result<(), String> {
+        let Some(session) = self.session.as_mut() else {
+            return Ok(());
+        };
+        session.table.tick(now);
+        if !session.table.server_gone() && self.exit.is_some() && !self.stdout.is_open() {
+            self.server_gone(now);
+        }
+        self.route()
+    }
+
+    /// Answer every request in flight for a server that is gone, with
+    /// the end of its stderr (masked).
+    pub(super) fn server_gone(&mut self, now: Instant) {
+        let Some(session) = self.session.as_mut() else {
+            return;
+        };
+        let (tail, cut) = self.intake.diagnostics.last(CRASH_STDERR_TAIL);
+        let tail = self
+            .redactor
+            .redact_piece(&String::from_utf8_lossy(&tail), cut, false);
+        let exit = self.exit.map(ExitObs::to_record);
+        session.table.on_server_gone(now, exit, tail);
+        session.stdin.server_gone();
+    }
+
+    /// Move what the session produced to where it goes: audit entries to
+    /// the journal first (one synced append for all that came together,
+    /// before any of their requests reach the server), then lines for the
+    /// server and for the client, written as far as each takes them.
+    pub(super) fn route(&mut self) -> Result<(), String> {
+        let Some(session) = self.session.as_mut() else {
+            return Ok(());
+        };
+        let audit = session.table.take_audit();
+        if let (Some(journal), false) = (session.journal, audit.is_empty()) {
+            append_audit(journal, session.table.call_id(), &audit)?;
+        }
+        session.stdin.take_from(&mut session.table);
+        session.stdin.flush();
+        if !session.table.to_client.is_empty() {
+            let answers = std::mem::take(&mut session.table.to_client);
+            if self.stdout.inject(&answers) {
+                let now = Instant::now();
+                self.cancel(now, Cancellation::ClientDisconnected);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The per-request audit facts as journal entries, in one append.
+fn append_audit(journal: &Journal, call_id: &str, audit: &[Audit]) -> Result<(), String> {
+    enum Owned {
+        Request(journal::McpRequest),
+        Response(journal::McpResponse),
+    }
+    let id = |text: &str| serde_json::from_str(text).unwrap_or(serde_json::Value::Null);
+    let owned: Vec<Owned> = audit
+        .iter()
+        .map(|fact| match fact {
+            Audit::Request {
+                id: request_id,
+                method,
+                name,
+                params_sha256,
+            } => Owned::Request(journal::McpRequest {
+                call_id: call_id.to_string(),
+                request_id: id(request_id),
+                method: method.clone(),
+                name: name.clone(),
+                params_sha256: params_sha256.clone(),
+            }),
+            Audit::Response {
+                id: request_id,
+                method,
+                outcome,
+                error_code,
+                duration_ms,
+                bytes,
+            } => Owned::Response(journal::McpResponse {
+                call_id: call_id.to_string(),
+                request_id: id(request_id),
+                method: method.clone(),
+                outcome: *outcome,
+                error_code: *error_code,
+                duration_ms: *duration_ms,
+                bytes: *bytes,
+            }),
+        })
+        .collect();
+    let entries: Vec<journal::Entry<'_>> = owned
+        .iter()
+        .map(|entry| match entry {
+            Owned::Request(request) => journal::Entry::McpRequest(request),
+            Owned::Response(response) => journal::Entry::McpResponse(response),
+        })
+        .collect();
+    journal.append_all(&entries).map(|_| ()).map_err(|err| {
+        format!(
+            "--journal {}: cannot write a request entry: {err}",
+            journal.path.display()
+        )
+    })
+}

@@ -1,0 +1,206 @@
+//! The stdin side of the loop under the session layer: our stdin (the
+//! client) and the server's stdin pipe. Client bytes are framed on
+//! newlines; each complete line goes through the session (which tracks
+//! requests and may answer some itself) and on to the server, byte-exact
+//! and in order. While bytes wait for the server, our stdin is not read:
+//! a slow server holds the client back, and nothing grows. A line longer
+//! than --max-message-bytes streams through unparsed. Client EOF closes
+//! the server's stdin once what was read has been written: the first step
+//! of the MCP shutdown.
+//!
+//! Our stdin is inherited and may be shared, so its flags are never
+//! changed: it is read once per readiness that poll(2) reported, which
+//! does not block for a pipe, a socket or a terminal.
+
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::mem::ManuallyDrop;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::time::Instant;
+
+use crate::framing::{Frame, Framer};
+use crate::session::Session;
+
+const READ_SIZE: usize = 64 * 1024;
+/// After a huge line, give the memory back.
+const KEEP_CAPACITY: usize = 1 << 20;
+
+/// What a read of our stdin found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Read0 {
+    /// Bytes, or nothing this time.
+    More,
+    /// The client closed our stdin (or it failed).
+    Eof,
+}
+
+pub(crate) struct StdinRelay {
+    /// Our stdin: borrowed, never closed through the relay.
+    source: ManuallyDrop<File>,
+    source_open: bool,
+    /// The server's stdin pipe (ours to make non-blocking); None once
+    /// closed or once the server stopped reading.
+    server: Option<File>,
+    read_buf: Box<[u8]>,
+    /// The client's lines; one over --max-message-bytes streams through
+    /// unparsed.
+    framer: Framer,
+    /// Bytes for the server: `out[start..]` is still to be written.
+    out: Vec<u8>,
+    start: usize,
+    pub bytes_read: u64,
+    pub bytes_written: u64,
+    /// Meant for a server that no longer reads (or is gone).
+    pub bytes_discarded: u64,
+}
+
+impl StdinRelay {
+    pub fn new(server: OwnedFd, max_message: usize) -> StdinRelay {
+        // SAFETY: descriptor 0 is only read while poll(2) reports it
+        // open; ManuallyDrop keeps us from closing it.
+        let source = ManuallyDrop::new(unsafe { File::from_raw_fd(0) });
+        StdinRelay {
+            source,
+            source_open: crate::sys::is_open(0),
+            server: Some(File::from(server)),
+            read_buf: vec![0; READ_SIZE].into_boxed_slice(),
+            framer: Framer::new(max_message),
+            out: Vec::new(),
+            start: 0,
+            bytes_read: 0,
+            bytes_written: 0,
+            bytes_discarded: 0,
+        }
+    }
+
+    fn waiting(&self) -> bool {
+        self.start < self.out.len()
+    }
+
+    /// Our stdin, unless bytes wait for the server (back-pressure).
+    pub fn read_interest(&self) -> Option<RawFd> {
+        (self.source_open && !self.waiting()).then_some(0)
+    }
+
+    /// The server's stdin, when bytes wait for it.
+    pub fn write_interest(&self) -> Option<RawFd> {
+        match &self.server {
+            Some(file) if self.waiting() => Some(file.as_raw_fd()),
+            _ => None,
+        }
+    }
+
+    /// Our stdin is readable or hung up: read once and frame.
+    pub fn on_readable(&mut self, now: Instant, session: &mut Session) -> Read0 {
+        match self.source.read(&mut self.read_buf) {
+            Ok(0) => self.eof(session),
+            Ok(n) => {
+                self.bytes_read += n as u64;
+                let chunk = std::mem::take(&mut self.read_buf);
+                self.frame(now, &chunk[..n], session);
+                self.read_buf = chunk;
+                Read0::More
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                ) =>
+            {
+                Read0::More
+            }
+            Err(_) => self.eof(session),
+        }
+    }
+
+    /// The client is done: an unfinished last line goes on as it is.
+    fn eof(&mut self, session: &mut Session) -> Read0 {
+        self.source_open = false;
+        let unfinished = self.framer.finish();
+        if !unfinished.is_empty() {
+            session.on_client_unframed();
+            self.out.extend_from_slice(&unfinished);
+        }
+        Read0::Eof
+    }
+
+    fn frame(&mut self, now: Instant, chunk: &[u8], session: &mut Session) {
+        let out = &mut self.out;
+        self.framer.feed(chunk, &mut |frame| match frame {
+            Frame::Line(line) => session.on_client_line(now, line, out),
+            Frame::Overlong { bytes, first } => {
+                if first {
+                    session.on_client_unframed();
+                }
+                out.extend_from_slice(bytes);
+            }
+        });
+    }
+
+    /// Lines the session wrote for the server (cancellations) join the
+    /// stream between client lines, never inside one.
+    pub fn take_from(&mut self, session: &mut Session) {
+        if session.to_server.is_empty() || !self.framer.at_boundary() {
+            return;
+        }
+        if self.server.is_some() {
+            self.out.append(&mut session.to_server);
+        } else {
+            self.bytes_discarded += session.to_server.len() as u64;
+            session.to_server.clear();
+        }
+    }
+
+    /// Write what waits, as far as the server's pipe takes it; then, once
+    /// the client is done and everything is written, close the server's
+    /// stdin: the first step of the MCP shutdown.
+    pub fn flush(&mut self) {
+        while self.waiting() {
+            let Some(server) = self.server.as_mut() else {
+                self.discard();
+                break;
+            };
+            match server.write(&self.out[self.start..]) {
+                Ok(n) => {
+                    self.start += n;
+                    self.bytes_written += n as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                // EPIPE: the server closed its stdin or is gone.
+                Err(_) => {
+                    self.server = None;
+                    self.discard();
+                }
+            }
+        }
+        if !self.waiting() {
+            self.out.clear();
+            self.start = 0;
+            if self.out.capacity() > KEEP_CAPACITY {
+                self.out = Vec::new();
+            }
+        }
+        if !self.source_open && !self.waiting() {
+            self.server = None;
+        }
+    }
+
+    fn discard(&mut self) {
+        self.bytes_discarded += (self.out.len() - self.start) as u64;
+        self.out.clear();
+        self.start = 0;
+    }
+
+    /// The server is gone: nothing more is written to it. Our stdin is
+    /// still read, so that requests are answered at once.
+    pub fn server_gone(&mut self) {
+        self.server = None;
+        self.discard();
+    }
+
+    /// Stop reading our stdin (the loop is ending).
+    pub fn stop(&mut self) {
+        self.source_open = false;
+    }
+}
