@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_mcp_bound_global_optspecs
-    string join \n timeout= s/signal= k/grace= wait-delay= preserve-status head-bytes= tail-bytes= excerpt-bytes= echo= flood-path= redact= record= record-fd= call-id= session-id= mcp stdout-guard= max-message-bytes= live= live-rate= live-burst= stdin-close-grace= session= request-timeout= request-timeout-resets-on-progress max-in-flight= approve-cmd= approve= approval-timeout= journal= journal-excerpt-bytes= journal-key= journal-requests= generate= h/help V/version
+    string join \n timeout= s/signal= k/grace= wait-delay= preserve-status head-bytes= tail-bytes= excerpt-bytes= echo= flood-path= redact= record= record-fd= call-id= session-id= mcp stdout-guard= max-message-bytes= live= live-rate= live-burst= stdin-close-grace= session= request-timeout= request-timeout-resets-on-progress max-in-flight= restart= max-restarts= restart-window= restart-backoff= approve-cmd= approve= approval-timeout= journal= journal-excerpt-bytes= journal-key= journal-requests= generate= h/help V/version
 end
 
 function __fish_mcp_bound_needs_command
@@ -54,6 +54,12 @@ complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l session -d 'The ses
 jsonrpc\t''"
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l request-timeout -d 'Answer a request with no response in time with error -32001, and send the server notifications/cancelled; its late response is dropped. METHOD=DURATION sets one method\'s (repeatable); 0 or inf: none' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l max-in-flight -d 'Most client requests waiting for the server at once; past it, a request is answered with an error at once (at least 1)' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l restart -d 'Start the server again when it exits on its own: never, on-failure (non-zero exit or a signal) or always. Requests in flight are answered (-32000), never re-sent; the client\'s initialize is replayed. Never after stdin EOF, a signal from the host or --timeout' -r -f -a "never\t''
+on-failure\t'After an exit with a non-zero code or by a signal'
+always\t'After any exit'"
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l max-restarts -d 'Most restarts within --restart-window; past it the session ends with the server' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l restart-window -d 'The window --max-restarts counts in' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l restart-backoff -d 'The wait before the first restart in the window; each further one doubles it, up to 10s' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l approve-cmd -d 'Before the helper starts, run COMMAND (split into words like a shell does; no shell is run) with the call as one JSON object on its stdin; exit 0 approves, anything else denies. It runs in its own process group, bounded, and is terminated at the deadline' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l approve -d 'Before the helper starts, ask on the controlling terminal (/dev/tty, never stdin or stdout); the default answer is no' -r -f -a "tty\t''"
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l approval-timeout -d 'Wall-clock deadline for the approval, from the request; nothing extends it. When it passes, the call is denied as expired (exit 77)' -r

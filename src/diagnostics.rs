@@ -370,6 +370,11 @@ impl Diagnostics {
         }
     }
 
+    /// Bytes that entered so far (held ones included).
+    pub fn bytes_seen(&self) -> u64 {
+        self.capture.bytes_seen()
+    }
+
     /// The last `n` bytes seen so far (held bytes first handed over), and
     /// whether bytes were lost right before them.
     pub fn last(&mut self, n: usize) -> (Vec<u8>, bool) {

@@ -11,7 +11,7 @@ use crate::approve;
 use crate::cli::{ApproveOn, Cli, Echo, GuardMode, SessionMode};
 use crate::diagnostics::FloodPath;
 pub use crate::live::LiveBudget;
-use crate::session::SessionPolicy;
+use crate::session::{RestartPolicy, SessionPolicy};
 use crate::termination::Policy;
 
 /// What is kept of stderr and how it leaves.
@@ -123,6 +123,13 @@ impl From<&Cli> for Settings {
             resets_on_progress: server.request_timeout_resets_on_progress,
             max_in_flight: server.max_in_flight as usize,
             audit: cli.journal.journal_requests,
+            restart: RestartPolicy {
+                mode: server.restart,
+                max_restarts: server.max_restarts,
+                window: server.restart_window,
+                backoff: server.restart_backoff,
+                max_backoff: Duration::from_secs(10).max(server.restart_backoff),
+            },
         });
         let streams = StreamSettings {
             session,

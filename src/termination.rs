@@ -53,6 +53,9 @@ pub enum Reason {
     Leftovers,
     /// mcp-bound could not go on supervising: the tree is killed at once.
     SupervisorFailure,
+    /// A restarted MCP server is not the server the client initialized
+    /// (or did not answer): mcp-bound ends it.
+    RestartRefused,
 }
 
 impl From<Cancellation> for Reason {
@@ -263,6 +266,21 @@ impl Terminator {
             Phase::Running => self.start(now, Reason::Leftovers, self.policy.signal),
             _ => None,
         }
+    }
+
+    /// mcp-bound itself ends the helper (not a cancellation): the usual
+    /// signal, grace and KILL. Nothing if a termination already runs.
+    pub fn end(&mut self, now: Instant, reason: Reason) -> Option<Action> {
+        match self.phase {
+            Phase::Running => self.start(now, reason, self.policy.signal),
+            Phase::Signalled { .. } | Phase::Killed { .. } | Phase::Abandoned => None,
+        }
+    }
+
+    /// The machine for the next incarnation of a restarted server: the
+    /// same policy, and the deadline still from the first dispatch.
+    pub fn restarted(&self) -> Terminator {
+        Terminator::new(self.policy, self.dispatched_at)
     }
 
     fn start(&mut self, now: Instant, reason: Reason, signal: i32) -> Option<Action> {

@@ -561,3 +561,200 @@ fn a_request_entry_that_cannot_be_written_keeps_the_request_from_the_server() {
 fn call_path_moved(path: &std::path::Path) -> std::path::PathBuf {
     path.with_extension("moved")
 }
+
+/// `initialize` as a client sends it; the fixture answers with params.
+fn initialize(capabilities: Value) -> Vec<u8> {
+    request(
+        json!(0),
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": capabilities}),
+    )
+}
+
+#[test]
+fn a_crashed_server_restarts_replays_initialize_and_never_gets_a_request_again() {
+    let mut run = server(&[])
+        .opt(&[
+            "--mcp",
+            "--restart",
+            "on-failure",
+            "--restart-backoff",
+            "10ms",
+        ])
+        .start();
+    run.send(&initialize(json!({"tools": {"listChanged": true}})));
+    assert_eq!(parse(&run.read_line())["id"], 0);
+    run.send(&line(
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    ));
+    run.send(&request(json!(1), "pid", json!({})));
+    let first_pid = parse(&run.read_line())["result"]["pid"].clone();
+    run.send(&request(json!(2), "sleep", json!({"ms": 60_000})));
+    run.send(&request(
+        json!(3),
+        "crash",
+        json!({"stderr": "boom\n", "code": 1}),
+    ));
+    let mut answers = [parse(&run.read_line()), parse(&run.read_line())];
+    answers.sort_by_key(|a| a["id"].as_u64());
+    for answer in &answers {
+        assert_eq!(answer["error"]["code"], -32000, "{answer}");
+    }
+    // The restarted server was initialized again: the client is told to
+    // read the tools list again (the first server said it may change).
+    let notice = parse(&run.read_line());
+    assert_eq!(notice["method"], "notifications/tools/list_changed");
+    run.send(&request(json!(4), "pid", json!({})));
+    let second = parse(&run.read_line());
+    assert_eq!(second["id"], 4);
+    let second_pid = second["result"]["pid"].clone();
+    assert_ne!(first_pid, second_pid, "a new server");
+    run.close_stdin();
+    let done = run.finish();
+    done.expect_state("shut_down", 0)
+        .expect("/mcp/restarts", json!(1))
+        .expect("/mcp/restart_stopped", Value::Null)
+        .expect("/mcp/in_flight_at_exit", json!(0))
+        .expect("/mcp/synthesized/server_exited", json!(2))
+        .expect("/mcp/incarnations/0/pid", first_pid.clone())
+        .expect("/mcp/incarnations/0/exit", json!({"code": 1}))
+        .expect("/mcp/incarnations/0/in_flight_at_exit", json!(2))
+        .expect("/mcp/incarnations/1/pid", second_pid)
+        .expect("/mcp/incarnations/1/exit", json!({"code": 0}))
+        .expect("/pid", first_pid);
+    let stderr = done.stderr_text();
+    done.check(
+        stderr.matches("REQUEST 2 sleep").count() == 1
+            && stderr.matches("REQUEST 3 crash").count() == 1,
+        "no request in flight at the crash was sent again",
+    );
+    done.check(
+        stderr.contains("REQUEST \"mcp-bound-replay-1\" initialize")
+            && stderr.matches("NOTIFIED notifications/initialized").count() == 2,
+        "the new server was initialized under mcp-bound's own id",
+    );
+    let scheduled = done.events("restart_scheduled");
+    done.check(
+        scheduled.len() == 1 && scheduled[0]["attempt"] == 1 && scheduled[0]["backoff_ms"] == 10,
+        "the restart is an event",
+    );
+    done.check(done.events("dispatched").len() == 2, "two dispatches");
+    done.check(
+        !String::from_utf8_lossy(&done.stdout).contains("mcp-bound-replay"),
+        "the replayed initialize's answer never reached the client",
+    );
+}
+
+#[test]
+fn restarts_stop_at_the_limit_with_a_doubling_backoff() {
+    // The host keeps our stdin open; the server dies at once, every time.
+    let (reader, writer) = std::io::pipe().unwrap();
+    let done = Call::sh("echo dying >&2; exit 1")
+        .opt(&[
+            "--mcp",
+            "--restart",
+            "always",
+            "--max-restarts",
+            "2",
+            "--restart-backoff",
+            "20ms",
+        ])
+        .stdin(Stdio::from(reader))
+        .run();
+    drop(writer);
+    done.expect_state("completed", 1)
+        .expect("/mcp/restarts", json!(2))
+        .expect(
+            "/mcp/restart_stopped",
+            json!({"reason": "limit", "detail": null}),
+        )
+        .expect("/mcp/limits/restart", json!("always"))
+        .expect("/mcp/limits/max_restarts", json!(2));
+    let backoffs: Vec<Value> = done
+        .events("restart_scheduled")
+        .iter()
+        .map(|e| e["backoff_ms"].clone())
+        .collect();
+    done.check(backoffs == [json!(20), json!(40)], &format!("{backoffs:?}"));
+    done.check(
+        done.field("/mcp/incarnations").as_array().map(Vec::len) == Some(3),
+        "three servers ran",
+    );
+    done.check(
+        done.stderr_text().matches("dying").count() == 3,
+        "each one's stderr came through",
+    );
+    // on-failure does not restart a clean exit, and says so.
+    let (reader, writer) = std::io::pipe().unwrap();
+    let done = Call::sh("exit 0")
+        .opt(&["--mcp", "--restart", "on-failure"])
+        .stdin(Stdio::from(reader))
+        .run();
+    drop(writer);
+    done.expect_state("completed", 0)
+        .expect("/mcp/restarts", json!(0))
+        .expect(
+            "/mcp/restart_stopped",
+            json!({"reason": "clean_exit", "detail": null}),
+        );
+}
+
+#[test]
+fn a_restarted_server_with_another_protocol_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let counter = dir.path().join("starts");
+    let mut run = server(&["--protocol-file", counter.to_str().unwrap()])
+        .opt(&["--mcp", "--restart", "always", "--restart-backoff", "10ms"])
+        .start();
+    run.send(&initialize(json!({})));
+    assert_eq!(parse(&run.read_line())["result"]["protocolVersion"], "v1");
+    run.send(&request(json!(1), "exit", json!({"code": 0})));
+    // The restarted server says v2: refused, ended, and the session with it.
+    let answer = parse(&run.read_line());
+    assert_eq!(answer["id"], 1);
+    assert_eq!(answer["error"]["code"], -32000);
+    let done = run.finish();
+    done.expect("/mcp/restarts", json!(1)).expect(
+        "/mcp/restart_stopped",
+        json!({"reason": "protocol_changed", "detail": "protocolVersion \"v1\" became \"v2\""}),
+    );
+    done.check(
+        done.signals_sent()
+            .iter()
+            .any(|(_, _, reason)| reason == "restart_refused"),
+        "the refused server was ended by mcp-bound",
+    );
+    done.check(
+        !String::from_utf8_lossy(&done.stdout).contains("v2"),
+        "nothing of the refused server reached the client",
+    );
+}
+
+#[test]
+fn no_restart_after_the_host_ends_the_session() {
+    // A host signal kills the server (a "failure" by its exit), and
+    // closing our stdin ends it cleanly: neither is a crash to restart.
+    for how in ["TERM", "close"] {
+        let mut run = server(&[]).opt(&["--mcp", "--restart", "always"]).start();
+        run.send(&request(json!(1), "echo", json!({})));
+        parse(&run.read_line());
+        // Our stdin stays open through a signal: only the signal ends it.
+        let stdin = if how == "TERM" {
+            let stdin = run.take_stdin();
+            run.signal("TERM");
+            Some(stdin)
+        } else {
+            run.close_stdin();
+            None
+        };
+        let done = run.finish();
+        drop(stdin);
+        done.expect("/state", json!("shut_down"))
+            .expect("/mcp/restarts", json!(0))
+            .expect("/mcp/restart_stopped", Value::Null);
+        done.check(
+            done.events("restart_scheduled").is_empty(),
+            &format!("no restart after {how}"),
+        );
+    }
+}

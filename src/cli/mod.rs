@@ -232,6 +232,35 @@ pub struct McpArgs {
     /// Most client requests waiting for the server at once; past it, a request is answered with an error at once (at least 1).
     #[arg(long, value_name = "N", env = "MCP_BOUND_MAX_IN_FLIGHT", default_value = "4096", value_parser = clap::value_parser!(u32).range(1..), help_heading = "MCP session options")]
     pub max_in_flight: u32,
+
+    /// Start the server again when it exits on its own: never, on-failure (non-zero exit or a signal) or always. Requests in flight are answered (-32000), never re-sent; the client's initialize is replayed. Never after stdin EOF, a signal from the host or --timeout.
+    #[arg(
+        long,
+        value_name = "WHEN",
+        env = "MCP_BOUND_RESTART",
+        value_enum,
+        default_value = "never",
+        help_heading = "MCP session options"
+    )]
+    pub restart: crate::record::mcp::RestartMode,
+
+    /// Most restarts within --restart-window; past it the session ends with the server.
+    #[arg(
+        long,
+        value_name = "N",
+        env = "MCP_BOUND_MAX_RESTARTS",
+        default_value = "5",
+        help_heading = "MCP session options"
+    )]
+    pub max_restarts: u32,
+
+    /// The window --max-restarts counts in.
+    #[arg(long, value_name = "DURATION", env = "MCP_BOUND_RESTART_WINDOW", default_value = "60s", value_parser = positive_duration, help_heading = "MCP session options")]
+    pub restart_window: Duration,
+
+    /// The wait before the first restart in the window; each further one doubles it, up to 10s.
+    #[arg(long, value_name = "DURATION", env = "MCP_BOUND_RESTART_BACKOFF", default_value = "250ms", value_parser = units::parse_duration, help_heading = "MCP session options")]
+    pub restart_backoff: Duration,
 }
 
 /// Whether the session layer runs.
@@ -488,6 +517,9 @@ fn check(cli: &Cli) -> Result<(), String> {
         }
         if server.request_timeout_resets_on_progress {
             return Err(format!("--request-timeout-resets-on-progress {needs}"));
+        }
+        if server.restart != crate::record::mcp::RestartMode::Never {
+            return Err(format!("--restart {needs}"));
         }
     }
     Ok(())

@@ -55,9 +55,13 @@ live_bytes_dropped, live_bytes_unsent: with --live every byte seen is one of the
 mcp (null unless the session layer ran: limits, client and server {requests, notifications, responses, \
 non_jsonrpc_lines}, synthesized {request_timeout, server_exited, too_many_in_flight}, cancelled_by_client, \
 late_responses_dropped, unmatched_responses, cancellations_sent, in_flight_at_exit, peak_in_flight, \
-restarts, interrupted [{id, method, name}]), the limits in force, \
-and events: dispatched, cancel_requested, signal_sent (signal, target group or descendants, count, \
-reason: timeout, signal, client_disconnected, stdin_closed, pipes_held, leftovers, supervisor_failure), \
+restarts, restart_stopped {reason: limit, clean_exit, protocol_changed, spawn_failed or never; detail}, \
+incarnations [{pid, dispatched_t_ms, exited_t_ms, exit, stderr_bytes_seen, in_flight_at_exit}], \
+interrupted [{id, method, name}]), the limits in force, \
+and events: dispatched (again for each restarted server), restart_scheduled (attempt, backoff_ms), \
+cancel_requested, signal_sent (signal, target group or descendants, count, \
+reason: timeout, signal, client_disconnected, stdin_closed, pipes_held, leftovers, supervisor_failure, \
+restart_refused), \
 helper_exited, stdout_closed, stderr_closed, stdin_closed, streams_abandoned, each with t_ms, \
 milliseconds on the monotonic clock since mcp-bound started. \
 A cancellation after dispatch is never reported as a failure: the helper may already have acted.";
@@ -84,7 +88,16 @@ too_many_in_flight). The stdout guard also salvages a JSON-RPC message glued to 
 line: the junk is diverted, the message forwarded. With --journal, each request named by \
 --journal-requests gets an mcp_request entry, synced before the request reaches the server (requests \
 read together share one sync), and an mcp_response entry (outcome result, error, timed_out, cancelled \
-or server_exited); verify pairs them.",
+or server_exited); verify pairs them. \
+With --restart on-failure (a non-zero exit or a signal) or always (any exit), a server that went away \
+on its own is started again after --restart-backoff, doubled for each restart within --restart-window, \
+at most --max-restarts times in the window (never is the default). Never after our stdin closed, a \
+signal from the host, our stdout's reader going away, or --timeout. While it restarts, the client's \
+messages wait in our stdin. The new server first gets the client's initialize again under mcp-bound's \
+own id, and its answer is consumed: the same protocolVersion and capabilities, and \
+notifications/initialized follows (and a list_changed notification to the client for each list the \
+first server said may change); anything else, or no answer within 10s, and the restart is refused: \
+the new server is ended (signal reason restart_refused) and mcp.restart_stopped says why.",
     ),
     (
         "SIGNALS",

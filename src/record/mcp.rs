@@ -40,6 +40,55 @@ pub struct Interrupted {
     pub name: Option<String>,
 }
 
+/// When to start a server again.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum RestartMode {
+    #[default]
+    Never,
+    /// After an exit with a non-zero code or by a signal.
+    OnFailure,
+    /// After any exit.
+    Always,
+}
+
+/// Why a server that went away was not started again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoRestart {
+    /// --restart never.
+    Never,
+    /// --restart on-failure, and the server exited 0.
+    CleanExit,
+    /// --max-restarts within --restart-window were used up.
+    Limit,
+    /// The restarted server's initialize result differs from the first.
+    ProtocolChanged,
+    /// The server could not be started again.
+    SpawnFailed,
+}
+
+/// Why restarting stopped, and what mcp-bound saw.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RestartStop {
+    pub reason: NoRestart,
+    pub detail: Option<String>,
+}
+
+/// One run of the server: the first, and one per restart.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Incarnation {
+    pub pid: u32,
+    /// Milliseconds since mcp-bound started, as the events have them.
+    pub dispatched_t_ms: u64,
+    pub exited_t_ms: Option<u64>,
+    pub exit: Option<super::Exit>,
+    /// Its stderr bytes (all of them pass the same capture and counts).
+    pub stderr_bytes_seen: u64,
+    /// Client requests it left unanswered, answered by mcp-bound.
+    pub in_flight_at_exit: u64,
+}
+
 /// The limits the session layer ran under.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct SessionLimits {
@@ -49,6 +98,9 @@ pub struct SessionLimits {
     pub method_timeouts_ms: BTreeMap<String, Option<u64>>,
     pub timeout_resets_on_progress: bool,
     pub max_in_flight: u64,
+    pub restart: RestartMode,
+    pub max_restarts: u64,
+    pub restart_window_ms: u64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -68,12 +120,17 @@ pub struct McpFacts {
     pub unmatched_responses: u64,
     /// notifications/cancelled sent to the server on a timeout.
     pub cancellations_sent: u64,
-    /// Client requests still waiting when the server went away.
+    /// Client requests still waiting when the (last) server went away.
     pub in_flight_at_exit: u64,
     /// The most client requests ever waiting at once.
     pub peak_in_flight: u64,
     pub restarts: u64,
-    /// The requests in flight at exit (the first 32).
+    /// Null unless a server went away with --restart on and was not
+    /// started again: why.
+    pub restart_stopped: Option<RestartStop>,
+    /// Each run of the server, in order.
+    pub incarnations: Vec<Incarnation>,
+    /// Requests in flight when a server went away (the first 32).
     pub interrupted: Vec<Interrupted>,
 }
 

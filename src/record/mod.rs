@@ -59,6 +59,8 @@ pub enum SignalReason {
     Leftovers,
     /// mcp-bound could not go on supervising (see `error`).
     SupervisorFailure,
+    /// A restarted MCP server was refused (see `mcp.restart_stopped`).
+    RestartRefused,
 }
 
 impl From<Cancellation> for CancelReason {
@@ -82,6 +84,7 @@ impl From<Reason> for SignalReason {
             Reason::PipesHeld => SignalReason::PipesHeld,
             Reason::Leftovers => SignalReason::Leftovers,
             Reason::SupervisorFailure => SignalReason::SupervisorFailure,
+            Reason::RestartRefused => SignalReason::RestartRefused,
         }
     }
 }
@@ -127,6 +130,12 @@ pub enum EventKind {
     Dispatched {
         pid: u32,
         pgid: i32,
+    },
+    /// The MCP server went away on its own and starts again after
+    /// `backoff_ms` (`--restart`); `attempt` counts restarts.
+    RestartScheduled {
+        attempt: u64,
+        backoff_ms: u64,
     },
     CancelRequested {
         reason: CancelReason,

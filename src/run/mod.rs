@@ -156,6 +156,7 @@ pub fn run(settings: Settings) -> Result<i32, Error> {
                 call_id: record.ids.call_id.clone(),
                 journal: call.journal,
                 max_message_bytes: settings.streams.max_message_bytes,
+                argv: settings.command.clone(),
             }),
     };
     let outcome = supervise::supervise(

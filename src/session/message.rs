@@ -23,6 +23,7 @@ pub(crate) enum Message<'a> {
     },
     Response {
         id: &'a RawValue,
+        result: Option<&'a RawValue>,
         /// Some(code) for an error response (`None` inside: no integer code).
         error: Option<Option<i64>>,
     },
@@ -74,6 +75,7 @@ fn classify(wire: Wire<'_>) -> Message<'_> {
         },
         (None, Some(id)) if wire.result.is_some() || wire.error.is_some() => Message::Response {
             id,
+            result: wire.result,
             error: wire.error.map(|raw| {
                 serde_json::from_str::<ErrorCode>(raw.get())
                     .ok()
@@ -171,6 +173,23 @@ pub(crate) fn request_progress_token(raw: Option<&RawValue>) -> Option<String> {
 /// `params.progressToken` of `notifications/progress`, as a key.
 pub(crate) fn progress_token(raw: Option<&RawValue>) -> Option<String> {
     params(raw).progress_token.map(id_key)
+}
+
+/// A batch of which `kept` elements pass: the line itself when all do,
+/// else the kept elements (each byte-exact) as a new array, else nothing.
+pub(crate) fn join_batch(line: &[u8], total: usize, kept: &[&str], out: &mut Vec<u8>) {
+    if kept.len() == total {
+        out.extend_from_slice(line);
+    } else if !kept.is_empty() {
+        out.push(b'[');
+        for (i, element) in kept.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            out.extend_from_slice(element.as_bytes());
+        }
+        out.extend_from_slice(b"]\n");
+    }
 }
 
 #[cfg(test)]

@@ -16,10 +16,13 @@
 
 mod answer;
 mod audit;
+mod late;
 mod message;
 mod policy;
+mod replay;
+mod restart;
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
@@ -29,10 +32,14 @@ use crate::record::Exit;
 use crate::record::mcp::{Interrupted, MAX_INTERRUPTED_LISTED, McpFacts, Traffic};
 use crate::units::millis;
 pub(crate) use answer::{REQUEST_TIMEOUT, SERVER_ERROR};
-use message::{Line, Message};
+use late::Answered;
+use message::{Line, Message, join_batch};
 
 pub use audit::{Audit, RequestOutcome};
 pub use policy::{AuditRequests, SessionPolicy};
+use replay::{Replay, Replayed};
+pub use restart::RestartPolicy;
+pub(crate) use restart::Restarts;
 
 /// An id or a method longer than this is passed on but not tracked.
 const MAX_TRACKED: usize = 1024;
@@ -69,8 +76,8 @@ pub(crate) struct Session {
     deadlines: BTreeMap<(Instant, u64), String>,
     progress: HashMap<String, String>,
     seq: u64,
-    late: VecDeque<String>,
-    late_keys: HashSet<String>,
+    /// Ids answered by mcp-bound (timed out): their late response is dropped.
+    answered: Answered,
     gone: Option<Gone>,
     /// Lines for the client (our stdout), whole.
     pub to_client: Vec<u8>,
@@ -78,10 +85,14 @@ pub(crate) struct Session {
     pub to_server: Vec<u8>,
     audit: Vec<Audit>,
     facts: McpFacts,
+    replay: Replay,
+    /// How the last replayed initialize went, until the loop takes it.
+    replayed: Option<Result<(), String>>,
 }
 
 impl Session {
     pub fn new(policy: SessionPolicy, call_id: String) -> Session {
+        let max_in_flight = policy.max_in_flight;
         let facts = McpFacts {
             limits: policy.limits(),
             ..McpFacts::default()
@@ -93,13 +104,14 @@ impl Session {
             deadlines: BTreeMap::new(),
             progress: HashMap::new(),
             seq: 0,
-            late: VecDeque::new(),
-            late_keys: HashSet::new(),
+            answered: Answered::new(max_in_flight),
             gone: None,
             to_client: Vec::new(),
             to_server: Vec::new(),
             audit: Vec::new(),
             facts,
+            replay: Replay::default(),
+            replayed: None,
         }
     }
 
@@ -112,13 +124,35 @@ impl Session {
         &self.call_id
     }
 
-    #[cfg(test)]
     pub fn in_flight(&self) -> usize {
         self.in_flight.len()
     }
 
     pub fn server_gone(&self) -> bool {
         self.gone.is_some()
+    }
+
+    /// A restarted server (`attempt` counts restarts): requests may come
+    /// again; the line to bring it to the first server's state, if any.
+    pub fn on_restarted(&mut self, attempt: u64) -> Option<Vec<u8>> {
+        self.gone = None;
+        self.facts.restarts = attempt;
+        self.replay.start(attempt)
+    }
+
+    /// The replayed initialize is still unanswered.
+    pub fn replaying(&self) -> bool {
+        self.replay.waiting()
+    }
+
+    /// How the replayed initialize went, once.
+    pub fn take_replayed(&mut self) -> Option<Result<(), String>> {
+        self.replayed.take()
+    }
+
+    /// The facts, for the loop to add what only it knows.
+    pub fn facts_mut(&mut self) -> &mut McpFacts {
+        &mut self.facts
     }
 
     pub fn take_audit(&mut self) -> Vec<Audit> {
@@ -224,6 +258,7 @@ impl Session {
                         params_sha256: params.map(|p| hex(&Sha256::digest(p.get().as_bytes()))),
                     });
                 }
+                self.replay.on_client_request(&key, &method, params);
                 let timeout = self.policy.timeout_for(&method);
                 let progress_token = if self.policy.resets_on_progress && timeout.is_some() {
                     message::request_progress_token(params)
@@ -277,18 +312,30 @@ impl Session {
 
     fn server_message(&mut self, now: Instant, message: Message<'_>, bytes: usize) -> bool {
         match message {
-            Message::Response { id, error } => {
+            Message::Response { id, result, error } => {
                 self.facts.server.responses += 1;
                 let key = message::id_key(id);
-                if let Some(entry) = self.remove(&key) {
+                if let Some(replayed) = self.replay.on_server_response(&key, result) {
+                    self.replayed = Some(match replayed {
+                        Replayed::Same {
+                            to_server,
+                            to_client,
+                        } => {
+                            self.to_server.extend(to_server);
+                            self.to_client.extend(to_client);
+                            Ok(())
+                        }
+                        Replayed::Changed(why) => Err(why),
+                    });
+                    false
+                } else if let Some(entry) = self.remove(&key) {
                     let (outcome, code) = match error {
                         None => (RequestOutcome::Result, None),
                         Some(code) => (RequestOutcome::Error, code),
                     };
                     self.finish(now, entry, outcome, code, bytes as u64);
                     true
-                } else if self.late_keys.remove(&key) {
-                    self.late.retain(|k| *k != key);
+                } else if self.answered.take(&key) {
                     self.facts.late_responses_dropped += 1;
                     false
                 } else {
@@ -348,7 +395,7 @@ impl Session {
             let bytes = answer.len() as u64;
             self.to_client.extend(answer);
             self.facts.synthesized.request_timeout += 1;
-            self.remember_late(key);
+            self.answered.insert(key);
             self.finish(
                 now,
                 entry,
@@ -405,16 +452,6 @@ impl Session {
         Some(entry)
     }
 
-    fn remember_late(&mut self, key: String) {
-        if self.late.len() >= self.policy.max_in_flight.max(1) {
-            if let Some(old) = self.late.pop_front() {
-                self.late_keys.remove(&old);
-            }
-        }
-        self.late_keys.insert(key.clone());
-        self.late.push_back(key);
-    }
-
     fn finish(
         &mut self,
         now: Instant,
@@ -433,23 +470,6 @@ impl Session {
                 bytes,
             });
         }
-    }
-}
-
-/// A batch of which `kept` elements pass: the line itself when all do,
-/// else the kept elements (each byte-exact) as a new array, else nothing.
-fn join_batch(line: &[u8], total: usize, kept: &[&str], out: &mut Vec<u8>) {
-    if kept.len() == total {
-        out.extend_from_slice(line);
-    } else if !kept.is_empty() {
-        out.push(b'[');
-        for (i, element) in kept.iter().enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            out.extend_from_slice(element.as_bytes());
-        }
-        out.extend_from_slice(b"]\n");
     }
 }
 

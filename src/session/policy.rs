@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use super::RestartPolicy;
 use crate::record::mcp::SessionLimits;
 use crate::units::limit_millis;
 
@@ -37,6 +38,7 @@ pub struct SessionPolicy {
     pub resets_on_progress: bool,
     pub max_in_flight: usize,
     pub audit: AuditRequests,
+    pub restart: RestartPolicy,
 }
 
 impl SessionPolicy {
@@ -58,6 +60,9 @@ impl SessionPolicy {
                 .collect(),
             timeout_resets_on_progress: self.resets_on_progress,
             max_in_flight: self.max_in_flight as u64,
+            restart: self.restart.mode,
+            max_restarts: u64::from(self.restart.max_restarts),
+            restart_window_ms: limit_millis(self.restart.window),
         }
     }
 }

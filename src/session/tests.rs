@@ -11,6 +11,13 @@ fn policy() -> SessionPolicy {
         resets_on_progress: false,
         max_in_flight: 4,
         audit: AuditRequests::Tools,
+        restart: RestartPolicy {
+            mode: crate::record::mcp::RestartMode::Never,
+            max_restarts: 0,
+            window: Duration::from_secs(1),
+            backoff: Duration::ZERO,
+            max_backoff: Duration::ZERO,
+        },
     }
 }
 

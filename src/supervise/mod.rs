@@ -11,8 +11,10 @@
 //! poll with a timeout computed from the next deadline (or none: an idle
 //! helper costs no wake-ups at all), and dispatch.
 
+mod ending;
 mod live_out;
 mod outcome;
+mod restart;
 mod session;
 mod stderr;
 mod stdin;
@@ -28,7 +30,7 @@ use crate::capture::Capture;
 use crate::child::{self, ExitObs, Helper};
 use crate::diagnostics::{Diagnostics, FloodPath};
 use crate::guard::Guard;
-use crate::record::{Event, EventKind, SignalReason, StreamEnd};
+use crate::record::{Event, EventKind, SignalReason};
 use crate::redact::Redactor;
 use crate::signals::{self, SignalPipe};
 use crate::sink::Sink;
@@ -121,7 +123,12 @@ pub(crate) fn supervise_with(
         config.flood_path
     };
     let session = match (&config.session, helper.stdin) {
-        (Some(session), Some(pipe)) => Some(SessionParts::new(session, pipe)),
+        (Some(session), Some(pipe)) => Some(SessionParts::new(
+            session,
+            pipe,
+            helper.pid as u32,
+            crate::units::millis(dispatched_at.saturating_duration_since(origin)),
+        )),
         _ => None,
     };
     let mut state = Loop {
@@ -196,7 +203,12 @@ impl Loop<'_> {
     fn next_wake(&self) -> Option<Instant> {
         let live = self.intake.live.as_ref().and_then(LiveOutput::wake_at);
         let request = self.session.as_ref().and_then(|s| s.table.deadline());
-        [self.term.deadline(), live, request]
+        let restart = self
+            .session
+            .as_ref()
+            .and_then(|s| s.restarter.as_ref())
+            .and_then(|r| r.wake_at());
+        [self.term.deadline(), live, request, restart]
             .into_iter()
             .flatten()
             .min()
@@ -269,7 +281,11 @@ impl Loop<'_> {
                 return Ok(());
             }
             if self.term.helper_exited() && !self.streams_open() && self.after_exit(now) {
-                return Ok(());
+                if self.restart_due(now) {
+                    self.route()?;
+                } else {
+                    return Ok(());
+                }
             }
             let slots = self.interests(&mut interests);
             let timeout = self
@@ -467,64 +483,6 @@ impl Loop<'_> {
         let holders = self.exit.is_some() && self.streams_open();
         for kind in self.tree.signal(signo, reason, holders) {
             self.event(now, kind);
-        }
-    }
-
-    /// The loop cannot go on: KILL the helper's tree, stop reading, and
-    /// wait for the helper's exit (KILL cannot be caught, so it comes).
-    fn end_after_failure(&mut self) {
-        let now = Instant::now();
-        self.perform_sweep(now, signals::SIGKILL, Some(Reason::SupervisorFailure));
-        self.abandoned_open = self.streams_open();
-        self.stdout.abandon();
-        self.stderr.abandon();
-        if self.exit.is_none()
-            && let Some(exit) = child::await_exit(self.tree.family.helper)
-        {
-            self.exit = Some(exit);
-            self.event(
-                Instant::now(),
-                EventKind::HelperExited {
-                    exit: exit.to_record(),
-                },
-            );
-        }
-    }
-
-    fn finish(mut self) -> Outcome {
-        self.finish_session();
-        if let Some(live) = self.intake.live.as_mut() {
-            live.drain_at_exit(live_out::EXIT_LIMIT);
-        }
-        if self.exit.is_some() {
-            child::reap(self.tree.family.helper);
-        }
-        child::reap_orphans(self.tree.family.helper);
-        let stream_end = if self.abandoned_open {
-            StreamEnd::ClosedWhileHeld
-        } else if self.tree.signalled_holders {
-            StreamEnd::EofAfterDescendantsKilled
-        } else {
-            StreamEnd::Eof
-        };
-        let live = self.intake.live_counts();
-        Outcome {
-            exit: self.exit,
-            cancelled_while_running: self.term.cancelled_while_running(),
-            cancellation: self.term.cancellation(),
-            stream_end,
-            stdout: self.stdout.facts(&self.redactor),
-            last_stdout: self.stdout.last_read,
-            last_stderr: self.stderr.last_read,
-            capture: self.intake.finish(),
-            live_forwarded: live.forwarded,
-            live_dropped: live.dropped,
-            live_unsent: live.unsent,
-            events: self.events,
-            descendants_signalled: self.tree.descendants_signalled(),
-            failure: None,
-            host_hung_up: self.host_hung_up,
-            mcp: self.session.as_ref().map(|s| s.table.facts()),
         }
     }
 }

@@ -31,6 +31,8 @@ pub struct SessionConfig<'j> {
     pub journal: Option<&'j Journal>,
     /// The longest client line framed (longer ones stream through).
     pub max_message_bytes: usize,
+    /// The server's command, to start it again (`--restart`).
+    pub argv: Vec<std::ffi::OsString>,
 }
 
 pub struct Config<'j> {

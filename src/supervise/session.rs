@@ -7,11 +7,13 @@
 use std::os::fd::OwnedFd;
 use std::time::Instant;
 
+use super::restart::{Current, Restarter};
 use super::stdin::{Read0, StdinRelay};
 use super::{Loop, SessionConfig};
 use crate::child::ExitObs;
 use crate::journal::{self, Journal};
-use crate::session::{Audit, Session};
+use crate::record::mcp::RestartMode;
+use crate::session::{Audit, Restarts, Session};
 use crate::sys::Interest;
 use crate::termination::Cancellation;
 
@@ -28,15 +30,36 @@ pub(super) struct SessionParts<'a> {
     pub(super) table: Session,
     pub(super) stdin: StdinRelay,
     pub(super) journal: Option<&'a Journal>,
+    /// Some with --restart.
+    pub(super) restarter: Option<Restarter>,
+    pub(super) current: Current,
 }
 
 impl<'a> SessionParts<'a> {
-    /// The parts for a server whose stdin is `pipe`.
-    pub(super) fn new(config: &SessionConfig<'a>, pipe: OwnedFd) -> SessionParts<'a> {
+    /// The parts for the first server, `pid`, whose stdin is `pipe`.
+    pub(super) fn new(
+        config: &SessionConfig<'a>,
+        pipe: OwnedFd,
+        pid: u32,
+        dispatched_t_ms: u64,
+    ) -> SessionParts<'a> {
+        let restart = &config.policy.restart;
         SessionParts {
             table: Session::new(config.policy.clone(), config.call_id.clone()),
             stdin: StdinRelay::new(pipe, config.max_message_bytes),
             journal: config.journal,
+            restarter: (restart.mode != RestartMode::Never).then(|| Restarter {
+                argv: config.argv.clone(),
+                restarts: Restarts::new(restart.clone()),
+                at: None,
+                replay_by: None,
+                stopped: false,
+            }),
+            current: Current {
+                pid,
+                dispatched_t_ms,
+                stderr_seen_at_start: 0,
+            },
         }
     }
 }
@@ -94,12 +117,18 @@ impl Loop<'_> {
         if !session.table.server_gone() && self.exit.is_some() && !self.stdout.is_open() {
             self.server_gone(now);
         }
+        self.after_replay(now);
         self.route()
     }
 
     /// Answer every request in flight for a server that is gone, with
     /// the end of its stderr (masked).
     pub(super) fn server_gone(&mut self, now: Instant) {
+        let in_flight = match self.session.as_ref() {
+            Some(session) if !session.table.server_gone() => session.table.in_flight(),
+            Some(_) | None => return,
+        };
+        self.record_incarnation(now, in_flight as u64);
         let Some(session) = self.session.as_mut() else {
             return;
         };

@@ -38,6 +38,8 @@ pub(crate) struct StdinRelay {
     /// Our stdin: borrowed, never closed through the relay.
     source: ManuallyDrop<File>,
     source_open: bool,
+    /// A restart is under way: the client waits (in our stdin).
+    paused: bool,
     /// The server's stdin pipe (ours to make non-blocking); None once
     /// closed or once the server stopped reading.
     server: Option<File>,
@@ -62,6 +64,7 @@ impl StdinRelay {
         StdinRelay {
             source,
             source_open: crate::sys::is_open(0),
+            paused: false,
             server: Some(File::from(server)),
             read_buf: vec![0; READ_SIZE].into_boxed_slice(),
             framer: Framer::new(max_message),
@@ -79,7 +82,7 @@ impl StdinRelay {
 
     /// Our stdin, unless bytes wait for the server (back-pressure).
     pub fn read_interest(&self) -> Option<RawFd> {
-        (self.source_open && !self.waiting()).then_some(0)
+        (self.source_open && !self.paused && !self.waiting()).then_some(0)
     }
 
     /// The server's stdin, when bytes wait for it.
@@ -197,6 +200,29 @@ impl StdinRelay {
     pub fn server_gone(&mut self) {
         self.server = None;
         self.discard();
+    }
+
+    /// The client has not closed our stdin.
+    pub fn client_open(&self) -> bool {
+        self.source_open
+    }
+
+    /// A restart is under way: leave the client's messages in our stdin.
+    pub fn pause(&mut self) {
+        self.paused = true;
+    }
+
+    pub fn resume(&mut self) {
+        self.paused = false;
+    }
+
+    /// A restarted server's stdin; `first` (the replayed initialize) goes
+    /// to it before anything of the client's, which waits until `resume`.
+    pub fn attach(&mut self, pipe: OwnedFd, first: Option<&[u8]>) {
+        self.discard();
+        self.server = Some(File::from(pipe));
+        self.out.extend_from_slice(first.unwrap_or_default());
+        self.paused = first.is_some();
     }
 
     /// Stop reading our stdin (the loop is ending).

@@ -113,6 +113,11 @@ impl<'s> StdoutRelay<'s> {
         }
     }
 
+    /// A restarted server's stdout: read it from now on.
+    pub fn reattach(&mut self, pipe: File) {
+        self.pipe = Some(pipe);
+    }
+
     /// Stop reading (the helper's tree was given up on).
     pub fn abandon(&mut self) {
         self.pipe = None;

@@ -14,6 +14,8 @@ pub(crate) struct Tree {
     descendants: HashSet<i32>,
     /// Descendants were signalled while they held the helper's pipes.
     pub signalled_holders: bool,
+    /// Descendants earlier incarnations signalled (a restarted server).
+    pub earlier: u32,
 }
 
 impl Tree {
@@ -22,6 +24,7 @@ impl Tree {
             family,
             descendants: HashSet::new(),
             signalled_holders: false,
+            earlier: 0,
         }
     }
 
@@ -66,6 +69,6 @@ impl Tree {
     }
 
     pub fn descendants_signalled(&self) -> u32 {
-        self.descendants.len() as u32
+        self.earlier + self.descendants.len() as u32
     }
 }
