@@ -123,20 +123,30 @@ impl Guard {
         out: &mut Vec<u8>,
         divert: &mut impl FnMut(&[u8], DivertReason),
     ) {
-        self.feed_lines(chunk, &mut |line| out.extend_from_slice(line), divert);
+        let mut accept = |line: &[u8]| {
+            let message = is_json_message(line);
+            if message {
+                out.extend_from_slice(line);
+            }
+            message
+        };
+        self.feed_lines(chunk, &mut accept, divert);
     }
 
-    /// Feed a chunk: each approved line (newline included) goes to `out`;
-    /// everything else goes to `divert` with its reason.
+    /// Feed a chunk: each complete line (newline included) is offered to
+    /// `accept`, which takes it and returns true if it is one JSON message
+    /// (an object, or a batch of them: what [`is_json_message`] says; the
+    /// session layer's parse says it in the same pass that reads the
+    /// message). Everything else goes to `divert` with its reason.
     pub fn feed_lines(
         &mut self,
         chunk: &[u8],
-        out: &mut impl FnMut(&[u8]),
+        accept: &mut impl FnMut(&[u8]) -> bool,
         divert: &mut impl FnMut(&[u8], DivertReason),
     ) {
         let mut framer = std::mem::replace(&mut self.framer, Framer::new(0));
         framer.feed(chunk, &mut |frame| match frame {
-            Frame::Line(line) => self.judge(line, out, divert),
+            Frame::Line(line) => self.judge(line, accept, divert),
             // Too long to hold: divert what we have and the rest as it comes.
             Frame::Overlong { bytes, first: true } => {
                 self.divert(bytes, DivertReason::TooLong, divert, true);
@@ -154,11 +164,10 @@ impl Guard {
     fn judge(
         &mut self,
         line: &[u8],
-        out: &mut impl FnMut(&[u8]),
+        accept: &mut impl FnMut(&[u8]) -> bool,
         divert: &mut impl FnMut(&[u8], DivertReason),
     ) {
-        if is_json_message(line) {
-            out(line);
+        if accept(line) {
             self.lines_forwarded += 1;
         } else if let Some((start, end)) = find_glued(line) {
             // The message goes on with the line's newline; the junk
@@ -169,12 +178,13 @@ impl Guard {
             let rest = &line[end..];
             self.lines_forwarded += 1;
             self.lines_salvaged += 1;
+            // A JSON-RPC object by find_glued's own parse: taken.
             if rest.iter().all(|b| is_json_space(*b)) {
-                out(&line[start..]);
+                accept(&line[start..]);
             } else {
                 let mut message = line[start..end].to_vec();
                 message.push(b'\n');
-                out(&message);
+                accept(&message);
                 let rest = rest.strip_suffix(b"\n").unwrap_or(rest);
                 self.divert(rest, DivertReason::GluedAfter, divert, true);
             }

@@ -103,17 +103,22 @@ pub(crate) fn parse(line: &[u8]) -> Line<'_> {
                 Err(_) => Line::NotJson,
             },
         },
+        // A batch: a non-empty array of objects (what the guard lets through).
         Some(b'[') => match serde_json::from_slice::<Vec<&RawValue>>(line) {
-            Ok(elements) if !elements.is_empty() => Line::Batch(
-                elements
-                    .into_iter()
-                    .map(|raw| {
-                        let message = serde_json::from_str::<Wire>(raw.get())
-                            .map_or(Message::Invalid, classify);
-                        (raw, message)
-                    })
-                    .collect(),
-            ),
+            Ok(elements)
+                if !elements.is_empty() && elements.iter().all(|e| e.get().starts_with('{')) =>
+            {
+                Line::Batch(
+                    elements
+                        .into_iter()
+                        .map(|raw| {
+                            let message = serde_json::from_str::<Wire>(raw.get())
+                                .map_or(Message::Invalid, classify);
+                            (raw, message)
+                        })
+                        .collect(),
+                )
+            }
             Ok(_) | Err(_) => Line::NotJson,
         },
         _ => Line::NotJson,
@@ -123,7 +128,24 @@ pub(crate) fn parse(line: &[u8]) -> Line<'_> {
 /// The key an id is matched by: the same id however it was spelled
 /// (`1` and `1.0` stay different, as JSON-RPC's own comparison has them).
 pub(crate) fn id_key(id: &RawValue) -> String {
-    match serde_json::from_str::<serde_json::Value>(id.get()) {
+    let text = id.get();
+    // Most ids are plain integers or strings with no escape: their text
+    // is already the key (serde_json writes them back the same).
+    let plain_integer = text
+        .strip_prefix('-')
+        .unwrap_or(text)
+        .bytes()
+        .all(|b| b.is_ascii_digit())
+        && !text.starts_with("-0")
+        && (text == "0" || !text.starts_with('0'));
+    let plain_string = text.len() >= 2
+        && text.starts_with('"')
+        && !text[1..text.len() - 1].contains(['\\', '"'])
+        && !text.bytes().any(|b| b < 0x20 || b == 0x7f);
+    if (plain_integer && !text.is_empty() && text != "-") || plain_string {
+        return text.to_string();
+    }
+    match serde_json::from_str::<serde_json::Value>(text) {
         Ok(value) => value.to_string(),
         Err(_) => id.get().to_string(),
     }
@@ -242,8 +264,32 @@ mod tests {
     }
 
     #[test]
+    fn an_id_has_one_key_however_it_is_spelled() {
+        let key = |text: &str| id_key(serde_json::from_str(text).unwrap());
+        for (spelled, canonical) in [
+            ("7", "7"),
+            ("-7", "-7"),
+            ("0", "0"),
+            ("1.0", "1.0"),
+            ("1e2", "100.0"),
+            ("\"ab\"", "\"ab\""),
+            ("\"a\\u0062\"", "\"ab\""),
+            ("\"\\\"\"", "\"\\\"\""),
+            ("\"\u{7f}\"", "\"\u{7f}\""),
+        ] {
+            assert_eq!(key(spelled), canonical, "{spelled}");
+            // The fast path agrees with the full parse.
+            let full = serde_json::from_str::<serde_json::Value>(spelled)
+                .unwrap()
+                .to_string();
+            assert_eq!(key(spelled), full, "{spelled}");
+        }
+    }
+
+    #[test]
     fn a_batch_keeps_each_element_exact() {
-        let line = br#"[{"jsonrpc":"2.0","id":1,"method":"a"}, {"jsonrpc":"2.0","method":"b"},3]"#;
+        let line =
+            br#"[{"jsonrpc":"2.0","id":1,"method":"a"}, {"jsonrpc":"2.0","method":"b"},{"id":3}]"#;
         let Line::Batch(elements) = parse(line) else {
             panic!("a batch")
         };
@@ -254,6 +300,8 @@ mod tests {
         );
         assert!(matches!(elements[1].1, Message::Notification { .. }));
         assert!(matches!(elements[2].1, Message::Invalid));
+        // Only an array of objects is a batch (as the guard has it).
+        assert!(matches!(parse(br#"[{"id":1},3]"#), Line::NotJson));
     }
 
     #[test]

@@ -29,7 +29,7 @@ use sha2::{Digest, Sha256};
 
 use crate::ids::hex;
 use crate::record::Exit;
-use crate::record::mcp::{Interrupted, MAX_INTERRUPTED_LISTED, McpFacts, Traffic};
+use crate::record::mcp::{Interrupted, MAX_INTERRUPTED_LISTED, McpFacts};
 use crate::units::millis;
 pub(crate) use answer::{REQUEST_TIMEOUT, SERVER_ERROR};
 use late::Answered;
@@ -169,23 +169,27 @@ impl Session {
         self.on_line(now, From::Client, line, out);
     }
 
-    /// A complete line from the server that the guard let through: what
-    /// reaches the client goes to `out`.
-    pub fn on_server_line(&mut self, now: Instant, line: &[u8], out: &mut Vec<u8>) {
-        self.on_line(now, From::Server, line, out);
+    /// A complete line from the server, offered by the stdout guard: what
+    /// reaches the client goes to `out`. False if the line is not one
+    /// JSON message (then nothing was taken: the guard diverts it).
+    pub fn on_server_line(&mut self, now: Instant, line: &[u8], out: &mut Vec<u8>) -> bool {
+        self.on_line(now, From::Server, line, out)
     }
 
-    fn on_line(&mut self, now: Instant, from: From, line: &[u8], out: &mut Vec<u8>) {
+    /// True if the line was one JSON message (an object or a batch).
+    fn on_line(&mut self, now: Instant, from: From, line: &[u8], out: &mut Vec<u8>) -> bool {
         // `bytes`: the message's own, for the audit of a response.
         let pass = |session: &mut Session, message, bytes: usize| match from {
             From::Client => session.client_message(now, message),
             From::Server => session.server_message(now, message, bytes),
         };
         match message::parse(line) {
-            Line::NotJson => {
-                self.traffic(from).non_jsonrpc_lines += 1;
+            // The client's own protocol: passed on as it is, counted.
+            Line::NotJson if matches!(from, From::Client) => {
+                self.facts.client.non_jsonrpc_lines += 1;
                 out.extend_from_slice(line);
             }
+            Line::NotJson => return false,
             Line::One(message) => {
                 if pass(self, message, line.len()) {
                     out.extend_from_slice(line);
@@ -202,13 +206,7 @@ impl Session {
                 join_batch(line, total, &kept, out);
             }
         }
-    }
-
-    fn traffic(&mut self, from: From) -> &mut Traffic {
-        match from {
-            From::Client => &mut self.facts.client,
-            From::Server => &mut self.facts.server,
-        }
+        true
     }
 
     /// A client line not framed (over the bound, or cut by EOF): passed

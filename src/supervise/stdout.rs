@@ -195,8 +195,15 @@ impl<'s> StdoutRelay<'s> {
                 guard.feed_lines(
                     &self.read_buf[..n],
                     &mut |line| match table.as_deref_mut() {
+                        // One parse both judges and reads the message.
                         Some(table) => table.on_server_line(now, line, waiting),
-                        None => waiting.extend_from_slice(line),
+                        None => {
+                            let message = crate::guard::is_json_message(line);
+                            if message {
+                                waiting.extend_from_slice(line);
+                            }
+                            message
+                        }
                     },
                     &mut |bytes, reason| divert(intake, now, bytes, reason),
                 );

@@ -65,16 +65,30 @@ pub fn poll(
     ready: &mut Vec<Ready>,
     timeout: Option<Duration>,
 ) -> io::Result<()> {
-    let mut fds: Vec<libc::pollfd> = interests
-        .iter()
-        .map(|interest| libc::pollfd {
+    // The loop watches at most a handful: no allocation per turn.
+    const ON_STACK: usize = 16;
+    let empty = libc::pollfd {
+        fd: -1,
+        events: 0,
+        revents: 0,
+    };
+    let mut stack = [empty; ON_STACK];
+    let mut heap = Vec::new();
+    let fds: &mut [libc::pollfd] = if interests.len() <= ON_STACK {
+        &mut stack[..interests.len()]
+    } else {
+        heap.resize(interests.len(), empty);
+        &mut heap
+    };
+    for (fd, interest) in fds.iter_mut().zip(interests) {
+        *fd = libc::pollfd {
             fd: interest.fd,
             events: (if interest.read { libc::POLLIN } else { 0 })
                 | (if interest.write { libc::POLLOUT } else { 0 })
                 | (if interest.peer_closed { PEER_CLOSED } else { 0 }),
             revents: 0,
-        })
-        .collect();
+        };
+    }
     let timeout_ms: libc::c_int = match timeout {
         None => -1,
         Some(t) => {
