@@ -81,6 +81,9 @@ pub struct Redactor {
     /// Compiled on first need: most text holds no trigger word, and
     /// compiling every pattern costs more than a whole short run.
     compiled: OnceLock<Vec<(Regex, String)>>,
+    /// Whether a block may hold anything to mask: every built-in trigger
+    /// (any case), a key block's start, and the extra patterns themselves.
+    prefilter: OnceLock<Vec<regex::bytes::Regex>>,
 }
 
 impl Default for Redactor {
@@ -99,7 +102,32 @@ impl Redactor {
         Ok(Redactor {
             extra: extra.to_vec(),
             compiled: OnceLock::new(),
+            prefilter: OnceLock::new(),
         })
+    }
+
+    /// True unless `block` certainly holds nothing to mask: one scan with a
+    /// literal search for all the built-in triggers, then the extra
+    /// patterns, instead of the per-line work of [`Redactor::redact`].
+    pub fn might_mask(&self, block: &[u8]) -> bool {
+        let filters = self.prefilter.get_or_init(|| {
+            let triggers: Vec<String> = BUILTIN
+                .iter()
+                .flat_map(|(_, _, triggers)| triggers.iter())
+                .chain(["-----begin "].iter())
+                .map(|t| regex::escape(t))
+                .collect();
+            // Lowercase literals, searched in a lowercased copy: a plain
+            // multi-literal search (SIMD), where a case-insensitive one
+            // would walk every byte through an automaton.
+            let builtin = triggers.join("|");
+            std::iter::once(builtin.as_str())
+                .chain(self.extra.iter().map(String::as_str))
+                .map(|p| regex::bytes::Regex::new(p).expect("checked patterns compile"))
+                .collect()
+        });
+        let lower = block.to_ascii_lowercase();
+        filters[0].is_match(&lower) || filters[1..].iter().any(|filter| filter.is_match(block))
     }
 
     fn compiled(&self) -> &[(Regex, String)] {
@@ -264,6 +292,24 @@ impl LineRedactor {
                 None => return chunk.len(),
             }
         }
+        // A held partial line is finished first, on its own.
+        if !self.carry.is_empty()
+            && let Some(i) = memchr::memchr(b'\n', chunk)
+        {
+            self.carry.extend_from_slice(&chunk[..=i]);
+            chunk = &chunk[i + 1..];
+            self.emit_carry(out);
+        }
+        // The whole lines after it in one piece, when nothing in them can
+        // need masking (the common case, and a flood's): as they are.
+        if let Some(last) = memchr::memrchr(b'\n', chunk)
+            && !self.in_private_key
+            && std::str::from_utf8(&chunk[..=last]).is_ok()
+            && !self.redactor.might_mask(&chunk[..=last])
+        {
+            out.extend_from_slice(&chunk[..=last]);
+            chunk = &chunk[last + 1..];
+        }
         while let Some(i) = memchr::memchr(b'\n', chunk) {
             self.carry.extend_from_slice(&chunk[..=i]);
             chunk = &chunk[i + 1..];
@@ -423,5 +469,42 @@ mod tests {
             &mut out,
         );
         assert_eq!(out, b"[REDACTED PRIVATE KEY]\nafter\n");
+    }
+
+    #[test]
+    fn whole_blocks_pass_as_lines_would_at_every_split() {
+        // Innocent lines around secrets of every kind: passing a block of
+        // lines with no trigger in one piece must give what masking each
+        // line gives, however the stream is cut into reads.
+        let mut text = String::new();
+        for i in 0..40 {
+            text.push_str(&format!("plain diagnostic line {i} ünïcode\n"));
+            if i % 7 == 3 {
+                text.push_str("Authorization: Bearer abcdefgh12345678\n");
+            }
+            if i % 11 == 5 {
+                text.push_str(
+                    "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----\n",
+                );
+            }
+        }
+        let expected: String = text
+            .replace(
+                "-----BEGIN RSA PRIVATE KEY-----\nMIIE\n-----END RSA PRIVATE KEY-----\n",
+                "[REDACTED PRIVATE KEY]\n",
+            )
+            .split_inclusive('\n')
+            .map(|line| Redactor::default().redact(line).into_owned())
+            .collect();
+        assert!(!expected.contains("abcdefgh12345678"));
+        for step in [1, 7, 64, 300, text.len()] {
+            let mut lines = LineRedactor::new(Redactor::default());
+            let mut out = Vec::new();
+            for chunk in text.as_bytes().chunks(step) {
+                lines.feed(chunk, &mut out);
+            }
+            lines.flush(&mut out);
+            assert_eq!(String::from_utf8(out).unwrap(), expected, "reads of {step}");
+        }
     }
 }
