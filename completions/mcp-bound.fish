@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_mcp_bound_global_optspecs
-    string join \n timeout= s/signal= k/grace= wait-delay= preserve-status head-bytes= tail-bytes= excerpt-bytes= echo= flood-path= redact= record= record-fd= call-id= session-id= mcp stdout-guard= max-message-bytes= live= live-rate= live-burst= stdin-close-grace= session= request-timeout= request-timeout-resets-on-progress max-in-flight= restart= max-restarts= restart-window= restart-backoff= approve-cmd= approve= approval-timeout= journal= journal-excerpt-bytes= journal-key= journal-requests= generate= h/help V/version
+    string join \n timeout= s/signal= k/grace= wait-delay= preserve-status head-bytes= tail-bytes= excerpt-bytes= echo= flood-path= redact= stderr-log= stderr-log-size= stderr-log-keep= stderr-log-timestamps stderr-log-optional record= record-fd= call-id= session-id= mcp stdout-guard= max-message-bytes= live= live-rate= live-burst= stdin-close-grace= session= request-timeout= request-timeout-resets-on-progress max-in-flight= restart= max-restarts= restart-window= restart-backoff= approve-cmd= approve= approval-timeout= journal= journal-excerpt-bytes= journal-key= journal-requests= generate= h/help V/version
 end
 
 function __fish_mcp_bound_needs_command
@@ -38,6 +38,9 @@ complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l flood-path -d 'How 
 read\t'Always copy (what --live uses)'
 splice\t'Always move a flood inside the kernel'"
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l redact -d 'Also mask matches of REGEX (repeatable) in everything written out of the capture; built-in patterns cover Authorization headers, Bearer tokens, private keys, common API token shapes and password=/token=/secret= pairs' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l stderr-log -d 'Write the helper\'s stderr (every drained byte, masked) to PATH as it arrives, rotated by size: PATH.1 … PATH.N are the older files. Mode 0600; a symlink is refused. If another mcp-bound holds PATH, this one writes PATH.<pid>' -r -F
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l stderr-log-size -d 'Rotate the stderr log when the next line would take it past this size (a longer line is split at it)' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l stderr-log-keep -d 'Older stderr log files kept (PATH.1 … PATH.N): the disk used stays under size × (N + 1)' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l record -d 'Write the record to PATH: "dispatched" before the helper starts, replaced atomically at the end (mode 0600; a symlink is refused)' -r -F
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l record-fd -d 'Write the record as one line to descriptor N at the end (not 0 or 1: stdout belongs to the helper)' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l call-id -d 'The call\'s id in the record (default: a random id)' -r
@@ -76,6 +79,8 @@ complete-fish\t'The fish completion script'
 schema-record\t'The record\'s JSON Schema, as schema/record.schema.json'
 schema-journal\t'The JSON Schema of one journal line, as schema/journal.schema.json'"
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l preserve-status -d 'On timeout, exit with the helper\'s own status instead of 124'
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l stderr-log-timestamps -d 'Prefix each stderr log line with an RFC 3339 UTC time, taken when the line was read'
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l stderr-log-optional -d 'A stderr log that cannot be opened does not stop the call (the record says why); otherwise it is exit 125 and nothing runs'
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l mcp -d 'MCP stdio server mode: --stdout-guard jsonrpc, --live, --stdin-close-grace 2s, --grace 1s, --wait-delay 500ms (each can still be set on its own)'
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l request-timeout-resets-on-progress -d 'A notifications/progress for a request starts its --request-timeout again'
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'

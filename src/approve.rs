@@ -149,6 +149,7 @@ fn by_command(
     };
     let config = supervise::Config {
         session: None,
+        stderr_log: None,
         policy: Policy {
             timeout: Some(gate.timeout),
             signal: crate::signals::SIGTERM,
@@ -173,7 +174,7 @@ fn by_command(
         gate.origin,
         gate.signals,
         &mut nowhere,
-        &config,
+        config,
     );
     if let Some(failure) = run.failure {
         return error(format!("approver {program}: {failure}"));

@@ -31,6 +31,7 @@ mod session;
 mod settings;
 mod signals;
 mod sink;
+mod stderr_log;
 mod supervise;
 mod termination;
 mod units;

@@ -12,6 +12,7 @@ use crate::cli::{ApproveOn, Cli, Echo, GuardMode, SessionMode};
 use crate::diagnostics::FloodPath;
 pub use crate::live::LiveBudget;
 use crate::session::{RestartPolicy, SessionPolicy};
+pub use crate::stderr_log::StderrLogSettings;
 use crate::termination::Policy;
 
 /// What is kept of stderr and how it leaves.
@@ -24,6 +25,8 @@ pub struct CaptureSettings {
     pub flood_path: FloodPath,
     /// Extra --redact patterns (checked when parsed).
     pub redact: Vec<String>,
+    /// --stderr-log.
+    pub log: Option<StderrLogSettings>,
 }
 
 /// Where the record goes, and the ids in it.
@@ -159,6 +162,17 @@ impl From<&Cli> for Settings {
                 echo: cli.capture.echo,
                 flood_path: cli.capture.flood_path,
                 redact: cli.capture.redact.clone(),
+                log: cli
+                    .stderr_log
+                    .stderr_log
+                    .clone()
+                    .map(|path| StderrLogSettings {
+                        path,
+                        size: cli.stderr_log.stderr_log_size,
+                        keep: cli.stderr_log.stderr_log_keep,
+                        timestamps: cli.stderr_log.stderr_log_timestamps,
+                        optional: cli.stderr_log.stderr_log_optional,
+                    }),
             },
             record: RecordSettings {
                 path: cli.record.record.clone(),

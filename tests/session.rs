@@ -649,8 +649,12 @@ fn a_crashed_server_restarts_replays_initialize_and_never_gets_a_request_again()
 fn restarts_stop_at_the_limit_with_a_doubling_backoff() {
     // The host keeps our stdin open; the server dies at once, every time.
     let (reader, writer) = std::io::pipe().unwrap();
+    let logs = tempfile::tempdir().unwrap();
+    let log = logs.path().join("server.log");
     let done = Call::sh("echo dying >&2; exit 1")
         .opt(&[
+            "--stderr-log",
+            log.to_str().unwrap(),
             "--mcp",
             "--restart",
             "always",
@@ -683,6 +687,13 @@ fn restarts_stop_at_the_limit_with_a_doubling_backoff() {
     done.check(
         done.stderr_text().matches("dying").count() == 3,
         "each one's stderr came through",
+    );
+    let text = std::fs::read_to_string(&log).unwrap();
+    done.check(
+        text.matches("dying\n").count() == 3
+            && text.contains("[mcp-bound: restart 1 pid=")
+            && text.contains("[mcp-bound: restart 2 pid="),
+        &format!("the stderr log marks each restart:\n{text}"),
     );
     // on-failure does not restart a clean exit, and says so.
     let (reader, writer) = std::io::pipe().unwrap();

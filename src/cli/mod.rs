@@ -57,6 +57,9 @@ pub struct Cli {
     pub capture: CaptureArgs,
 
     #[command(flatten)]
+    pub stderr_log: StderrLogArgs,
+
+    #[command(flatten)]
     pub record: RecordArgs,
 
     #[command(flatten)]
@@ -147,6 +150,42 @@ pub struct CaptureArgs {
     /// Also mask matches of REGEX (repeatable) in everything written out of the capture; built-in patterns cover Authorization headers, Bearer tokens, private keys, common API token shapes and password=/token=/secret= pairs.
     #[arg(long, value_name = "REGEX", env = "MCP_BOUND_REDACT", value_delimiter = '\n', value_parser = parse_regex, help_heading = "Capture options")]
     pub redact: Vec<String>,
+}
+
+/// Stderr log options: the helper's whole stderr on disk, bounded.
+#[derive(Args, Debug)]
+pub struct StderrLogArgs {
+    /// Write the helper's stderr (every drained byte, masked) to PATH as it arrives, rotated by size: PATH.1 … PATH.N are the older files. Mode 0600; a symlink is refused. If another mcp-bound holds PATH, this one writes PATH.<pid>.
+    #[arg(
+        long,
+        value_name = "PATH",
+        env = "MCP_BOUND_STDERR_LOG",
+        help_heading = "Stderr log options"
+    )]
+    pub stderr_log: Option<PathBuf>,
+
+    /// Rotate the stderr log when the next line would take it past this size (a longer line is split at it).
+    #[arg(long, value_name = "BYTES", env = "MCP_BOUND_STDERR_LOG_SIZE", default_value = "10MiB", value_parser = positive_bytes, requires = "stderr_log", help_heading = "Stderr log options")]
+    pub stderr_log_size: u64,
+
+    /// Older stderr log files kept (PATH.1 … PATH.N): the disk used stays under size × (N + 1).
+    #[arg(
+        long,
+        value_name = "N",
+        env = "MCP_BOUND_STDERR_LOG_KEEP",
+        default_value = "3",
+        requires = "stderr_log",
+        help_heading = "Stderr log options"
+    )]
+    pub stderr_log_keep: u32,
+
+    /// Prefix each stderr log line with an RFC 3339 UTC time, taken when the line was read.
+    #[arg(long, env = "MCP_BOUND_STDERR_LOG_TIMESTAMPS", value_parser = BoolishValueParser::new(), default_value_t = false, num_args = 0, default_missing_value = "true", requires = "stderr_log", help_heading = "Stderr log options")]
+    pub stderr_log_timestamps: bool,
+
+    /// A stderr log that cannot be opened does not stop the call (the record says why); otherwise it is exit 125 and nothing runs.
+    #[arg(long, env = "MCP_BOUND_STDERR_LOG_OPTIONAL", value_parser = BoolishValueParser::new(), default_value_t = false, num_args = 0, default_missing_value = "true", requires = "stderr_log", help_heading = "Stderr log options")]
+    pub stderr_log_optional: bool,
 }
 
 /// Record options: where the record goes and the ids in it.

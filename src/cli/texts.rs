@@ -52,6 +52,7 @@ stdout {bytes_seen, bytes_forwarded, bytes_discarded, guard (off, jsonrpc), line
 lines_diverted, bytes_diverted, first_diverted, lines_salvaged}, \
 stderr {bytes_seen, bytes_retained, truncated, head_bytes, tail_bytes, excerpt, live_bytes_forwarded, \
 live_bytes_dropped, live_bytes_unsent: with --live every byte seen is one of the three}, \
+stderr_log (null without --stderr-log: path, bytes_written, bytes_dropped, rotations, error), \
 mcp (null unless the session layer ran: limits, client and server {requests, notifications, responses, \
 non_jsonrpc_lines}, synthesized {request_timeout, server_exited, too_many_in_flight}, cancelled_by_client, \
 late_responses_dropped, unmatched_responses, cancellations_sent, in_flight_at_exit, peak_in_flight, \
@@ -68,6 +69,24 @@ A cancellation after dispatch is never reported as a failure: the helper may alr
 
 /// Further man page sections, as (title, text).
 pub const MAN_SECTIONS: &[(&str, &str)] = &[
+    (
+        "STDERR LOG",
+        "With --stderr-log PATH, every byte drained from the helper's stderr (and every stdout line the \
+guard diverted, behind its marker) is written to PATH as it arrives, masked line by line like live \
+output (a secret split across reads is still masked). Before the next line would take PATH past \
+--stderr-log-size, PATH is renamed to PATH.1 (PATH.1 to PATH.2, and so on; the oldest past \
+--stderr-log-keep is removed) and a new PATH is opened: never truncated in place, so tail -F loses \
+no line, and a line is split across files only if it is longer than a file. The disk used stays \
+under size × (keep + 1). mcp-bound writes its own lines in the log: a start line (call id, pid, \
+masked argv), a line per restart, an end line (state, exit), and a line counting bytes that could not \
+be written. Writing never stalls the drain: lines wait in a bounded queue (4 MiB) and are written \
+between polls; what does not fit is dropped and counted. A write error (ENOSPC, \
+EIO) ends the log, not the call: record stderr_log.error, and one line on mcp-bound's stderr. The log \
+is opened before dispatch, mode 0600, a symlink refused; if it cannot be opened the call fails (125) \
+and nothing runs, unless --stderr-log-optional. One writer per PATH: mcp-bound holds an exclusive \
+lock on PATH.lock; a second mcp-bound on the same PATH writes PATH.<pid> instead and says so. With \
+--stderr-log-timestamps each line starts with an RFC 3339 UTC time, taken when it was read.",
+    ),
     (
         "MCP SESSION",
         "With --session jsonrpc (the default under --mcp) the unit of supervision is the request. \

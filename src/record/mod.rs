@@ -216,6 +216,21 @@ pub struct StderrFacts {
     pub live_bytes_unsent: u64,
 }
 
+/// --stderr-log: what reached the log.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct StderrLogFacts {
+    /// The file written: PATH, or PATH.<pid> when PATH was in use.
+    pub path: String,
+    /// Bytes written to the log files (masked, markers and times included).
+    pub bytes_written: u64,
+    /// Bytes that never reached the log (it could not keep up, or failed).
+    pub bytes_dropped: u64,
+    pub rotations: u64,
+    /// Why the log stopped, or could not be opened (with
+    /// --stderr-log-optional); null when it did not.
+    pub error: Option<String>,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Limits {
     pub timeout_ms: Option<u64>,
@@ -293,6 +308,8 @@ pub struct Record {
     pub approval: Approval,
     pub stdout: StdoutFacts,
     pub stderr: StderrFacts,
+    /// --stderr-log; null without it.
+    pub stderr_log: Option<StderrLogFacts>,
     /// The session layer's facts; null when it was off.
     pub mcp: Option<mcp::McpFacts>,
     pub limits: Limits,

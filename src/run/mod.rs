@@ -11,12 +11,13 @@ use crate::ids::rfc3339;
 use crate::journal::{self, Journal};
 use crate::record::{
     Approval, CancelReason, Ids, Invocation, Lifecycle, Limits, Record, SCHEMA, State, StderrFacts,
-    StdoutGuard, Supervisor, Times,
+    StderrLogFacts, StdoutGuard, Supervisor, Times,
 };
 use crate::redact::Redactor;
 use crate::settings::{JournalSettings, Settings};
 use crate::signals::{self, SignalPipe};
 use crate::sink::Sink;
+use crate::stderr_log::StderrLog;
 use crate::supervise::{self, Outcome};
 use crate::sys;
 use crate::termination::Cancellation;
@@ -70,6 +71,26 @@ pub fn run(settings: Settings) -> Result<i32, Error> {
         journal: None,
         record_refused: std::cell::Cell::new(false),
     };
+    let mut stderr_log = None;
+    if let Some(log_settings) = &settings.capture.log {
+        match StderrLog::open(log_settings, redactor.clone()) {
+            Ok(mut log) => {
+                if let Some(note) = log.error_to_say.take() {
+                    call.say(note);
+                }
+                stderr_log = Some(log);
+            }
+            Err(error) if log_settings.optional => {
+                call.say(format!("mcp-bound: {error}; going on without it\n"));
+                record.stderr_log = Some(StderrLogFacts {
+                    path: log_settings.path.to_string_lossy().into_owned(),
+                    error: Some(error),
+                    ..StderrLogFacts::default()
+                });
+            }
+            Err(error) => return Ok(call.fail_before_dispatch(record, error, code::OWN_FAILURE)),
+        }
+    }
     // Fail closed: no intent in the journal, no helper.
     if let Some(journal) = &journal {
         let intent = journal::Intent {
@@ -136,6 +157,13 @@ pub fn run(settings: Settings) -> Result<i32, Error> {
         }
     };
     record.invocation.pid = Some(helper.pid as u32);
+    if let Some(log) = stderr_log.as_mut() {
+        let argv = serde_json::to_string(&record.invocation.argv).unwrap_or_default();
+        log.marker(&format!(
+            "start call_id={} pid={} argv={argv}",
+            record.ids.call_id, helper.pid
+        ));
+    }
 
     let config = supervise::Config {
         policy: settings.policy,
@@ -147,6 +175,7 @@ pub fn run(settings: Settings) -> Result<i32, Error> {
         },
         live: settings.streams.live,
         redactor: redactor.clone(),
+        stderr_log,
         session: settings
             .streams
             .session
@@ -159,15 +188,21 @@ pub fn run(settings: Settings) -> Result<i32, Error> {
                 argv: settings.command.clone(),
             }),
     };
-    let outcome = supervise::supervise(
-        helper,
-        dispatched_at,
-        origin,
-        &signals,
-        &mut stdout,
-        &config,
-    );
+    let mut outcome =
+        supervise::supervise(helper, dispatched_at, origin, &signals, &mut stdout, config);
     let exit_code = decide(settings, &outcome, &mut record);
+    if let Some(mut log) = outcome.stderr_log.take() {
+        let exit = serde_json::to_string(&record.lifecycle.exit).unwrap_or_default();
+        let state = serde_json::to_string(&record.lifecycle.state).unwrap_or_default();
+        log.finish(&format!(
+            "end state={} exit={exit} exit_code={exit_code}",
+            state.trim_matches('"')
+        ));
+        if let Some(line) = log.error_to_say.take() {
+            call.say(line);
+        }
+        record.stderr_log = Some(log.facts());
+    }
     if let Some(failure) = &outcome.failure {
         call.say(format!("mcp-bound: {failure}\n"));
     }
@@ -243,6 +278,7 @@ fn initial_record(settings: &Settings, started_at: SystemTime, redactor: &Redact
             tail_bytes: capture.tail_bytes as u64,
             ..Default::default()
         },
+        stderr_log: None,
         mcp: settings
             .streams
             .session
@@ -362,6 +398,7 @@ mod tests {
             failure: failure.map(str::to_string),
             host_hung_up: false,
             mcp: None,
+            stderr_log: None,
         }
     }
 

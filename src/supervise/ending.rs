@@ -42,6 +42,7 @@ impl Loop<'_> {
             child::reap(self.tree.family.helper);
         }
         child::reap_orphans(self.tree.family.helper);
+        let log = self.intake.log.take();
         let stream_end = if self.abandoned_open {
             StreamEnd::ClosedWhileHeld
         } else if self.tree.signalled_holders {
@@ -67,6 +68,7 @@ impl Loop<'_> {
             failure: None,
             host_hung_up: self.host_hung_up,
             mcp: self.session.as_ref().map(|s| s.table.facts()),
+            stderr_log: log,
         }
     }
 }

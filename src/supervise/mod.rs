@@ -78,7 +78,7 @@ pub fn supervise(
     origin: Instant,
     signals: &SignalPipe,
     sink: &mut Sink,
-    config: &Config,
+    config: Config,
 ) -> Outcome {
     supervise_with(
         helper,
@@ -97,9 +97,10 @@ pub(crate) fn supervise_with(
     origin: Instant,
     signals: &SignalPipe,
     sink: &mut Sink,
-    config: &Config,
+    mut config: Config,
     poll: &mut PollFn<'_>,
 ) -> Outcome {
+    let log = config.stderr_log.take();
     let destination = match config.stdout {
         StdoutMode::Forward { guard } => Destination::Forward {
             gone: sink.is_absent(),
@@ -116,8 +117,9 @@ pub(crate) fn supervise_with(
             Sink::stderr(),
         )
     });
-    // --live forwards what it reads, so it needs every byte read.
-    let flood_path = if live.is_some() {
+    // --live and --stderr-log take what they read, so they need every
+    // byte read (masked): no moves inside the kernel.
+    let flood_path = if live.is_some() || log.is_some() {
         FloodPath::Read
     } else {
         config.flood_path
@@ -144,6 +146,7 @@ pub(crate) fn supervise_with(
                 flood_path,
             ),
             live,
+            log,
         },
         watch_stdin: session.is_none()
             && config.policy.stdin_close_grace.is_some()
@@ -208,7 +211,9 @@ impl Loop<'_> {
             .as_ref()
             .and_then(|s| s.restarter.as_ref())
             .and_then(|r| r.wake_at());
-        [self.term.deadline(), live, request, restart]
+        // Lines wait for the stderr log: write more before sleeping.
+        let log = self.intake.log_pending().then_some(Instant::now());
+        [self.term.deadline(), live, request, restart, log]
             .into_iter()
             .flatten()
             .min()
@@ -276,6 +281,10 @@ impl Loop<'_> {
             if let Some(live) = self.intake.live.as_mut() {
                 live.tick(now);
                 live.flush();
+            }
+            if let Some(line) = self.intake.log_turn() {
+                // mcp-bound's own line, once: best effort, never waited for.
+                let _ = Sink::stderr().try_write(line.as_bytes());
             }
             if self.term.phase() == Phase::Abandoned {
                 return Ok(());
@@ -495,6 +504,7 @@ mod tests {
     fn config() -> Config<'static> {
         Config {
             session: None,
+            stderr_log: None,
             policy: crate::termination::Policy {
                 timeout: None,
                 signal: signals::SIGTERM,
@@ -535,7 +545,7 @@ mod tests {
             now,
             &signals,
             &mut Sink::absent(),
-            &config(),
+            config(),
             &mut failing,
         );
         assert_eq!(calls, 1, "the loop stopped at the first failure");

@@ -11,6 +11,7 @@ use crate::record::mcp::McpFacts;
 use crate::record::{Event, StdoutFacts, StreamEnd};
 use crate::redact::Redactor;
 use crate::session::SessionPolicy;
+use crate::stderr_log::StderrLog;
 use crate::termination::{Cancellation, Policy};
 
 /// Where the helper's stdout goes.
@@ -47,6 +48,8 @@ pub struct Config<'j> {
     /// Some: the helper's stdin is a pipe the session layer feeds (the
     /// helper must be spawned with `StdinFrom::Pipe`).
     pub session: Option<SessionConfig<'j>>,
+    /// --stderr-log, opened before dispatch; handed back in the outcome.
+    pub stderr_log: Option<StderrLog>,
 }
 
 #[derive(Debug)]
@@ -73,4 +76,6 @@ pub struct Outcome {
     pub host_hung_up: bool,
     /// What the session layer saw; None when it was off.
     pub mcp: Option<McpFacts>,
+    /// The stderr log, for its end line and facts.
+    pub stderr_log: Option<StderrLog>,
 }

@@ -150,6 +150,9 @@ impl Loop<'_> {
             return false;
         };
         let attempt = session.table.facts_mut().restarts + 1;
+        if let Some(log) = self.intake.log.as_mut() {
+            log.marker(&format!("restart {attempt} pid={}", helper.pid));
+        }
         let replay = session.table.on_restarted(attempt);
         if let Some(pipe) = helper.stdin {
             session.stdin.attach(pipe, replay.as_deref());

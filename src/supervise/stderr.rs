@@ -1,6 +1,6 @@
 //! The stderr side of the loop. [`Intake`] is where every diagnostic byte
-//! goes, in order: the capture (with its flood path) and, with `--live`,
-//! our own stderr. [`StderrDrain`] owns the helper's stderr pipe and
+//! goes, in order: the capture (with its flood path), with `--live` our
+//! own stderr, and with `--stderr-log` the log file. [`StderrDrain`] owns the helper's stderr pipe and
 //! empties it into the intake, by reads (timed while a flood is measured)
 //! or, on the flood path, by moves inside the kernel.
 
@@ -12,6 +12,7 @@ use std::time::Instant;
 use super::live_out::{LiveCounts, LiveOutput};
 use crate::capture::Capture;
 use crate::diagnostics::{self, Diagnostics, Took};
+use crate::stderr_log::StderrLog;
 
 /// Bytes read from the helper's stderr at once.
 const READ_SIZE: usize = 64 * 1024;
@@ -23,14 +24,31 @@ pub(crate) const READS_PER_TURN: usize = 16;
 pub(crate) struct Intake {
     pub diagnostics: Diagnostics,
     pub live: Option<LiveOutput>,
+    pub log: Option<StderrLog>,
 }
 
 impl Intake {
     pub fn push(&mut self, now: Instant, bytes: &[u8]) {
         self.diagnostics.push(bytes);
+        if let Some(log) = self.log.as_mut() {
+            log.offer(bytes);
+        }
         if let Some(live) = self.live.as_mut() {
             live.offer(now, bytes);
         }
+    }
+
+    /// Write some of what waits for the stderr log; a line for our stderr
+    /// if the log just failed (said once).
+    pub fn log_turn(&mut self) -> Option<String> {
+        let log = self.log.as_mut()?;
+        log.write_some(crate::stderr_log::WRITE_PER_TURN);
+        log.error_to_say.take()
+    }
+
+    /// Lines wait for the stderr log: the loop must not sleep.
+    pub fn log_pending(&self) -> bool {
+        self.log.as_ref().is_some_and(StderrLog::pending)
     }
 
     pub fn flush_live(&mut self) {
@@ -172,6 +190,7 @@ mod tests {
 
     fn intake(head: usize, tail: usize) -> Intake {
         Intake {
+            log: None,
             diagnostics: Diagnostics::new(Capture::new(head, tail), FloodPath::Read),
             live: None,
         }

@@ -388,6 +388,7 @@ mod tests {
 
     fn intake() -> Intake {
         Intake {
+            log: None,
             diagnostics: Diagnostics::new(Capture::new(0, 4096), FloodPath::Read),
             live: None,
         }
