@@ -17,8 +17,9 @@ use crate::session::{Audit, Restarts, Session};
 use crate::sys::Interest;
 use crate::termination::Cancellation;
 
-/// Past this many bytes waiting for our stdout, our stdin is not read.
-const ANSWERS_HELD_LIMIT: usize = 1 << 20;
+/// Past this many bytes waiting for our stdout, our stdin is not read
+/// (about 1,700 of mcp-bound's own error answers).
+const ANSWERS_HELD_LIMIT: usize = 256 << 10;
 /// How much of the server's stderr a crash answer carries.
 const CRASH_STDERR_TAIL: usize = 2048;
 /// How long answers mcp-bound still owes the client may wait for it at

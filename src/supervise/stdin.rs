@@ -147,6 +147,11 @@ impl StdinRelay {
             return;
         }
         if self.server.is_some() {
+            // Written bytes are given back first (see StdoutRelay::inject).
+            if self.start > 0 {
+                self.out.drain(..self.start);
+                self.start = 0;
+            }
             self.out.append(&mut session.to_server);
         } else {
             self.bytes_discarded += session.to_server.len() as u64;

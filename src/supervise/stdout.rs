@@ -237,6 +237,13 @@ impl<'s> StdoutRelay<'s> {
             self.start = 0;
         }
         self.waiting.truncate(self.end);
+        // What was written is given back before more is added: a client
+        // that keeps some waiting forever must not grow this forever.
+        if self.start > 0 {
+            self.waiting.drain(..self.start);
+            self.end -= self.start;
+            self.start = 0;
+        }
         self.waiting.extend_from_slice(lines);
         self.end = self.waiting.len();
         self.flush()
@@ -495,6 +502,42 @@ mod tests {
             "{facts:?}"
         );
         assert!(!relay.disconnect(), "already known");
+    }
+
+    #[test]
+    fn answers_added_while_some_wait_do_not_grow_the_buffer_without_bound() {
+        // A client that reads, but never quite all of it: what was written
+        // must be given back, not kept as dead space at the front.
+        let (helper_out, _helper, mut ours, our_writer) = pipes();
+        crate::sys::set_nonblocking(our_writer.as_fd()).unwrap();
+        crate::sys::set_nonblocking(ours.as_fd()).unwrap();
+        let mut sink = Sink::for_fd(our_writer.as_raw_fd());
+        let mut relay = StdoutRelay::new(
+            helper_out,
+            Destination::Forward {
+                sink: &mut sink,
+                guard: Some(Guard::new(1024)),
+                gone: false,
+            },
+        );
+        let answer = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32000}}\n".repeat(100);
+        // As the loop does: more answers only while few wait; the client
+        // reads steadily, but never all of it.
+        let mut scratch = vec![0u8; 2000];
+        for _ in 0..20_000 {
+            if relay.held() < 64 << 10 {
+                relay.inject(&answer);
+            }
+            relay.on_writable();
+            let _ = ours.read(&mut scratch);
+        }
+        assert!(relay.held() > 0, "some answers still wait");
+        assert!(
+            relay.waiting.capacity() < 4 * (relay.held() + answer.len()) + (1 << 20),
+            "the buffer holds what waits, not everything ever added: capacity {} for {} waiting",
+            relay.waiting.capacity(),
+            relay.held()
+        );
     }
 
     #[test]
