@@ -227,19 +227,31 @@ static int throughput(long n, int size, int window, char **argv) {
 static int inflight(int n, char **argv) {
     int to, from;
     pid_t pid = spawn(argv, &to, &from);
+    fcntl(to, F_SETFL, O_NONBLOCK);
     char line[128];
-    long answered = 0;
-    for (int i = 0; i < n; i++) {
-        int len = sprintf(line, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{}}\n", i);
-        write_all(to, line, (size_t)len);
-        struct pollfd p = {from, POLLIN, 0};
-        while (poll(&p, 1, 0) > 0) {
+    long answered = 0, expected = n > 4096 ? n - 4096 : 0;
+    int sent = 0;
+    size_t off = 0, len = 0;
+    /* Write without blocking and read what comes back meanwhile: mcp-bound
+     * stops reading a client that does not read its answers. */
+    while (sent < n || off < len || answered < expected) {
+        struct pollfd fds[2] = {{sent < n || off < len ? to : -1, POLLOUT, 0}, {from, POLLIN, 0}};
+        if (poll(fds, 2, 5000) <= 0) break;
+        if (fds[0].revents & POLLOUT) {
+            if (off == len) {
+                len = (size_t)sprintf(line, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{}}\n", sent++);
+                off = 0;
+            }
+            ssize_t w = write(to, line + off, len - off);
+            if (w > 0) off += (size_t)w;
+        }
+        if (fds[1].revents) {
             ssize_t r = read(from, buf, sizeof buf);
             if (r <= 0) break;
             for (char *q = buf; (q = memchr(q, '\n', (size_t)(buf + r - q))); q++) answered++;
         }
     }
-    /* Let the last ones arrive (answers come at once, or not at all). */
+    /* Let the last answers arrive: they come at once, or not at all. */
     struct pollfd p = {from, POLLIN, 0};
     while (poll(&p, 1, 500) > 0) {
         ssize_t r = read(from, buf, sizeof buf);
