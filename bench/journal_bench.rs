@@ -37,6 +37,7 @@ fn intent(i: usize) -> Intent {
             live_burst: None,
             stdin_close_grace_ms: None,
             redact_patterns: 0,
+            rlimits: Default::default(),
         },
     }
 }
@@ -60,6 +61,7 @@ fn terminal(i: usize) -> Terminal {
             stderr_truncated: false,
         },
         excerpt: Some("make: Nothing to be done for 'all'.\n".into()),
+        usage: None,
     }
 }
 

@@ -82,7 +82,11 @@ pub enum SpawnError {
 /// Start the helper. Its stdin is inherited, a given descriptor or a
 /// pipe; stdout and stderr are pipes whose ends (ours) are non-blocking. On Linux it gets SIGKILL if mcp-bound dies, so it cannot
 /// outlive a SIGKILLed supervisor.
-pub fn spawn(argv: &[OsString], stdin: StdinFrom) -> Result<Helper, SpawnError> {
+pub fn spawn(
+    argv: &[OsString],
+    stdin: StdinFrom,
+    rlimits: &[crate::rlimit::Rlimit],
+) -> Result<Helper, SpawnError> {
     let parent = std::process::id() as i32;
     // Usually empty and one small read: our children before this one.
     let strangers = Family::strangers_before_dispatch();
@@ -97,9 +101,17 @@ pub fn spawn(argv: &[OsString], stdin: StdinFrom) -> Result<Helper, SpawnError> 
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    // SAFETY: the closure only makes async-signal-safe system calls.
+    let rlimits = rlimits.to_vec();
+    // SAFETY: the closure only makes async-signal-safe system calls
+    // (prctl, getppid, kill, setrlimit) and allocates nothing.
     unsafe {
-        command.pre_exec(move || sys::die_with_parent(parent));
+        command.pre_exec(move || {
+            sys::die_with_parent(parent)?;
+            for limit in &rlimits {
+                sys::set_rlimit(limit)?;
+            }
+            Ok(())
+        });
     }
     let mut child = command.spawn().map_err(|err| {
         if err.kind() == io::ErrorKind::NotFound {

@@ -26,6 +26,7 @@ mod framing;
 mod ids;
 mod live;
 mod redact;
+mod rlimit;
 mod run;
 mod session;
 mod settings;

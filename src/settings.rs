@@ -66,6 +66,8 @@ pub struct JournalSettings {
 pub struct Settings {
     pub command: Vec<OsString>,
     pub policy: Policy,
+    /// --rlimit, in the order given (a later one for a resource wins).
+    pub rlimits: Vec<crate::rlimit::Rlimit>,
     pub preserve_status: bool,
     pub capture: CaptureSettings,
     pub record: RecordSettings,
@@ -154,6 +156,7 @@ impl From<&Cli> for Settings {
         Settings {
             command: cli.command.clone(),
             policy,
+            rlimits: cli.deadline.rlimit.clone(),
             preserve_status: deadline.preserve_status,
             capture: CaptureSettings {
                 head_bytes: cli.capture.head_bytes,

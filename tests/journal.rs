@@ -211,6 +211,7 @@ fn intent(call_id: &str) -> Intent {
             live_burst: None,
             stdin_close_grace_ms: None,
             redact_patterns: 0,
+            rlimits: Default::default(),
         },
     }
 }

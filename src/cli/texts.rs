@@ -52,6 +52,8 @@ stdout {bytes_seen, bytes_forwarded, bytes_discarded, guard (off, jsonrpc), line
 lines_diverted, bytes_diverted, first_diverted, lines_salvaged}, \
 stderr {bytes_seen, bytes_retained, truncated, head_bytes, tail_bytes, excerpt, live_bytes_forwarded, \
 live_bytes_dropped, live_bytes_unsent: with --live every byte seen is one of the three}, \
+usage (what the helper's whole tree used, null until it ended: user_ms, sys_ms, max_rss_kib, the largest \
+resident set of any one process; also in the summary line and the journal's terminal entry), \
 stderr_log (null without --stderr-log: path, bytes_written, bytes_dropped, rotations, error), \
 mcp (null unless the session layer ran: limits, client and server {requests, notifications, responses, \
 non_jsonrpc_lines}, synthesized {request_timeout, server_exited, too_many_in_flight}, cancelled_by_client, \

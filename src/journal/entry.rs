@@ -58,6 +58,8 @@ pub struct Terminal {
     pub streams: StreamFacts,
     /// Bounded on its own by --journal-excerpt-bytes; null when 0.
     pub excerpt: Option<String>,
+    /// What the helper's tree used; null when it never ran.
+    pub usage: Option<crate::record::Usage>,
 }
 
 impl Terminal {
@@ -99,6 +101,7 @@ impl Terminal {
                 stderr_truncated: record.stderr.truncated,
             },
             excerpt,
+            usage: record.usage,
         }
     }
 }

@@ -71,6 +71,8 @@ pub(crate) struct Parsed<'a> {
     pub(crate) streams: Option<serde::de::IgnoredAny>,
     #[serde(default)]
     pub(crate) excerpt: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    pub(crate) usage: Option<serde::de::IgnoredAny>,
     // decision
     #[serde(default)]
     pub(crate) decision: Option<serde::de::IgnoredAny>,

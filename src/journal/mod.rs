@@ -163,6 +163,14 @@ mod tests {
             live_burst: Some(1),
             stdin_close_grace_ms: Some(1),
             redact_patterns: 1,
+            rlimits: [(
+                "nofile",
+                crate::rlimit::RlimitRecord {
+                    soft: Some(1),
+                    hard: None,
+                },
+            )]
+            .into(),
         };
         let intent = Intent {
             call_id: "c_all".into(),
@@ -210,6 +218,11 @@ mod tests {
                 stderr_truncated: false,
             },
             excerpt: Some("x".into()),
+            usage: Some(crate::record::Usage {
+                user_ms: 1,
+                sys_ms: 1,
+                max_rss_kib: 1,
+            }),
         };
         let request = McpRequest {
             call_id: "c_all".into(),
@@ -282,6 +295,7 @@ mod tests {
                 live_burst: None,
                 stdin_close_grace_ms: None,
                 redact_patterns: 0,
+                rlimits: Default::default(),
             },
         };
         let run = |name: &str, entries: &[Entry<'_>]| {
@@ -361,6 +375,7 @@ mod tests {
                 stderr_truncated: false,
             },
             excerpt: None,
+            usage: None,
         };
         let report = run(
             "unfinished.jsonl",

@@ -231,6 +231,17 @@ pub struct StderrLogFacts {
     pub error: Option<String>,
 }
 
+/// What the helper's whole tree used (every descendant is reaped by
+/// mcp-bound as subreaper, so the children's usage covers them all).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Usage {
+    pub user_ms: u64,
+    pub sys_ms: u64,
+    /// The largest resident set of any one process of the tree (an
+    /// approver's too, when one ran), KiB.
+    pub max_rss_kib: u64,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Limits {
     pub timeout_ms: Option<u64>,
@@ -249,6 +260,8 @@ pub struct Limits {
     /// How many --redact patterns were added (the patterns are not recorded:
     /// one may itself contain a secret).
     pub redact_patterns: u64,
+    /// --rlimit, by name; null is unlimited.
+    pub rlimits: std::collections::BTreeMap<&'static str, crate::rlimit::RlimitRecord>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -308,6 +321,8 @@ pub struct Record {
     pub approval: Approval,
     pub stdout: StdoutFacts,
     pub stderr: StderrFacts,
+    /// What the helper's tree used; null until it ended.
+    pub usage: Option<Usage>,
     /// --stderr-log; null without it.
     pub stderr_log: Option<StderrLogFacts>,
     /// The session layer's facts; null when it was off.

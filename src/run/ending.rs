@@ -244,8 +244,14 @@ fn summary(record: &Record) -> String {
     } else {
         format!("{} kept", stderr.bytes_retained)
     };
+    let usage = record.usage.map_or(String::new(), |u| {
+        format!(
+            "; cpu {}ms user {}ms sys, max rss {} KiB",
+            u.user_ms, u.sys_ms, u.max_rss_kib
+        )
+    });
     format!(
-        "mcp-bound: {state} after {}ms ({exit}{sent}); stderr {} bytes seen, {kept}; exit {}\n",
+        "mcp-bound: {state} after {}ms ({exit}{sent}); stderr {} bytes seen, {kept}{usage}; exit {}\n",
         record.times.duration_ms.unwrap_or(0),
         stderr.bytes_seen,
         record.lifecycle.exit_code.unwrap_or(code::OWN_FAILURE),

@@ -3,7 +3,7 @@
 //! the final record and the bounded echo.
 
 use std::io;
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::child::{self, ExitObs};
 use crate::error::{Error, code};
@@ -11,7 +11,7 @@ use crate::ids::rfc3339;
 use crate::journal::{self, Journal};
 use crate::record::{
     Approval, CancelReason, Ids, Invocation, Lifecycle, Limits, Record, SCHEMA, State, StderrFacts,
-    StderrLogFacts, StdoutGuard, Supervisor, Times,
+    StderrLogFacts, StdoutGuard, Supervisor, Times, Usage,
 };
 use crate::redact::Redactor;
 use crate::settings::{JournalSettings, Settings};
@@ -91,6 +91,13 @@ pub fn run(settings: Settings) -> Result<i32, Error> {
             Err(error) => return Ok(call.fail_before_dispatch(record, error, code::OWN_FAILURE)),
         }
     }
+    // A limit that cannot be set: refused before anything runs.
+    for limit in &settings.rlimits {
+        let current = sys::hard_rlimit(limit.resource);
+        if let Err(error) = crate::rlimit::check(limit, current, sys::privileged()) {
+            return Ok(call.fail_before_dispatch(record, error, code::OWN_FAILURE));
+        }
+    }
     // Fail closed: no intent in the journal, no helper.
     if let Some(journal) = &journal {
         let intent = journal::Intent {
@@ -133,13 +140,15 @@ pub fn run(settings: Settings) -> Result<i32, Error> {
     }
 
     let mut stdout = Sink::stdout();
+    // An approver's time is not the helper's: only what comes after counts.
+    let before = sys::children_usage();
     let dispatched_at = Instant::now();
     let stdin = if settings.streams.session.is_some() {
         child::StdinFrom::Pipe
     } else {
         child::StdinFrom::Inherit
     };
-    let helper = match child::spawn(&settings.command, stdin) {
+    let helper = match child::spawn(&settings.command, stdin, &settings.rlimits) {
         Ok(helper) => helper,
         Err(err) => {
             let program = settings.command[0].to_string_lossy();
@@ -186,11 +195,13 @@ pub fn run(settings: Settings) -> Result<i32, Error> {
                 journal: call.journal,
                 max_message_bytes: settings.streams.max_message_bytes,
                 argv: settings.command.clone(),
+                rlimits: settings.rlimits.clone(),
             }),
     };
     let mut outcome =
         supervise::supervise(helper, dispatched_at, origin, &signals, &mut stdout, config);
     let exit_code = decide(settings, &outcome, &mut record);
+    record.usage = usage_since(before);
     if let Some(mut log) = outcome.stderr_log.take() {
         let exit = serde_json::to_string(&record.lifecycle.exit).unwrap_or_default();
         let state = serde_json::to_string(&record.lifecycle.state).unwrap_or_default();
@@ -207,6 +218,17 @@ pub fn run(settings: Settings) -> Result<i32, Error> {
         call.say(format!("mcp-bound: {failure}\n"));
     }
     Ok(call.finish(record, exit_code, Some(outcome)))
+}
+
+/// The tree's usage: every descendant reaped since `before`.
+fn usage_since(before: Option<(Duration, Duration, u64)>) -> Option<Usage> {
+    let (user, sys_time, max_rss_kib) = sys::children_usage()?;
+    let (user_before, sys_before, _) = before.unwrap_or_default();
+    Some(Usage {
+        user_ms: crate::units::millis(user.saturating_sub(user_before)),
+        sys_ms: crate::units::millis(sys_time.saturating_sub(sys_before)),
+        max_rss_kib,
+    })
 }
 
 fn setup(what: &str, err: io::Error) -> Error {
@@ -278,6 +300,7 @@ fn initial_record(settings: &Settings, started_at: SystemTime, redactor: &Redact
             tail_bytes: capture.tail_bytes as u64,
             ..Default::default()
         },
+        usage: None,
         stderr_log: None,
         mcp: settings
             .streams
@@ -301,6 +324,17 @@ fn initial_record(settings: &Settings, started_at: SystemTime, redactor: &Redact
             live_burst: live.map(|budget| budget.burst),
             stdin_close_grace_ms: policy.stdin_close_grace.map(limit_millis),
             redact_patterns: redactor.extra_patterns() as u64,
+            rlimits: settings
+                .rlimits
+                .iter()
+                .map(|limit| {
+                    let record = crate::rlimit::RlimitRecord {
+                        soft: limit.soft,
+                        hard: limit.hard,
+                    };
+                    (limit.resource.name(), record)
+                })
+                .collect(),
         },
         events: Vec::new(),
         mcp_bound: Supervisor {

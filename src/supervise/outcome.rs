@@ -32,8 +32,9 @@ pub struct SessionConfig<'j> {
     pub journal: Option<&'j Journal>,
     /// The longest client line framed (longer ones stream through).
     pub max_message_bytes: usize,
-    /// The server's command, to start it again (`--restart`).
+    /// The server's command and limits, to start it again (`--restart`).
     pub argv: Vec<std::ffi::OsString>,
+    pub rlimits: Vec<crate::rlimit::Rlimit>,
 }
 
 pub struct Config<'j> {

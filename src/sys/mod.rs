@@ -348,6 +348,79 @@ pub fn open_tty() -> io::Result<File> {
     Ok(file)
 }
 
+fn rlimit_resource(resource: crate::rlimit::Resource) -> libc::c_int {
+    use crate::rlimit::Resource;
+    (match resource {
+        Resource::As => libc::RLIMIT_AS,
+        Resource::Core => libc::RLIMIT_CORE,
+        Resource::Cpu => libc::RLIMIT_CPU,
+        Resource::Data => libc::RLIMIT_DATA,
+        Resource::Fsize => libc::RLIMIT_FSIZE,
+        Resource::Nofile => libc::RLIMIT_NOFILE,
+        Resource::Nproc => libc::RLIMIT_NPROC,
+        Resource::Stack => libc::RLIMIT_STACK,
+    }) as libc::c_int
+}
+
+fn rlim(value: Option<u64>) -> libc::rlim_t {
+    value.map_or(libc::RLIM_INFINITY, |v| v as libc::rlim_t)
+}
+
+/// In the forked child, before exec: set one limit. Async-signal-safe
+/// (one system call, no allocation).
+pub fn set_rlimit(limit: &crate::rlimit::Rlimit) -> io::Result<()> {
+    let value = libc::rlimit {
+        rlim_cur: rlim(limit.soft),
+        rlim_max: rlim(limit.hard),
+    };
+    // SAFETY: a valid rlimit structure.
+    #[allow(clippy::useless_conversion)]
+    let rc = unsafe { libc::setrlimit(rlimit_resource(limit.resource) as _, &value) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Our own hard limit for `resource` (None: unlimited).
+pub fn hard_rlimit(resource: crate::rlimit::Resource) -> Option<u64> {
+    let mut value = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: a valid, writable rlimit structure.
+    #[allow(clippy::useless_conversion)]
+    let rc = unsafe { libc::getrlimit(rlimit_resource(resource) as _, &mut value) };
+    (rc == 0 && value.rlim_max != libc::RLIM_INFINITY).then_some(value.rlim_max)
+}
+
+/// Whether limits may be raised (root; CAP_SYS_RESOURCE is not asked).
+pub fn privileged() -> bool {
+    nix::unistd::geteuid().is_root()
+}
+
+/// CPU and peak memory of every child reaped so far (the helper's whole
+/// tree, since mcp-bound reaps every descendant as subreaper).
+pub fn children_usage() -> Option<(std::time::Duration, std::time::Duration, u64)> {
+    // SAFETY: getrusage fills the structure it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid, writable rusage structure.
+    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) } != 0 {
+        return None;
+    }
+    let time = |t: libc::timeval| {
+        std::time::Duration::from_secs(t.tv_sec as u64)
+            + std::time::Duration::from_micros(t.tv_usec as u64)
+    };
+    // Linux reports ru_maxrss in KiB.
+    Some((
+        time(usage.ru_utime),
+        time(usage.ru_stime),
+        usage.ru_maxrss as u64,
+    ))
+}
+
 pub fn current_uid() -> u32 {
     nix::unistd::getuid().as_raw()
 }

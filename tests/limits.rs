@@ -1,0 +1,152 @@
+//! What the tree may use (`--rlimit`) and what it used (`usage`).
+
+mod util;
+
+use serde_json::{Value, json};
+use util::Call;
+
+const AS_NOBODY: &[&str] = &[
+    "setpriv",
+    "--reuid=65534",
+    "--regid=65534",
+    "--clear-groups",
+    "--",
+];
+
+/// A call run as nobody: its directory must be nobody's to write.
+fn as_nobody(call: Call) -> Call {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(call.path(""), std::fs::Permissions::from_mode(0o777)).unwrap();
+    call.via(AS_NOBODY)
+}
+
+#[test]
+fn limits_are_set_in_the_helper_and_recorded() {
+    let done = Call::sh("ulimit -Sn; ulimit -Hn; ulimit -St")
+        .opt(&["--rlimit", "nofile=32:64", "--rlimit", "cpu=7"])
+        .run();
+    done.expect_state("completed", 0).expect(
+        "/limits/rlimits",
+        json!({"nofile": {"soft": 32, "hard": 64}, "cpu": {"soft": 7, "hard": 7}}),
+    );
+    done.check(done.stdout == b"32\n64\n7\n", "the helper runs under them");
+    // mcp-bound itself keeps its own limits.
+    let ours = Call::sh("ulimit -Sn").run();
+    ours.check(ours.stdout != b"32\n", "only the helper is limited");
+}
+
+#[test]
+fn an_address_space_too_small_for_the_helper_gives_a_truthful_record() {
+    let done = Call::new(&["python3", "-c", "x = bytearray(512 * 1024 * 1024)"])
+        .opt(&["--rlimit", "as=256MiB"])
+        .run();
+    done.expect_state("completed", 1)
+        .expect("/exit", json!({"code": 1}))
+        .expect(
+            "/limits/rlimits/as",
+            json!({"soft": 268435456u64, "hard": 268435456u64}),
+        );
+    done.check(
+        done.field("/stderr/excerpt")
+            .as_str()
+            .unwrap()
+            .contains("MemoryError"),
+        "the helper's own words say why",
+    );
+}
+
+#[test]
+fn a_fork_bomb_under_nproc_ends() {
+    // Root is not held to RLIMIT_NPROC: the bomb runs as nobody.
+    let call = Call::sh(
+        "i=0; while [ $i -lt 400 ]; do (sleep 30) & i=$((i+1)); done 2>/dev/null; echo forked-all",
+    )
+    .opt(&["--rlimit", "nproc=40", "--timeout", "20s"]);
+    let done = as_nobody(call).run();
+    // The shell cannot fork past the limit: it fails and stops early, and
+    // what it did start is ended with it (the tree is swept).
+    done.check(
+        done.code() != 124,
+        "it ended on its own, not at the deadline",
+    );
+    done.check(
+        !String::from_utf8_lossy(&done.stdout).contains("forked-all"),
+        "the limit held",
+    );
+    done.expect("/limits/rlimits/nproc", json!({"soft": 40, "hard": 40}));
+}
+
+#[test]
+fn a_limit_that_cannot_be_set_is_refused_before_anything_runs() {
+    let marker = tempfile::tempdir().unwrap();
+    let ran = marker.path().join("ran");
+    let touch = format!("touch {}", ran.display());
+    for (options, needle) in [
+        (&["--rlimit", "nofile"][..], "NAME=SOFT[:HARD]"),
+        (&["--rlimit", "files=3"][..], "unknown limit 'files'"),
+        (
+            &["--rlimit", "nofile=9:3"][..],
+            "soft limit is above the hard limit",
+        ),
+        (&["--rlimit", "as=lots"][..], "--rlimit"),
+    ] {
+        let done = Call::sh(&touch).opt(options).without_record().run();
+        done.expect_code(125);
+        let stderr = done.stderr_text();
+        done.check(
+            stderr.contains(needle) && stderr.lines().count() == 1,
+            &stderr,
+        );
+        done.check(!ran.exists(), "nothing ran");
+    }
+    // Raising a hard limit needs privilege: nobody is refused, with a
+    // record that says so.
+    std::fs::set_permissions(
+        marker.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o777),
+    )
+    .unwrap();
+    let call = Call::sh(&touch).opt(&["--rlimit", "nofile=16:unlimited"]);
+    let done = as_nobody(call).run();
+    done.expect_state("failed_before_dispatch", 125);
+    let error = done
+        .field("/error")
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    done.check(error.contains("cannot raise the hard limit"), &error);
+    done.check(!ran.exists(), "nothing ran");
+}
+
+#[test]
+fn the_whole_tree_s_usage_is_recorded() {
+    // The CPU is spent by a grandchild that leaves the helper's group.
+    let call = Call::sh("setsid sh -c 'i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done' & wait")
+        .opt(&["--echo", "always", "--journal"]);
+    let journal = call.path("journal.jsonl");
+    let done = call.opt(&[journal.to_str().unwrap()]).run();
+    done.expect_state("completed", 0);
+    let user = done.field("/usage/user_ms").as_u64().unwrap();
+    done.check(
+        user > 50,
+        &format!("the grandchild's CPU counts: {user} ms"),
+    );
+    done.check(
+        done.field("/usage/max_rss_kib").as_u64() > Some(0),
+        "peak memory",
+    );
+    done.check(
+        done.stderr_text().contains("; cpu "),
+        "the summary line says it",
+    );
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let terminal: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    done.check(
+        terminal["usage"] == *done.field("/usage"),
+        "the journal's terminal entry has the same figures",
+    );
+    // Before dispatch, nothing ran: null.
+    let done = Call::new(&["/no/such/helper"]).run();
+    done.expect_state("failed_before_dispatch", 127)
+        .expect("/usage", Value::Null);
+}
