@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_mcp_bound_global_optspecs
-    string join \n timeout= s/signal= k/grace= wait-delay= preserve-status rlimit= head-bytes= tail-bytes= excerpt-bytes= echo= flood-path= redact= stderr-log= stderr-log-size= stderr-log-keep= stderr-log-timestamps stderr-log-optional record= record-fd= call-id= session-id= mcp stdout-guard= max-message-bytes= live= live-rate= live-burst= stdin-close-grace= session= request-timeout= request-timeout-resets-on-progress max-in-flight= restart= max-restarts= restart-window= restart-backoff= approve-cmd= approve= approval-timeout= journal= journal-excerpt-bytes= journal-key= journal-requests= generate= h/help V/version
+    string join \n timeout= s/signal= k/grace= wait-delay= preserve-status rlimit= contain= head-bytes= tail-bytes= excerpt-bytes= echo= flood-path= redact= stderr-log= stderr-log-size= stderr-log-keep= stderr-log-timestamps stderr-log-optional record= record-fd= call-id= session-id= mcp stdout-guard= max-message-bytes= live= live-rate= live-burst= stdin-close-grace= session= request-timeout= request-timeout-resets-on-progress max-in-flight= restart= max-restarts= restart-window= restart-backoff= approve-cmd= approve= approval-timeout= journal= journal-excerpt-bytes= journal-key= journal-requests= generate= h/help V/version
 end
 
 function __fish_mcp_bound_needs_command
@@ -29,6 +29,9 @@ complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -s s -l signal -d 'Sig
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -s k -l grace -l kill-after -d 'Time between the first signal and SIGKILL to the whole tree; 0 kills at once. Also spelled --kill-after, as GNU timeout names it [default: 5s; 1s with --mcp]' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l wait-delay -d 'After the helper exits, how long to wait for descendants to release its pipes before terminating them; also the wait for EOF after the final KILL [default: 1s; 500ms with --mcp]' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l rlimit -d 'A resource limit for the helper, set before it starts, as prlimit takes it (repeatable): NAME=SOFT[:HARD] with NAME one of as, core, cpu, data, fsize, nofile, nproc, stack; sizes take units (64MiB), cpu is seconds; unlimited for none. One that cannot be set is exit 125, and nothing runs' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l contain -d 'How the helper\'s tree is contained, so that nothing outlives mcp-bound, even when it is SIGKILLed: cgroup (a cgroup v2 of its own, which everything it forks stays in), group (its process group; after mcp-bound\'s death a descendant that left the group is not found), or auto (cgroup when one can be made). A watchdog process ends the tree if mcp-bound dies' -r -f -a "auto\t''
+cgroup\t''
+group\t''"
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l head-bytes -d 'Bytes of the start of stderr to keep' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l tail-bytes -d 'Bytes of the end of stderr to keep (a ring: memory stays constant)' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l excerpt-bytes -d 'Most bytes of captured stderr that mcp-bound prints to its own stderr at exit' -r

@@ -141,7 +141,11 @@ fn by_command(
         Err(e) => return error(format!("cannot prepare the approval request: {e}")),
     };
     let program = argv[0].to_string_lossy().into_owned();
-    let approver = match child::spawn(argv, child::StdinFrom::Fd(stdin), &[]) {
+    let approver = match child::spawn(
+        argv,
+        child::StdinFrom::Fd(stdin),
+        &child::Confine::default(),
+    ) {
         Ok(approver) => approver,
         Err(child::SpawnError::NotFound(e) | child::SpawnError::NotExecutable(e)) => {
             return error(format!("approver {program}: cannot run: {e}"));

@@ -82,11 +82,18 @@ pub enum SpawnError {
 /// Start the helper. Its stdin is inherited, a given descriptor or a
 /// pipe; stdout and stderr are pipes whose ends (ours) are non-blocking. On Linux it gets SIGKILL if mcp-bound dies, so it cannot
 /// outlive a SIGKILLed supervisor.
-pub fn spawn(
-    argv: &[OsString],
-    stdin: StdinFrom,
-    rlimits: &[crate::rlimit::Rlimit],
-) -> Result<Helper, SpawnError> {
+/// What the helper is confined to before it execs.
+#[derive(Debug, Clone, Default)]
+pub struct Confine {
+    pub rlimits: Vec<crate::rlimit::Rlimit>,
+    /// The cgroup's `cgroup.procs`, which the helper writes itself into.
+    pub cgroup_procs: Option<std::ffi::CString>,
+    /// An environment entry every process of the tree inherits: how the
+    /// watchdog finds what left the group once mcp-bound is gone.
+    pub tree_mark: Option<(String, String)>,
+}
+
+pub fn spawn(argv: &[OsString], stdin: StdinFrom, confine: &Confine) -> Result<Helper, SpawnError> {
     let parent = std::process::id() as i32;
     // Usually empty and one small read: our children before this one.
     let strangers = Family::strangers_before_dispatch();
@@ -101,13 +108,21 @@ pub fn spawn(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    let rlimits = rlimits.to_vec();
+    if let Some((name, value)) = &confine.tree_mark {
+        command.env(name, value);
+    }
+    let confine = confine.clone();
     // SAFETY: the closure only makes async-signal-safe system calls
-    // (prctl, getppid, kill, setrlimit) and allocates nothing.
+    // (open, write, close, prctl, getppid, kill, setrlimit) and allocates
+    // nothing.
     unsafe {
         command.pre_exec(move || {
+            // First: not even the helper's first fork escapes the cgroup.
+            if let Some(procs) = &confine.cgroup_procs {
+                sys::join_cgroup(procs)?;
+            }
             sys::die_with_parent(parent)?;
-            for limit in &rlimits {
+            for limit in &confine.rlimits {
                 sys::set_rlimit(limit)?;
             }
             Ok(())

@@ -20,6 +20,7 @@ pub mod sys;
 
 mod approve;
 mod child;
+mod contain;
 mod diagnostics;
 mod error;
 mod framing;

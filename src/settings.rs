@@ -68,6 +68,7 @@ pub struct Settings {
     pub policy: Policy,
     /// --rlimit, in the order given (a later one for a resource wins).
     pub rlimits: Vec<crate::rlimit::Rlimit>,
+    pub contain: crate::contain::ContainMode,
     pub preserve_status: bool,
     pub capture: CaptureSettings,
     pub record: RecordSettings,
@@ -157,6 +158,7 @@ impl From<&Cli> for Settings {
             command: cli.command.clone(),
             policy,
             rlimits: cli.deadline.rlimit.clone(),
+            contain: cli.deadline.contain,
             preserve_status: deadline.preserve_status,
             capture: CaptureSettings {
                 head_bytes: cli.capture.head_bytes,

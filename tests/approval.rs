@@ -207,7 +207,7 @@ fn the_journal_has_intent_then_decision_then_terminal() {
 }
 
 #[test]
-fn a_crash_during_approval_shows_as_an_intent_with_no_decision() {
+fn a_crash_during_approval_is_written_down_by_the_watchdog() {
     let dir = tempfile::tempdir().unwrap();
     let journal = dir.path().join("audit.jsonl");
     let run = Call::sh("true")
@@ -229,18 +229,30 @@ fn a_crash_during_approval_shows_as_an_intent_with_no_decision() {
     {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
+    let watchdog = util::watchdog_of(&record);
     run.signal("KILL");
+    util::wait_gone(watchdog);
     let done = run.finish();
-    done.expect("/state", json!("awaiting_approval"))
-        .expect("/approval/decision", Value::Null);
+    // The watchdog wrote what happened: killed while approval was asked,
+    // no decision, no exit.
+    done.expect("/state", json!("supervisor_killed"))
+        .expect("/approval/decision", Value::Null)
+        .expect("/exit", Value::Null);
     let report = Command::new(util::BIN)
         .args(["verify", "--json", journal.to_str().unwrap()])
         .output()
         .unwrap();
     let report: Value = serde_json::from_slice(&report.stdout).unwrap();
-    assert_eq!(report["ok"], true);
-    assert_eq!(report["unfinished"].as_array().unwrap().len(), 1);
-    assert_eq!(report["unfinished"][0]["decided"], false);
+    assert_eq!(report["ok"], true, "{report}");
+    assert_eq!(report["unfinished"], json!([]), "{report}");
+    let text = std::fs::read_to_string(&journal).unwrap();
+    assert!(
+        text.lines()
+            .last()
+            .unwrap()
+            .contains("\"state\":\"supervisor_killed\""),
+        "{text}"
+    );
 }
 
 #[test]

@@ -274,7 +274,7 @@ fn the_lock_is_what_keeps_the_chain_whole() {
 }
 
 #[test]
-fn sigkill_between_intent_and_terminal_leaves_one_unfinished_call() {
+fn sigkill_of_mcp_bound_and_its_watchdog_leaves_one_unfinished_call() {
     let (_dir, path) = journal_with_calls(1);
     let mut run = Call::sh("echo READY; exec sleep 60")
         .opt(&[
@@ -285,6 +285,12 @@ fn sigkill_between_intent_and_terminal_leaves_one_unfinished_call() {
         ])
         .start();
     run.wait_for_line("READY");
+    // The watchdog would write the terminal entry (tests/contain.rs): a
+    // crash that takes it too (the machine, an OOM kill of both) leaves
+    // the call unfinished, and verify says so.
+    let watchdog = util::watchdog_of(&run.call().record_path());
+    util::send_signal(watchdog as u32, "KILL");
+    util::wait_gone(watchdog);
     run.signal("KILL");
     let done = run.finish();
     done.check(done.status.code().is_none(), "mcp-bound was SIGKILLed");

@@ -234,11 +234,15 @@ fn a_sigkilled_mcp_bound_leaves_no_server_behind() {
         .start();
     run.send(&request(1, "echo", json!({})));
     response(&run.read_line());
+    let watchdog = util::watchdog_of(&run.call().record_path());
     run.signal("KILL");
+    util::wait_gone(watchdog);
     // The harness fails the test if the server (tagged) still runs.
     let done = run.finish();
     done.check(done.status.code().is_none(), "mcp-bound was SIGKILLed");
-    done.expect("/state", json!("dispatched"));
+    // The watchdog wrote what happened.
+    done.expect("/state", json!("supervisor_killed"))
+        .expect("/exit", Value::Null);
 }
 
 #[test]

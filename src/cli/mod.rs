@@ -112,6 +112,17 @@ pub struct DeadlineArgs {
     /// A resource limit for the helper, set before it starts, as prlimit takes it (repeatable): NAME=SOFT[:HARD] with NAME one of as, core, cpu, data, fsize, nofile, nproc, stack; sizes take units (64MiB), cpu is seconds; unlimited for none. One that cannot be set is exit 125, and nothing runs.
     #[arg(long, value_name = "NAME=SOFT[:HARD]", env = "MCP_BOUND_RLIMIT", value_delimiter = ',', value_parser = crate::rlimit::parse, help_heading = "Deadline options")]
     pub rlimit: Vec<crate::rlimit::Rlimit>,
+
+    /// How the helper's tree is contained, so that nothing outlives mcp-bound, even when it is SIGKILLed: cgroup (a cgroup v2 of its own, which everything it forks stays in), group (its process group; after mcp-bound's death a descendant that left the group is not found), or auto (cgroup when one can be made). A watchdog process ends the tree if mcp-bound dies.
+    #[arg(
+        long,
+        value_name = "HOW",
+        env = "MCP_BOUND_CONTAIN",
+        value_enum,
+        default_value = "auto",
+        help_heading = "Deadline options"
+    )]
+    pub contain: crate::contain::ContainMode,
 }
 
 /// Capture options: what is kept of stderr, echoed and masked.

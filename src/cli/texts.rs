@@ -39,6 +39,7 @@ SIGKILLed), completed, timed_out, cancelled_before_dispatch, cancelled_after_dis
 during clean-up after the helper exited), failed_before_dispatch (nothing started: 125, 126 or 127, \
 with error), failed_after_dispatch (mcp-bound itself failed after the start: the helper's tree was \
 killed, exit 125, with error; the helper may have acted), denied (approval denied or expired, exit 77), \
+supervisor_killed (mcp-bound was SIGKILLed mid-call; its watchdog ended the tree and wrote this, exit null), \
 shut_down (session layer only: the host closed our stdin or sent a signal while no request was in \
 flight, the normal end of an MCP session; a shutdown that cuts requests off stays \
 cancelled_after_dispatch and lists them in mcp.interrupted). \
@@ -52,6 +53,7 @@ stdout {bytes_seen, bytes_forwarded, bytes_discarded, guard (off, jsonrpc), line
 lines_diverted, bytes_diverted, first_diverted, lines_salvaged}, \
 stderr {bytes_seen, bytes_retained, truncated, head_bytes, tail_bytes, excerpt, live_bytes_forwarded, \
 live_bytes_dropped, live_bytes_unsent: with --live every byte seen is one of the three}, \
+contain (method cgroup or group, the cgroup's path, why auto fell back, the watchdog's pid), \
 usage (what the helper's whole tree used, null until it ended: user_ms, sys_ms, max_rss_kib, the largest \
 resident set of any one process; also in the summary line and the journal's terminal entry), \
 stderr_log (null without --stderr-log: path, bytes_written, bytes_dropped, rotations, error), \
@@ -71,6 +73,19 @@ A cancellation after dispatch is never reported as a failure: the helper may alr
 
 /// Further man page sections, as (title, text).
 pub const MAN_SECTIONS: &[(&str, &str)] = &[
+    (
+        "CONTAINMENT",
+        "Nothing of the helper's tree outlives mcp-bound, even a SIGKILLed one. With --contain cgroup \
+(the choice of auto where one can be made) the helper joins a fresh cgroup v2 under mcp-bound's own \
+before it execs (the cgroup2 mount from /proc/self/mountinfo, the …/unified one on hybrid systems), \
+so whatever it forks stays inside, setsid and double forks included; the cgroup is removed at the \
+end. With --contain group (auto's fallback, with the reason in contain.fallback) the tree is the \
+process group, and every process of it carries MCP_BOUND_TREE in its environment. A watchdog, forked \
+before dispatch into a session of its own and holding only a pipe from mcp-bound, sees mcp-bound die: \
+it kills the cgroup (cgroup.kill, or each pid of cgroup.procs) or the group and every process with \
+the mark, writes the journal's terminal entry and the record with state supervisor_killed (exit \
+null), and exits. --contain cgroup where no cgroup can be made is exit 125, and nothing runs.",
+    ),
     (
         "STDERR LOG",
         "With --stderr-log PATH, every byte drained from the helper's stderr (and every stdout line the \

@@ -35,6 +35,9 @@ pub enum State {
     /// stdin, or sent a signal) while no request was in flight. The normal
     /// end of an MCP session.
     ShutDown,
+    /// mcp-bound was killed (SIGKILL) with the call in flight; its
+    /// watchdog ended the tree and wrote this. The helper may have acted.
+    SupervisorKilled,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -321,6 +324,8 @@ pub struct Record {
     pub approval: Approval,
     pub stdout: StdoutFacts,
     pub stderr: StderrFacts,
+    /// How the tree was contained; null before that was settled.
+    pub contain: Option<crate::contain::ContainFacts>,
     /// What the helper's tree used; null until it ended.
     pub usage: Option<Usage>,
     /// --stderr-log; null without it.

@@ -6,6 +6,7 @@ use std::io;
 use std::time::{Duration, Instant, SystemTime};
 
 use crate::child::{self, ExitObs};
+use crate::contain::Contain;
 use crate::error::{Error, code};
 use crate::ids::rfc3339;
 use crate::journal::{self, Journal};
@@ -91,6 +92,12 @@ pub fn run(settings: Settings) -> Result<i32, Error> {
             Err(error) => return Ok(call.fail_before_dispatch(record, error, code::OWN_FAILURE)),
         }
     }
+    // Containment first: --contain cgroup without a cgroup is refused.
+    let mut contain = match Contain::prepare(settings.contain) {
+        Ok(contain) => contain,
+        Err(error) => return Ok(call.fail_before_dispatch(record, error, code::OWN_FAILURE)),
+    };
+    record.contain = Some(contain.facts.clone());
     // A limit that cannot be set: refused before anything runs.
     for limit in &settings.rlimits {
         let current = sys::hard_rlimit(limit.resource);
@@ -122,6 +129,32 @@ pub fn run(settings: Settings) -> Result<i32, Error> {
     if let Some(error) = call.write_in_flight(&record) {
         return Ok(call.fail_before_dispatch(record, error, code::OWN_FAILURE));
     }
+    // The watchdog: if mcp-bound is SIGKILLed from here on, it ends the
+    // tree and writes these last words, so the journal and the record
+    // stay true. (Its pid goes into the record: copy first, then start.)
+    let last_words = record.clone();
+    let watchdog = contain.start_watchdog(|| {
+        let mut record = last_words;
+        record.lifecycle.state = State::SupervisorKilled;
+        record.times.ended_at = Some(rfc3339(SystemTime::now()));
+        if let Some(journal) = call.journal {
+            let _ = journal.append(journal::Entry::Terminal(&journal::Terminal::from_record(
+                &record, None,
+            )));
+        }
+        if let Some(path) = &settings.record.path {
+            let _ = ending::write_record_file(path, &record);
+        }
+    });
+    if let Err(err) = watchdog {
+        let error = format!("cannot start the watchdog: {err}; the helper was not started");
+        return Ok(call.fail_before_dispatch(record, error, code::OWN_FAILURE));
+    }
+    // The in-flight record names the watchdog (one more write, --record only).
+    record.contain = Some(contain.facts.clone());
+    if let Some(error) = call.write_in_flight(&record) {
+        return Ok(call.fail_before_dispatch(record, error, code::OWN_FAILURE));
+    }
 
     let pending = signals.take();
     if let Some(&(signo, _)) = pending.terminating.first() {
@@ -148,7 +181,12 @@ pub fn run(settings: Settings) -> Result<i32, Error> {
     } else {
         child::StdinFrom::Inherit
     };
-    let helper = match child::spawn(&settings.command, stdin, &settings.rlimits) {
+    let confine = child::Confine {
+        rlimits: settings.rlimits.clone(),
+        cgroup_procs: contain.procs().map(ToOwned::to_owned),
+        tree_mark: Some(contain.mark()),
+    };
+    let helper = match child::spawn(&settings.command, stdin, &confine) {
         Ok(helper) => helper,
         Err(err) => {
             let program = settings.command[0].to_string_lossy();
@@ -166,6 +204,7 @@ pub fn run(settings: Settings) -> Result<i32, Error> {
         }
     };
     record.invocation.pid = Some(helper.pid as u32);
+    contain.dispatched(helper.pid);
     if let Some(log) = stderr_log.as_mut() {
         let argv = serde_json::to_string(&record.invocation.argv).unwrap_or_default();
         log.marker(&format!(
@@ -195,7 +234,7 @@ pub fn run(settings: Settings) -> Result<i32, Error> {
                 journal: call.journal,
                 max_message_bytes: settings.streams.max_message_bytes,
                 argv: settings.command.clone(),
-                rlimits: settings.rlimits.clone(),
+                confine: confine.clone(),
             }),
     };
     let mut outcome =
@@ -300,6 +339,7 @@ fn initial_record(settings: &Settings, started_at: SystemTime, redactor: &Redact
             tail_bytes: capture.tail_bytes as u64,
             ..Default::default()
         },
+        contain: None,
         usage: None,
         stderr_log: None,
         mcp: settings

@@ -528,7 +528,8 @@ mod tests {
             .iter()
             .map(OsString::from)
             .collect();
-        let Ok(helper) = child::spawn(&argv, child::StdinFrom::Inherit, &[]) else {
+        let Ok(helper) = child::spawn(&argv, child::StdinFrom::Inherit, &child::Confine::default())
+        else {
             panic!("cannot spawn sh");
         };
         let pid = helper.pid;

@@ -32,9 +32,9 @@ pub struct SessionConfig<'j> {
     pub journal: Option<&'j Journal>,
     /// The longest client line framed (longer ones stream through).
     pub max_message_bytes: usize,
-    /// The server's command and limits, to start it again (`--restart`).
+    /// The server's command and confinement, to start it again.
     pub argv: Vec<std::ffi::OsString>,
-    pub rlimits: Vec<crate::rlimit::Rlimit>,
+    pub confine: crate::child::Confine,
 }
 
 pub struct Config<'j> {

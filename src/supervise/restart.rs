@@ -31,7 +31,7 @@ const REPLAY_LIMIT: Duration = Duration::from_secs(10);
 
 pub(super) struct Restarter {
     pub(super) argv: Vec<OsString>,
-    pub(super) rlimits: Vec<crate::rlimit::Rlimit>,
+    pub(super) confine: crate::child::Confine,
     pub(super) restarts: Restarts,
     /// When the next incarnation starts: a restart is under way.
     pub(super) at: Option<Instant>,
@@ -117,16 +117,16 @@ impl Loop<'_> {
 
     /// Start the next incarnation. False if it could not be started.
     fn respawn(&mut self, now: Instant) -> bool {
-        let Some((argv, restarter_rlimits)) = self
+        let Some((argv, restarter_confine)) = self
             .session
             .as_ref()
             .and_then(|s| s.restarter.as_ref())
-            .map(|r| (r.argv.clone(), r.rlimits.clone()))
+            .map(|r| (r.argv.clone(), r.confine.clone()))
         else {
             return false;
         };
         child::reap(self.tree.family.helper);
-        let helper = match child::spawn(&argv, StdinFrom::Pipe, &restarter_rlimits) {
+        let helper = match child::spawn(&argv, StdinFrom::Pipe, &restarter_confine) {
             Ok(helper) => helper,
             Err(err) => {
                 self.stop_restarting(NoRestart::SpawnFailed, Some(format!("{err:?}")));

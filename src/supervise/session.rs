@@ -51,7 +51,7 @@ impl<'a> SessionParts<'a> {
             journal: config.journal,
             restarter: (restart.mode != RestartMode::Never).then(|| Restarter {
                 argv: config.argv.clone(),
-                rlimits: config.rlimits.clone(),
+                confine: config.confine.clone(),
                 restarts: Restarts::new(restart.clone()),
                 at: None,
                 replay_by: None,

@@ -5,6 +5,32 @@
 use super::*;
 use std::collections::HashMap;
 
+/// Close every descriptor from 3 on but `keep`: two close_range calls
+/// (Linux 5.9), not one close per possible descriptor.
+pub fn close_all_from_3_but(keep: RawFd) {
+    // SAFETY: closing descriptors of this (forked, single-threaded) process.
+    unsafe {
+        if keep > 3 {
+            libc::close_range(3, (keep - 1) as libc::c_uint, 0);
+        }
+        libc::close_range((keep + 1).max(3) as libc::c_uint, libc::c_uint::MAX, 0);
+    }
+}
+
+/// Every process whose environment holds exactly `entry` (`NAME=value`):
+/// what is left of a tree whose parent links died with its supervisor.
+pub fn pids_with_env(entry: &[u8]) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|b| *b == 0).any(|var| var == entry))
+        })
+        .collect()
+}
+
 /// Orphaned descendants re-parent to us instead of init, so a helper
 /// that double-forks or calls setsid stays reachable.
 pub fn become_subreaper() -> io::Result<()> {

@@ -224,7 +224,7 @@ pub struct ProcInfo {
 
 pub use os::{
     become_subreaper, children_of_self, descendants, die_with_parent, grow_pipe, null_device,
-    private_pipe, proc_info, reopen_fifo_nonblocking, splice,
+    pids_with_env, private_pipe, proc_info, reopen_fifo_nonblocking, splice,
 };
 
 /// Open (or create, mode 0600) a file for appending, never through a
@@ -419,6 +419,102 @@ pub fn children_usage() -> Option<(std::time::Duration, std::time::Duration, u64
         time(usage.ru_stime),
         usage.ru_maxrss as u64,
     ))
+}
+
+/// fork(2): `Ok(None)` in the child, `Ok(Some(pid))` in the parent.
+/// mcp-bound has no threads, so the child may run ordinary code.
+pub fn fork_process() -> io::Result<Option<i32>> {
+    // SAFETY: a single-threaded process; the child only runs our code and
+    // exits with `exit_now`.
+    match unsafe { libc::fork() } {
+        -1 => Err(io::Error::last_os_error()),
+        0 => Ok(None),
+        pid => Ok(Some(pid)),
+    }
+}
+
+/// In a forked watchdog: a session of its own (no terminal's signals),
+/// the signals that end a session ignored, every descriptor but `keep`
+/// closed, and 0, 1, 2 on /dev/null (so it never holds the host's pipes).
+pub fn detach(keep: RawFd) {
+    // SAFETY: plain system calls on descriptors this process owns.
+    unsafe {
+        libc::setsid();
+        for signo in [
+            libc::SIGINT,
+            libc::SIGTERM,
+            libc::SIGHUP,
+            libc::SIGQUIT,
+            libc::SIGPIPE,
+        ] {
+            libc::signal(signo, libc::SIG_IGN);
+        }
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+        for fd in 0..3 {
+            if null >= 0 && null != fd {
+                libc::dup2(null, fd);
+            }
+        }
+        if null > 2 {
+            libc::close(null);
+        }
+    }
+    os::close_all_from_3_but(keep);
+}
+
+/// A pipe whose ends are not inherited by anything we start.
+pub fn pipe_cloexec() -> io::Result<(File, File)> {
+    let (reader, writer) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+    Ok((File::from(reader), File::from(writer)))
+}
+
+/// Leave now, without running destructors or flushing (a forked child).
+pub fn exit_now(code: i32) -> ! {
+    // SAFETY: _exit never returns.
+    unsafe { libc::_exit(code) }
+}
+
+/// Read from a descriptor, blocking (the watchdog's only wait).
+pub fn read_blocking(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+    loop {
+        // SAFETY: a valid buffer of the given length.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+        if n >= 0 {
+            return Ok(n as usize);
+        }
+        let err = io::Error::last_os_error();
+        if err.kind() != io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+    }
+}
+
+/// In the forked helper, before exec: move itself into the cgroup whose
+/// `cgroup.procs` is `procs`. Async-signal-safe: open, write, close.
+pub fn join_cgroup(procs: &std::ffi::CStr) -> io::Result<()> {
+    // SAFETY: a valid C string and buffer.
+    unsafe {
+        let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let written = libc::write(fd, c"0".as_ptr().cast(), 1);
+        let err = io::Error::last_os_error();
+        libc::close(fd);
+        if written != 1 {
+            return Err(err);
+        }
+    }
+    Ok(())
+}
+
+/// Wait for a child of ours (the watchdog) to exit.
+pub fn wait_child(pid: i32) {
+    let mut status = 0;
+    // SAFETY: waitpid on our own child.
+    while unsafe { libc::waitpid(pid, &mut status, 0) } < 0
+        && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted
+    {}
 }
 
 pub fn current_uid() -> u32 {

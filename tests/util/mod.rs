@@ -419,6 +419,19 @@ impl Started {
         }
     }
 
+    /// Block until at least `n` processes of this call's tree run (a
+    /// handshake: the helper has forked what it forks).
+    pub fn wait_for_tree(&self, n: usize) {
+        let deadline = Instant::now() + WATCHDOG;
+        while tagged_processes(&self.call.tag).len() < n {
+            assert!(
+                Instant::now() < deadline,
+                "the tree never reached {n} processes"
+            );
+            thread::yield_now();
+        }
+    }
+
     /// Send a signal to mcp-bound (by name, as `kill -s` takes it).
     pub fn signal(&self, name: &str) {
         send_signal(self.child.id(), name);
@@ -788,4 +801,43 @@ pub fn server(flags: &[&str]) -> Call {
     let mut argv = vec!["python3", SERVER];
     argv.extend_from_slice(flags);
     Call::new(&argv).stdin(Stdio::piped())
+}
+
+/// Block until process `pid` is gone (a handshake on observed state).
+pub fn wait_gone(pid: u64) {
+    let deadline = Instant::now() + WATCHDOG;
+    while std::path::Path::new(&format!("/proc/{pid}")).exists() {
+        // A zombie whose parent will not reap it counts as gone.
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        if stat
+            .rfind(')')
+            .is_some_and(|i| stat[i + 2..].starts_with('Z'))
+        {
+            return;
+        }
+        assert!(Instant::now() < deadline, "process {pid} never went away");
+        thread::yield_now();
+    }
+}
+
+/// The in-flight record at `path`, once it names the watchdog.
+pub fn watchdog_of(path: &Path) -> u64 {
+    let deadline = Instant::now() + WATCHDOG;
+    loop {
+        let record: Option<Value> = std::fs::read_to_string(path)
+            .ok()
+            .and_then(|t| serde_json::from_str(&t).ok());
+        if let Some(pid) = record
+            .as_ref()
+            .and_then(|r| r["contain"]["watchdog_pid"].as_u64())
+        {
+            return pid;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no watchdog in {}",
+            path.display()
+        );
+        thread::yield_now();
+    }
 }

@@ -1,0 +1,289 @@
+//! Nothing outlives mcp-bound (`--contain auto|cgroup|group`).
+//!
+//! - **cgroup:** the helper joins a fresh cgroup (v2) under ours before it
+//!   execs, so everything it ever forks stays inside, setsid and double
+//!   forks included. The cgroup2 mount is found in /proc/self/mountinfo
+//!   (on hybrid systems it is `…/unified`), our own cgroup in
+//!   /proc/self/cgroup. It is removed at the end.
+//! - **group:** the helper's process group, and mcp-bound's subreaper
+//!   sweep while mcp-bound lives. After mcp-bound's death only the group
+//!   can still be found: a descendant that left it is not.
+//! - **auto:** cgroup when one can be made, otherwise group; the record
+//!   says which and why.
+//!
+//! Either way a **watchdog** outlives a SIGKILLed mcp-bound: a forked
+//! process in a session of its own that holds the read end of a pipe
+//! whose write end only mcp-bound has. EOF without mcp-bound's "done"
+//! means mcp-bound died: the watchdog kills the cgroup (cgroup.kill, or
+//! each pid in cgroup.procs) or the helper's group, and runs the caller's
+//! last words (the journal's terminal entry, the record: state
+//! `supervisor_killed`).
+
+use std::ffi::CString;
+use std::io::Write;
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::sys;
+
+/// How the tree is contained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ContainMode {
+    Auto,
+    Cgroup,
+    Group,
+}
+
+/// What the record says about containment.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ContainFacts {
+    /// cgroup or group.
+    pub method: &'static str,
+    /// The cgroup's path (under the cgroup2 mount), with cgroup.
+    pub cgroup: Option<String>,
+    /// Why group was used under auto; null otherwise.
+    pub fallback: Option<String>,
+    /// The watchdog's pid (it ends the tree if mcp-bound dies).
+    pub watchdog_pid: Option<u32>,
+}
+
+/// The environment variable that marks the helper's tree.
+pub const TREE_MARK: &str = "MCP_BOUND_TREE";
+
+pub(crate) struct Contain {
+    /// The value of [`TREE_MARK`] in this call's tree.
+    mark: String,
+    /// The cgroup directory, with cgroup.
+    cgroup: Option<PathBuf>,
+    /// Its cgroup.procs, for the helper to write itself into.
+    procs: Option<CString>,
+    watchdog: Option<(i32, std::fs::File)>,
+    pub facts: ContainFacts,
+}
+
+/// Where the cgroup2 hierarchy is mounted, and our cgroup in it.
+fn our_cgroup() -> Result<PathBuf, String> {
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo")
+        .map_err(|e| format!("cannot read /proc/self/mountinfo: {e}"))?;
+    let mount = mountinfo
+        .lines()
+        .find_map(|line| {
+            let (left, right) = line.split_once(" - ")?;
+            (right.split_whitespace().next()? == "cgroup2")
+                .then(|| left.split_whitespace().nth(4).map(PathBuf::from))
+                .flatten()
+        })
+        .ok_or("no cgroup2 hierarchy is mounted")?;
+    let ours = std::fs::read_to_string("/proc/self/cgroup")
+        .map_err(|e| format!("cannot read /proc/self/cgroup: {e}"))?;
+    let relative = ours
+        .lines()
+        .find_map(|line| line.strip_prefix("0::"))
+        .ok_or("this process is in no cgroup2 cgroup")?;
+    Ok(mount.join(relative.trim_start_matches('/')))
+}
+
+fn make_cgroup() -> Result<PathBuf, String> {
+    let parent = our_cgroup()?;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let dir = parent.join(format!("mcp-bound-{}-{nanos:x}", std::process::id()));
+    std::fs::create_dir(&dir)
+        .map_err(|e| format!("cannot create a cgroup in {}: {e}", parent.display()))?;
+    Ok(dir)
+}
+
+impl Contain {
+    /// Before dispatch: the cgroup, or why there is none. `Err` only for
+    /// `--contain cgroup` without one (the call is refused).
+    pub fn prepare(mode: ContainMode) -> Result<Contain, String> {
+        let cgroup = match mode {
+            ContainMode::Group => Err("--contain group".to_string()),
+            ContainMode::Cgroup => Ok(make_cgroup().map_err(|e| format!("--contain cgroup: {e}"))?),
+            ContainMode::Auto => make_cgroup(),
+        };
+        let (cgroup, fallback) = match cgroup {
+            Ok(dir) => (Some(dir), None),
+            Err(why) => (None, (mode == ContainMode::Auto).then_some(why)),
+        };
+        let procs = cgroup.as_ref().and_then(|dir| {
+            CString::new(
+                dir.join("cgroup.procs")
+                    .into_os_string()
+                    .into_encoded_bytes(),
+            )
+            .ok()
+        });
+        let nonce = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        Ok(Contain {
+            mark: format!("{}-{nonce:x}", std::process::id()),
+            facts: ContainFacts {
+                method: if cgroup.is_some() { "cgroup" } else { "group" },
+                cgroup: cgroup.as_ref().map(|d| d.to_string_lossy().into_owned()),
+                fallback,
+                watchdog_pid: None,
+            },
+            cgroup,
+            procs,
+            watchdog: None,
+        })
+    }
+
+    /// The environment entry that marks the tree.
+    pub fn mark(&self) -> (String, String) {
+        (TREE_MARK.to_string(), self.mark.clone())
+    }
+
+    /// What the helper writes itself into before exec (cgroup only).
+    pub fn procs(&self) -> Option<&std::ffi::CStr> {
+        self.procs.as_deref()
+    }
+
+    /// Fork the watchdog. In it, `last_words` runs after the tree was
+    /// killed, when mcp-bound died before saying it was done.
+    pub fn start_watchdog(&mut self, last_words: impl FnOnce()) -> std::io::Result<()> {
+        let (reader, writer) = sys::pipe_cloexec()?;
+        match sys::fork_process()? {
+            Some(pid) => {
+                drop(reader);
+                self.watchdog = Some((pid, writer));
+                self.facts.watchdog_pid = Some(pid as u32);
+                Ok(())
+            }
+            None => {
+                drop(writer);
+                sys::detach(reader.as_raw_fd());
+                let watched = watch(reader.as_raw_fd());
+                if !watched.done {
+                    // mcp-bound died: end what it left, then say so.
+                    self.kill_tree(watched.dead.unwrap_or(0));
+                    last_words();
+                }
+                sys::exit_now(0)
+            }
+        }
+    }
+
+    /// The helper's process group, for the watchdog (after spawn).
+    pub fn dispatched(&mut self, pgid: i32) {
+        if let Some((_, writer)) = self.watchdog.as_mut() {
+            let _ = writeln!(writer, "P{pgid}");
+        }
+    }
+
+    /// The call is over (its tree is gone, its record and journal are
+    /// written): tell the watchdog, wait for it, remove the cgroup. Also
+    /// on drop, whichever way the call ends.
+    pub fn finish(&mut self) {
+        if let Some((pid, mut writer)) = self.watchdog.take() {
+            let _ = writer.write_all(b"D\n");
+            drop(writer);
+            sys::wait_child(pid);
+        }
+        if let Some(dir) = self.cgroup.take() {
+            remove_cgroup(&dir);
+        }
+    }
+
+    /// In the watchdog, once mcp-bound is dead: KILL everything left.
+    fn kill_tree(&self, pgid: i32) {
+        match &self.cgroup {
+            Some(dir) => {
+                if std::fs::write(dir.join("cgroup.kill"), "1").is_err() {
+                    // Before Linux 5.14: each pid, until none is left.
+                    for _ in 0..100 {
+                        let procs =
+                            std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+                        let pids: Vec<i32> = procs.lines().filter_map(|p| p.parse().ok()).collect();
+                        if pids.is_empty() {
+                            break;
+                        }
+                        for pid in pids {
+                            sys::send_signal(pid, crate::signals::SIGKILL);
+                        }
+                    }
+                }
+                remove_cgroup(dir);
+            }
+            None => {
+                if pgid > 1 {
+                    sys::send_signal(-pgid, crate::signals::SIGKILL);
+                }
+                // What left the group: found by the mark it inherited, a
+                // few rounds, so what forked meanwhile is caught too.
+                let entry = format!("{TREE_MARK}={}", self.mark).into_bytes();
+                for _ in 0..20 {
+                    let pids = sys::pids_with_env(&entry);
+                    if pids.is_empty() {
+                        break;
+                    }
+                    for pid in pids {
+                        sys::send_signal(pid, crate::signals::SIGKILL);
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Contain {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+/// Remove an emptied cgroup: it is empty once its last process is reaped
+/// (`populated 0`); give that a moment.
+fn remove_cgroup(dir: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while std::fs::remove_dir(dir).is_err() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+struct Watched {
+    /// mcp-bound died; the helper's group when it had been dispatched.
+    dead: Option<i32>,
+    done: bool,
+}
+
+/// Block until mcp-bound says done or goes away.
+fn watch(fd: std::os::fd::RawFd) -> Watched {
+    let mut pgid = 0;
+    let mut text = Vec::new();
+    let mut buf = [0u8; 64];
+    loop {
+        match sys::read_blocking(fd, &mut buf) {
+            Ok(0) | Err(_) => {
+                return Watched {
+                    dead: (pgid > 0).then_some(pgid),
+                    done: false,
+                };
+            }
+            Ok(n) => text.extend_from_slice(&buf[..n]),
+        }
+        while let Some(end) = text.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = text.drain(..=end).collect();
+            match line.first() {
+                Some(b'D') => {
+                    return Watched {
+                        dead: None,
+                        done: true,
+                    };
+                }
+                Some(b'P') => {
+                    pgid = String::from_utf8_lossy(&line[1..line.len() - 1])
+                        .parse()
+                        .unwrap_or(0);
+                }
+                _ => {}
+            }
+        }
+    }
+}

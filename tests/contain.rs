@@ -1,0 +1,106 @@
+//! Nothing outlives mcp-bound, even when it is SIGKILLed: the tree is
+//! contained (a cgroup, or the process group and the mark its processes
+//! inherit), and a watchdog ends it and writes what happened.
+
+mod util;
+
+use serde_json::{Value, json};
+use util::Call;
+
+/// A tree that tries every way out: a background child, one in a session
+/// of its own, a nohup'd one, a double fork, and a loop that keeps forking.
+const ESCAPES: &str = "sleep 31 & setsid sleep 33 & nohup sleep 34 >/dev/null 2>&1 & \
+     (sh -c 'sleep 35 &' &) ; (while true; do sleep 36 & wait; done) & exec sleep 32";
+
+fn killed_mid_call(mode: &str) {
+    let call = Call::sh(ESCAPES).opt(&["--contain", mode, "--journal"]);
+    let journal = call.path("journal.jsonl");
+    let run = call
+        .opt(&[journal.to_str().unwrap()])
+        .stdin(std::process::Stdio::piped())
+        .start();
+    let record = run.call().record_path();
+    let watchdog = util::watchdog_of(&record);
+    run.wait_for_tree(6);
+    run.signal("KILL");
+    util::wait_gone(watchdog);
+    // The harness fails the test if anything tagged still runs.
+    let done = run.finish();
+    done.check(done.status.code().is_none(), "mcp-bound was SIGKILLed");
+    done.expect("/state", json!("supervisor_killed"))
+        .expect("/exit", Value::Null)
+        .expect("/contain/method", json!(mode));
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    done.check(
+        last["kind"] == "terminal" && last["state"] == "supervisor_killed",
+        "the journal has the killed call's terminal entry",
+    );
+    let verify = std::process::Command::new(util::BIN)
+        .args(["verify", "--json"])
+        .arg(&journal)
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&verify.stdout).unwrap();
+    done.check(
+        verify.status.success() && report["unfinished"] == json!([]),
+        &format!("verify is clean: {report}"),
+    );
+}
+
+#[test]
+fn a_sigkilled_mcp_bound_leaves_nothing_in_a_cgroup() {
+    killed_mid_call("cgroup");
+}
+
+#[test]
+fn a_sigkilled_mcp_bound_leaves_nothing_in_a_group() {
+    killed_mid_call("group");
+}
+
+#[test]
+fn without_a_writable_cgroup_cgroup_is_refused_and_auto_falls_back() {
+    // nobody cannot create a cgroup.
+    let as_nobody: &[&str] = &[
+        "setpriv",
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+        "--",
+    ];
+    let open = |call: Call| {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(call.path(""), std::fs::Permissions::from_mode(0o777)).unwrap();
+        call.via(as_nobody)
+    };
+    let done = open(Call::sh("echo ran").opt(&["--contain", "cgroup"])).run();
+    done.expect_state("failed_before_dispatch", 125);
+    let stderr = done.stderr_text();
+    done.check(
+        stderr.starts_with("mcp-bound: --contain cgroup: ") && stderr.lines().count() == 1,
+        &stderr,
+    );
+    done.check(done.stdout.is_empty(), "nothing ran");
+    let done = open(Call::sh("echo ran")).run();
+    done.expect_state("completed", 0)
+        .expect("/contain/method", json!("group"));
+    done.check(
+        done.field("/contain/fallback")
+            .as_str()
+            .is_some_and(|why| why.contains("cgroup")),
+        "the record says why auto fell back",
+    );
+    // As root here a cgroup is made, and removed at the end.
+    if nix::unistd::geteuid().is_root() {
+        let done = Call::sh("cat /proc/self/cgroup").run();
+        if done.field("/contain/method") == &json!("cgroup") {
+            let dir = done.field("/contain/cgroup").as_str().unwrap().to_string();
+            let name = dir.rsplit('/').next().unwrap().to_string();
+            done.check(
+                String::from_utf8_lossy(&done.stdout).contains(&name),
+                "the helper ran in it",
+            );
+            done.check(!std::path::Path::new(&dir).exists(), "and it is gone");
+        }
+    }
+}
