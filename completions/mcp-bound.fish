@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_mcp_bound_global_optspecs
-    string join \n timeout= s/signal= k/grace= wait-delay= preserve-status rlimit= contain= head-bytes= tail-bytes= excerpt-bytes= echo= flood-path= redact= stderr-log= stderr-log-size= stderr-log-keep= stderr-log-timestamps stderr-log-optional record= record-fd= call-id= session-id= mcp stdout-guard= max-message-bytes= live= live-rate= live-burst= stdin-close-grace= session= request-timeout= request-timeout-resets-on-progress max-in-flight= restart= max-restarts= restart-window= restart-backoff= approve-cmd= approve= approval-timeout= journal= journal-excerpt-bytes= journal-key= journal-requests= generate= h/help V/version
+    string join \n timeout= s/signal= k/grace= wait-delay= preserve-status rlimit= contain= memory-max= pids-max= cpu-max= limits= head-bytes= tail-bytes= excerpt-bytes= echo= flood-path= redact= stderr-log= stderr-log-size= stderr-log-keep= stderr-log-timestamps stderr-log-optional record= record-fd= call-id= session-id= mcp stdout-guard= max-message-bytes= live= live-rate= live-burst= stdin-close-grace= session= request-timeout= request-timeout-resets-on-progress max-in-flight= restart= max-restarts= restart-window= restart-backoff= approve-cmd= approve= approval-timeout= journal= journal-excerpt-bytes= journal-key= journal-requests= generate= h/help V/version
 end
 
 function __fish_mcp_bound_needs_command
@@ -32,6 +32,11 @@ complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l rlimit -d 'A resour
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l contain -d 'How the helper\'s tree is contained, so that nothing outlives mcp-bound, even when it is SIGKILLed: cgroup (a cgroup v2 of its own, which everything it forks stays in), group (its process group; after mcp-bound\'s death a descendant that left the group is not found), or auto (cgroup when one can be made). A watchdog process ends the tree if mcp-bound dies' -r -f -a "auto\t''
 cgroup\t''
 group\t''"
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l memory-max -d 'Most memory the whole tree may use (cgroup memory.max); the kernel\'s OOM killer acts inside the cgroup, and the record counts its kills. Needs --contain cgroup and the memory controller' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l pids-max -d 'Most processes (and threads) the whole tree may have (cgroup pids.max): a fork bomb stops there. Needs --contain cgroup and the pids controller' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l cpu-max -d 'Most CPU the whole tree may use, in CPUs (0.5: half of one; cgroup cpu.max). Needs --contain cgroup and the cpu controller' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l limits -d 'What to do when a cgroup limit cannot be applied (no cgroup, or no such controller): strict refuses the call (125, nothing runs); best-effort goes on and the record lists what was not applied' -r -f -a "strict\t''
+best-effort\t''"
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l head-bytes -d 'Bytes of the start of stderr to keep' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l tail-bytes -d 'Bytes of the end of stderr to keep (a ring: memory stays constant)' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l excerpt-bytes -d 'Most bytes of captured stderr that mcp-bound prints to its own stderr at exit' -r

@@ -37,6 +37,36 @@ pub enum ContainMode {
     Group,
 }
 
+/// Limits set through the cgroup's controllers.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CgroupLimits {
+    /// memory.max, bytes.
+    pub memory_max: Option<u64>,
+    /// pids.max.
+    pub pids_max: Option<u64>,
+    /// cpu.max as a number of CPUs (0.5: half of one).
+    pub cpu_max: Option<f64>,
+    /// Go on without the ones the machine cannot apply (recorded).
+    pub best_effort: bool,
+}
+
+impl CgroupLimits {
+    fn wanted(&self) -> Vec<(&'static str, &'static str, String)> {
+        let mut wanted = Vec::new();
+        if let Some(bytes) = self.memory_max {
+            wanted.push(("memory", "memory.max", bytes.to_string()));
+        }
+        if let Some(pids) = self.pids_max {
+            wanted.push(("pids", "pids.max", pids.to_string()));
+        }
+        if let Some(cpus) = self.cpu_max {
+            let quota = (cpus * 100_000.0).round().max(1000.0) as u64;
+            wanted.push(("cpu", "cpu.max", format!("{quota} 100000")));
+        }
+        wanted
+    }
+}
+
 /// What the record says about containment.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ContainFacts {
@@ -48,6 +78,14 @@ pub struct ContainFacts {
     pub fallback: Option<String>,
     /// The watchdog's pid (it ends the tree if mcp-bound dies).
     pub watchdog_pid: Option<u32>,
+    /// Controller files written (memory.max, pids.max, cpu.max).
+    pub applied: Vec<String>,
+    /// Limits asked for that this machine could not apply (only with
+    /// --limits best-effort; otherwise the call is refused), and why.
+    pub not_applied: Vec<String>,
+    /// OOM kills inside the cgroup (memory.events oom_kill); null
+    /// without a cgroup.
+    pub oom_kills: Option<u64>,
 }
 
 /// The environment variable that marks the helper's tree.
@@ -100,7 +138,7 @@ fn make_cgroup() -> Result<PathBuf, String> {
 impl Contain {
     /// Before dispatch: the cgroup, or why there is none. `Err` only for
     /// `--contain cgroup` without one (the call is refused).
-    pub fn prepare(mode: ContainMode) -> Result<Contain, String> {
+    pub fn prepare(mode: ContainMode, limits: &CgroupLimits) -> Result<Contain, String> {
         let cgroup = match mode {
             ContainMode::Group => Err("--contain group".to_string()),
             ContainMode::Cgroup => Ok(make_cgroup().map_err(|e| format!("--contain cgroup: {e}"))?),
@@ -110,6 +148,7 @@ impl Contain {
             Ok(dir) => (Some(dir), None),
             Err(why) => (None, (mode == ContainMode::Auto).then_some(why)),
         };
+        let (applied, not_applied) = apply_limits(cgroup.as_deref(), limits)?;
         let procs = cgroup.as_ref().and_then(|dir| {
             CString::new(
                 dir.join("cgroup.procs")
@@ -128,6 +167,9 @@ impl Contain {
                 cgroup: cgroup.as_ref().map(|d| d.to_string_lossy().into_owned()),
                 fallback,
                 watchdog_pid: None,
+                oom_kills: cgroup.as_ref().map(|_| 0),
+                applied,
+                not_applied,
             },
             cgroup,
             procs,
@@ -175,6 +217,15 @@ impl Contain {
         if let Some((_, writer)) = self.watchdog.as_mut() {
             let _ = writeln!(writer, "P{pgid}");
         }
+    }
+
+    /// OOM kills inside the cgroup so far (read before it is removed).
+    pub fn oom_kills(&self) -> Option<u64> {
+        let events = std::fs::read_to_string(self.cgroup.as_ref()?.join("memory.events")).ok()?;
+        events
+            .lines()
+            .find_map(|l| l.strip_prefix("oom_kill "))
+            .and_then(|n| n.trim().parse().ok())
     }
 
     /// The call is over (its tree is gone, its record and journal are
@@ -236,6 +287,57 @@ impl Drop for Contain {
     fn drop(&mut self) {
         self.finish();
     }
+}
+
+/// Write the controller limits into `cgroup`, enabling each controller in
+/// the parent first. What cannot be applied refuses the call, or with
+/// best effort is listed.
+fn apply_limits(
+    cgroup: Option<&Path>,
+    limits: &CgroupLimits,
+) -> Result<(Vec<String>, Vec<String>), String> {
+    let (mut applied, mut not_applied) = (Vec::new(), Vec::new());
+    for (controller, file, value) in limits.wanted() {
+        let result = match cgroup {
+            None => Err(format!("{file}: no cgroup (--contain group)")),
+            Some(dir) => apply_one(dir, controller, file, &value),
+        };
+        match result {
+            Ok(()) => applied.push(format!("{file}={value}")),
+            Err(why) if limits.best_effort => not_applied.push(why),
+            Err(why) => {
+                if let Some(dir) = cgroup {
+                    let _ = std::fs::remove_dir(dir);
+                }
+                return Err(format!(
+                    "--{}: {why}; nothing was started (--limits best-effort goes on without it)",
+                    file.replace('.', "-")
+                ));
+            }
+        }
+    }
+    Ok((applied, not_applied))
+}
+
+fn apply_one(dir: &Path, controller: &str, file: &str, value: &str) -> Result<(), String> {
+    let parent = dir.parent().ok_or("a cgroup with no parent")?;
+    let available = std::fs::read_to_string(parent.join("cgroup.controllers")).unwrap_or_default();
+    if !available.split_whitespace().any(|c| c == controller) {
+        return Err(format!(
+            "{file}: the {controller} controller is not available in {}",
+            parent.display()
+        ));
+    }
+    let enabled =
+        std::fs::read_to_string(parent.join("cgroup.subtree_control")).unwrap_or_default();
+    if !enabled.split_whitespace().any(|c| c == controller) {
+        std::fs::write(
+            parent.join("cgroup.subtree_control"),
+            format!("+{controller}"),
+        )
+        .map_err(|e| format!("{file}: cannot enable the {controller} controller: {e}"))?;
+    }
+    std::fs::write(dir.join(file), value).map_err(|e| format!("{file}: {e}"))
 }
 
 /// Remove an emptied cgroup: it is empty once its last process is reaped

@@ -69,6 +69,7 @@ pub struct Settings {
     /// --rlimit, in the order given (a later one for a resource wins).
     pub rlimits: Vec<crate::rlimit::Rlimit>,
     pub contain: crate::contain::ContainMode,
+    pub cgroup_limits: crate::contain::CgroupLimits,
     pub preserve_status: bool,
     pub capture: CaptureSettings,
     pub record: RecordSettings,
@@ -159,6 +160,12 @@ impl From<&Cli> for Settings {
             policy,
             rlimits: cli.deadline.rlimit.clone(),
             contain: cli.deadline.contain,
+            cgroup_limits: crate::contain::CgroupLimits {
+                memory_max: cli.deadline.memory_max,
+                pids_max: cli.deadline.pids_max,
+                cpu_max: cli.deadline.cpu_max,
+                best_effort: cli.deadline.limits == crate::cli::LimitsMode::BestEffort,
+            },
             preserve_status: deadline.preserve_status,
             capture: CaptureSettings {
                 head_bytes: cli.capture.head_bytes,

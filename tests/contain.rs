@@ -104,3 +104,82 @@ fn without_a_writable_cgroup_cgroup_is_refused_and_auto_falls_back() {
         }
     }
 }
+
+/// The cgroup v2 controllers a child of our cgroup can have, or why none.
+fn controllers() -> Result<String, String> {
+    let done = Call::new(&["true"]).run();
+    let dir = done
+        .field("/contain/cgroup")
+        .as_str()
+        .ok_or("no cgroup can be made here")?
+        .to_string();
+    let parent = std::path::Path::new(&dir).parent().unwrap().to_path_buf();
+    std::fs::read_to_string(parent.join("cgroup.controllers")).map_err(|e| e.to_string())
+}
+
+#[test]
+fn a_controller_limit_the_machine_cannot_apply_is_refused_or_listed() {
+    let available = controllers().unwrap_or_default();
+    if available.split_whitespace().any(|c| c == "memory") {
+        eprintln!("skipped the refusal half: this machine has the memory controller");
+    } else {
+        let done = Call::sh("echo ran").opt(&["--memory-max", "64MiB"]).run();
+        done.expect_state("failed_before_dispatch", 125);
+        let stderr = done.stderr_text();
+        done.check(
+            stderr.contains("--memory-max: memory.max: ") && stderr.lines().count() == 1,
+            &stderr,
+        );
+        done.check(done.stdout.is_empty(), "nothing ran");
+        let done = Call::sh("echo ran")
+            .opt(&["--memory-max", "64MiB", "--limits", "best-effort"])
+            .run();
+        done.expect_state("completed", 0);
+        let missing = done.field("/contain/not_applied").to_string();
+        done.check(missing.contains("memory.max"), &missing);
+        done.check(done.stdout == b"ran\n", "it ran");
+    }
+    // Under --contain group no controller limit can apply.
+    let done = Call::sh("true")
+        .opt(&[
+            "--contain",
+            "group",
+            "--pids-max",
+            "10",
+            "--limits",
+            "best-effort",
+        ])
+        .run();
+    done.expect_state("completed", 0)
+        .expect("/contain/applied", json!([]));
+    let missing = done.field("/contain/not_applied").to_string();
+    done.check(missing.contains("pids.max: no cgroup"), &missing);
+}
+
+#[test]
+fn a_fork_bomb_under_pids_max_ends() {
+    let available = controllers().unwrap_or_default();
+    if !available.split_whitespace().any(|c| c == "pids") {
+        eprintln!(
+            "SKIPPED: this machine's cgroup v2 has no pids controller (controllers: {available:?}); --rlimit nproc is tested in tests/limits.rs"
+        );
+        return;
+    }
+    let done = Call::sh(
+        "i=0; while [ $i -lt 400 ]; do (sleep 30) & i=$((i+1)); done 2>/dev/null; echo forked-all",
+    )
+    .opt(&[
+        "--contain",
+        "cgroup",
+        "--pids-max",
+        "40",
+        "--timeout",
+        "20s",
+    ])
+    .run();
+    done.check(
+        !String::from_utf8_lossy(&done.stdout).contains("forked-all"),
+        "the limit held",
+    );
+    done.expect("/contain/applied", json!(["pids.max=40"]));
+}

@@ -123,6 +123,43 @@ pub struct DeadlineArgs {
         help_heading = "Deadline options"
     )]
     pub contain: crate::contain::ContainMode,
+
+    /// Most memory the whole tree may use (cgroup memory.max); the kernel's OOM killer acts inside the cgroup, and the record counts its kills. Needs --contain cgroup and the memory controller.
+    #[arg(long, value_name = "BYTES", env = "MCP_BOUND_MEMORY_MAX", value_parser = positive_bytes, help_heading = "Deadline options")]
+    pub memory_max: Option<u64>,
+
+    /// Most processes (and threads) the whole tree may have (cgroup pids.max): a fork bomb stops there. Needs --contain cgroup and the pids controller.
+    #[arg(long, value_name = "N", env = "MCP_BOUND_PIDS_MAX", value_parser = clap::value_parser!(u64).range(1..), help_heading = "Deadline options")]
+    pub pids_max: Option<u64>,
+
+    /// Most CPU the whole tree may use, in CPUs (0.5: half of one; cgroup cpu.max). Needs --contain cgroup and the cpu controller.
+    #[arg(long, value_name = "CPUS", env = "MCP_BOUND_CPU_MAX", value_parser = parse_cpus, help_heading = "Deadline options")]
+    pub cpu_max: Option<f64>,
+
+    /// What to do when a cgroup limit cannot be applied (no cgroup, or no such controller): strict refuses the call (125, nothing runs); best-effort goes on and the record lists what was not applied.
+    #[arg(
+        long,
+        value_name = "HOW",
+        env = "MCP_BOUND_LIMITS",
+        value_enum,
+        default_value = "strict",
+        help_heading = "Deadline options"
+    )]
+    pub limits: LimitsMode,
+}
+
+/// Whether a cgroup limit the machine cannot apply stops the call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LimitsMode {
+    Strict,
+    BestEffort,
+}
+
+fn parse_cpus(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(cpus) if cpus > 0.0 && cpus.is_finite() => Ok(cpus),
+        _ => Err("a positive number of CPUs, e.g. 0.5 or 2".into()),
+    }
 }
 
 /// Capture options: what is kept of stderr, echoed and masked.

@@ -84,7 +84,10 @@ process group, and every process of it carries MCP_BOUND_TREE in its environment
 before dispatch into a session of its own and holding only a pipe from mcp-bound, sees mcp-bound die: \
 it kills the cgroup (cgroup.kill, or each pid of cgroup.procs) or the group and every process with \
 the mark, writes the journal's terminal entry and the record with state supervisor_killed (exit \
-null), and exits. --contain cgroup where no cgroup can be made is exit 125, and nothing runs.",
+null), and exits. --contain cgroup where no cgroup can be made is exit 125, and nothing runs. --memory-max, --pids-max and \
+--cpu-max write the cgroup's memory.max, pids.max and cpu.max (enabling the controller in the parent); \
+one the machine cannot apply refuses the call (125) unless --limits best-effort, and the record's \
+contain lists applied and not_applied, and oom_kills from memory.events.",
     ),
     (
         "STDERR LOG",

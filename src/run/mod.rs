@@ -93,7 +93,7 @@ pub fn run(settings: Settings) -> Result<i32, Error> {
         }
     }
     // Containment first: --contain cgroup without a cgroup is refused.
-    let mut contain = match Contain::prepare(settings.contain) {
+    let mut contain = match Contain::prepare(settings.contain, &settings.cgroup_limits) {
         Ok(contain) => contain,
         Err(error) => return Ok(call.fail_before_dispatch(record, error, code::OWN_FAILURE)),
     };
@@ -241,6 +241,9 @@ pub fn run(settings: Settings) -> Result<i32, Error> {
         supervise::supervise(helper, dispatched_at, origin, &signals, &mut stdout, config);
     let exit_code = decide(settings, &outcome, &mut record);
     record.usage = usage_since(before);
+    if let Some(facts) = record.contain.as_mut() {
+        facts.oom_kills = contain.oom_kills().or(facts.oom_kills);
+    }
     if let Some(mut log) = outcome.stderr_log.take() {
         let exit = serde_json::to_string(&record.lifecycle.exit).unwrap_or_default();
         let state = serde_json::to_string(&record.lifecycle.state).unwrap_or_default();
