@@ -307,3 +307,39 @@ fn two_writers_on_one_path_do_not_mix() {
         );
     }
 }
+
+#[test]
+fn a_log_directory_that_fills_up_never_fails_the_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let small = dir.path().join("small");
+    std::fs::create_dir(&small).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=256k", "tmpfs"])
+        .arg(&small)
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!(
+            "SKIPPED: cannot mount a small tmpfs here (not root, or no CAP_SYS_ADMIN); /dev/full is tested above"
+        );
+        return;
+    }
+    let log = small.join("s.log");
+    let done = Call::sh("yes helper-line | head -c 2000000 >&2; echo done")
+        .opt(&["--stderr-log", log.to_str().unwrap()])
+        .run();
+    let on_disk = std::fs::metadata(&log).map(|m| m.len()).unwrap_or(0);
+    let _ = Command::new("umount").arg(&small).status();
+    done.expect_state("completed", 0)
+        .expect("/stderr/bytes_seen", json!(2_000_000));
+    done.check(done.stdout == b"done\n", "the call went on");
+    let error = done.field("/stderr_log/error").as_str().unwrap_or_default();
+    done.check(error.contains("No space left"), error);
+    let written = done.field("/stderr_log/bytes_written").as_u64().unwrap();
+    let dropped = done.field("/stderr_log/bytes_dropped").as_u64().unwrap();
+    done.check(
+        written == on_disk && written + dropped >= 2_000_000,
+        &format!("what reached the disk is counted ({written} of {on_disk}), the rest dropped ({dropped})"),
+    );
+}

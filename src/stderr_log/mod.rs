@@ -238,12 +238,23 @@ impl StderrLog {
         }
     }
 
+    /// Write `n` waiting bytes; what reached the file is counted even when
+    /// a later part fails (a disk that fills up in the middle).
     fn write_out(&mut self, n: usize) -> io::Result<usize> {
         let file = self.file.as_mut().expect("checked by the caller");
-        file.write_all(&self.queue[self.start..self.start + n])?;
-        self.start += n;
-        self.rotation.wrote(n);
-        self.facts.bytes_written += n as u64;
+        let end = self.start + n;
+        while self.start < end {
+            match file.write(&self.queue[self.start..end]) {
+                Ok(0) => return Err(io::Error::from(io::ErrorKind::WriteZero)),
+                Ok(wrote) => {
+                    self.start += wrote;
+                    self.rotation.wrote(wrote);
+                    self.facts.bytes_written += wrote as u64;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
         Ok(n)
     }
 
