@@ -284,22 +284,28 @@ fn a_journal_with_k_calls_holds_k_request_response_pairs_and_verifies() {
     ]);
     let journal = call.path("audit.jsonl");
     let mut run = call.opt(&[journal.to_str().unwrap()]).start();
+    let mut sent = 0;
     for id in 0..5 {
-        run.send(&request(
+        let line = request(
             json!(id),
             "tools/call",
             json!({"name": format!("tool{id}")}),
-        ));
+        );
+        sent += line.len();
+        run.send(&line);
         parse(&run.read_line());
     }
-    // Not audited by default: ping. Audited and timed out: a sleep under
-    // the tools/call name is not possible, so a resources/read that
-    // sleeps is not either; a timed-out tools/call is the sixth.
-    run.send(&request(json!("p"), "ping", json!({})));
+    // Not audited by default: ping.
+    let ping = request(json!("p"), "ping", json!({}));
+    sent += ping.len();
+    run.send(&ping);
     parse(&run.read_line());
     run.close_stdin();
     let done = run.finish();
-    done.expect_state("shut_down", 0);
+    done.expect_state("shut_down", 0).expect(
+        "/mcp/client_bytes",
+        json!({"read": sent, "to_server": sent, "discarded": 0}),
+    );
     let text = std::fs::read_to_string(&journal).unwrap();
     let entries: Vec<Value> = text
         .lines()
@@ -768,4 +774,34 @@ fn no_restart_after_the_host_ends_the_session() {
             &format!("no restart after {how}"),
         );
     }
+}
+
+#[test]
+fn what_a_server_that_stopped_reading_never_got_is_counted_as_discarded() {
+    // The server closes its stdin, says so, and never answers.
+    let mut run =
+        Call::sh("exec 0<&-; echo '{\"jsonrpc\":\"2.0\",\"method\":\"ready\"}'; exec sleep 30")
+            .opt(&["--mcp", "--stdin-close-grace", "0.2s"])
+            .stdin(Stdio::piped())
+            .start();
+    assert_eq!(parse(&run.read_line())["method"], "ready");
+    let line = request(json!(1), "tools/call", json!({"name": "x"}));
+    run.send(&line);
+    run.close_stdin();
+    let done = run.finish();
+    done.expect(
+        "/mcp/client_bytes",
+        json!({"read": line.len(), "to_server": 0, "discarded": line.len()}),
+    )
+    .expect("/mcp/in_flight_at_exit", json!(1));
+    let answer = parse(
+        done.stdout
+            .split_inclusive(|b| *b == b'\n')
+            .next_back()
+            .unwrap(),
+    );
+    done.check(
+        answer["error"]["code"] == -32000,
+        "the request was answered",
+    );
 }

@@ -58,7 +58,7 @@ usage (what the helper's whole tree used, null until it ended: user_ms, sys_ms, 
 resident set of any one process; also in the summary line and the journal's terminal entry), \
 stderr_log (null without --stderr-log: path, bytes_written, bytes_dropped, rotations, error), \
 mcp (null unless the session layer ran: limits, client and server {requests, notifications, responses, \
-non_jsonrpc_lines}, synthesized {request_timeout, server_exited, too_many_in_flight}, cancelled_by_client, \
+non_jsonrpc_lines}, client_bytes {read, to_server, discarded}, synthesized {request_timeout, server_exited, too_many_in_flight}, cancelled_by_client, \
 late_responses_dropped, unmatched_responses, cancellations_sent, in_flight_at_exit, peak_in_flight, \
 restarts, restart_stopped {reason: limit, clean_exit, protocol_changed, spawn_failed or never; detail}, \
 incarnations [{pid, dispatched_t_ms, exited_t_ms, exit, stderr_bytes_seen, in_flight_at_exit}], \

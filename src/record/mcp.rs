@@ -30,6 +30,18 @@ pub struct Synthesized {
     pub too_many_in_flight: u64,
 }
 
+/// The client's bytes through our stdin.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ClientBytes {
+    /// Read from our stdin.
+    pub read: u64,
+    /// Written to the server's stdin (mcp-bound's cancellations and
+    /// replayed initialize included).
+    pub to_server: u64,
+    /// Meant for a server that had stopped reading or was gone: dropped.
+    pub discarded: u64,
+}
+
 /// A request the end of the session cut off.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Interrupted {
@@ -108,6 +120,7 @@ pub struct McpFacts {
     pub limits: SessionLimits,
     /// From the client (our stdin) to the server.
     pub client: Traffic,
+    pub client_bytes: ClientBytes,
     /// From the server (its stdout, past the guard) to the client.
     pub server: Traffic,
     pub synthesized: Synthesized,

@@ -67,7 +67,15 @@ impl Loop<'_> {
             descendants_signalled: self.tree.descendants_signalled(),
             failure: None,
             host_hung_up: self.host_hung_up,
-            mcp: self.session.as_ref().map(|s| s.table.facts()),
+            mcp: self.session.as_ref().map(|s| {
+                let mut facts = s.table.facts();
+                facts.client_bytes = crate::record::mcp::ClientBytes {
+                    read: s.stdin.bytes_read,
+                    to_server: s.stdin.bytes_written,
+                    discarded: s.stdin.bytes_discarded,
+                };
+                facts
+            }),
             stderr_log: log,
         }
     }
