@@ -132,6 +132,19 @@ fn make_cgroup() -> Result<PathBuf, String> {
     let dir = parent.join(format!("mcp-bound-{}-{nanos:x}", std::process::id()));
     std::fs::create_dir(&dir)
         .map_err(|e| format!("cannot create a cgroup in {}: {e}", parent.display()))?;
+    // Moving a process needs write access to the cgroup.procs of both
+    // cgroups (the common ancestor's is ours): a cgroup we may create but
+    // not move into is no cgroup for us. Checked now, so a refusal is a
+    // fallback or a clear error, never a helper that fails to start.
+    for procs in [parent.join("cgroup.procs"), dir.join("cgroup.procs")] {
+        if let Err(e) = std::fs::OpenOptions::new().write(true).open(&procs) {
+            let _ = std::fs::remove_dir(&dir);
+            return Err(format!(
+                "cannot move a process into a cgroup ({}: {e})",
+                procs.display()
+            ));
+        }
+    }
     Ok(dir)
 }
 
