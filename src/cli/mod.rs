@@ -12,11 +12,15 @@ use clap::builder::BoolishValueParser;
 use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
 
 use crate::error::Error;
-use crate::{signals, units};
+use crate::units;
 
+mod deadline;
 mod docs;
+mod mcp;
 mod texts;
+pub use deadline::{DeadlineArgs, LimitsMode};
 pub use docs::{Generate, completion, generate, man_page};
+pub use mcp::{McpArgs, RequestTimeout, SessionMode};
 use texts::{AFTER_HELP, VERIFY_AFTER_HELP};
 pub use texts::{EXIT_STATUS, MAN_SECTIONS, RECORD};
 
@@ -84,82 +88,6 @@ pub struct Cli {
     /// The helper and its arguments (after --).
     #[arg(value_name = "COMMAND", required = true, num_args = 1.., trailing_var_arg = true)]
     pub command: Vec<OsString>,
-}
-
-/// Deadline options: when and how the helper is ended.
-#[derive(Args, Debug)]
-pub struct DeadlineArgs {
-    /// Deadline for the helper, from its start; 0 or inf means none. GNU syntax: 10, 1.5, 1e-3, 0x1p-3, 500ms, 30s, 5m, 1h, 1d.
-    #[arg(long, value_name = "DURATION", env = "MCP_BOUND_TIMEOUT", value_parser = units::parse_timeout, help_heading = "Deadline options")]
-    pub timeout: Option<Duration>,
-
-    /// Signal sent to the helper's group at the deadline: a name (any case, SIG optional; RTMIN+N, RTMAX-N) or a number.
-    #[arg(short = 's', long, value_name = "SIGNAL", env = "MCP_BOUND_SIGNAL", default_value = "TERM", value_parser = signals::parse, help_heading = "Deadline options")]
-    pub signal: i32,
-
-    /// Time between the first signal and SIGKILL to the whole tree; 0 kills at once. Also spelled --kill-after, as GNU timeout names it [default: 5s; 1s with --mcp].
-    #[arg(short = 'k', long, visible_alias = "kill-after", value_name = "DURATION", env = "MCP_BOUND_GRACE", value_parser = units::parse_duration, help_heading = "Deadline options")]
-    pub grace: Option<Duration>,
-
-    /// After the helper exits, how long to wait for descendants to release its pipes before terminating them; also the wait for EOF after the final KILL [default: 1s; 500ms with --mcp].
-    #[arg(long, value_name = "DURATION", env = "MCP_BOUND_WAIT_DELAY", value_parser = units::parse_duration, help_heading = "Deadline options")]
-    pub wait_delay: Option<Duration>,
-
-    /// On timeout, exit with the helper's own status instead of 124.
-    #[arg(long, env = "MCP_BOUND_PRESERVE_STATUS", value_parser = BoolishValueParser::new(), default_value_t = false, num_args = 0, default_missing_value = "true", help_heading = "Deadline options")]
-    pub preserve_status: bool,
-
-    /// A resource limit for the helper, set before it starts, as prlimit takes it (repeatable): NAME=SOFT[:HARD] with NAME one of as, core, cpu, data, fsize, nofile, nproc, stack; sizes take units (64MiB), cpu is seconds; unlimited for none. One that cannot be set is exit 125, and nothing runs.
-    #[arg(long, value_name = "NAME=SOFT[:HARD]", env = "MCP_BOUND_RLIMIT", value_delimiter = ',', value_parser = crate::rlimit::parse, help_heading = "Deadline options")]
-    pub rlimit: Vec<crate::rlimit::Rlimit>,
-
-    /// How the helper's tree is contained, so that nothing outlives mcp-bound, even when it is SIGKILLed: cgroup (a cgroup v2 of its own, which everything it forks stays in), group (its process group; after mcp-bound's death a descendant that left the group is not found), or auto (cgroup when one can be made). A watchdog process ends the tree if mcp-bound dies.
-    #[arg(
-        long,
-        value_name = "HOW",
-        env = "MCP_BOUND_CONTAIN",
-        value_enum,
-        default_value = "auto",
-        help_heading = "Deadline options"
-    )]
-    pub contain: crate::contain::ContainMode,
-
-    /// Most memory the whole tree may use (cgroup memory.max); the kernel's OOM killer acts inside the cgroup, and the record counts its kills. Needs --contain cgroup and the memory controller.
-    #[arg(long, value_name = "BYTES", env = "MCP_BOUND_MEMORY_MAX", value_parser = positive_bytes, help_heading = "Deadline options")]
-    pub memory_max: Option<u64>,
-
-    /// Most processes (and threads) the whole tree may have (cgroup pids.max): a fork bomb stops there. Needs --contain cgroup and the pids controller.
-    #[arg(long, value_name = "N", env = "MCP_BOUND_PIDS_MAX", value_parser = clap::value_parser!(u64).range(1..), help_heading = "Deadline options")]
-    pub pids_max: Option<u64>,
-
-    /// Most CPU the whole tree may use, in CPUs (0.5: half of one; cgroup cpu.max). Needs --contain cgroup and the cpu controller.
-    #[arg(long, value_name = "CPUS", env = "MCP_BOUND_CPU_MAX", value_parser = parse_cpus, help_heading = "Deadline options")]
-    pub cpu_max: Option<f64>,
-
-    /// What to do when a cgroup limit cannot be applied (no cgroup, or no such controller): strict refuses the call (125, nothing runs); best-effort goes on and the record lists what was not applied.
-    #[arg(
-        long,
-        value_name = "HOW",
-        env = "MCP_BOUND_LIMITS",
-        value_enum,
-        default_value = "strict",
-        help_heading = "Deadline options"
-    )]
-    pub limits: LimitsMode,
-}
-
-/// Whether a cgroup limit the machine cannot apply stops the call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LimitsMode {
-    Strict,
-    BestEffort,
-}
-
-fn parse_cpus(text: &str) -> Result<f64, String> {
-    match text.parse::<f64>() {
-        Ok(cpus) if cpus > 0.0 && cpus.is_finite() => Ok(cpus),
-        _ => Err("a positive number of CPUs, e.g. 0.5 or 2".into()),
-    }
 }
 
 /// Capture options: what is kept of stderr, echoed and masked.
@@ -263,124 +191,6 @@ pub struct RecordArgs {
     /// The session's id in the record.
     #[arg(long, value_name = "ID", env = "MCP_BOUND_SESSION_ID", value_parser = parse_id, help_heading = "Record options")]
     pub session_id: Option<String>,
-}
-
-/// MCP server mode options.
-#[derive(Args, Debug)]
-pub struct McpArgs {
-    /// MCP stdio server mode: --stdout-guard jsonrpc, --live, --stdin-close-grace 2s, --grace 1s, --wait-delay 500ms (each can still be set on its own).
-    #[arg(long, env = "MCP_BOUND_MCP", value_parser = BoolishValueParser::new(), default_value_t = false, num_args = 0, default_missing_value = "true", help_heading = "MCP server mode options")]
-    pub mcp: bool,
-
-    /// Let through only complete stdout lines that are one JSON object; divert everything else into the stderr capture [default: off; jsonrpc with --mcp].
-    #[arg(
-        long,
-        value_name = "MODE",
-        env = "MCP_BOUND_STDOUT_GUARD",
-        value_enum,
-        help_heading = "MCP server mode options"
-    )]
-    pub stdout_guard: Option<GuardMode>,
-
-    /// With the guard, a longer stdout line is diverted, never held (at least 1).
-    #[arg(long, value_name = "BYTES", env = "MCP_BOUND_MAX_MESSAGE_BYTES", default_value = "16MiB", value_parser = positive_capture_bytes, help_heading = "MCP server mode options")]
-    pub max_message_bytes: usize,
-
-    /// Forward the helper's stderr to ours as it arrives, within --live-rate and --live-burst; drops are counted and announced [default: off; on with --mcp].
-    #[arg(long, value_name = "BOOL", env = "MCP_BOUND_LIVE", value_parser = BoolishValueParser::new(), num_args = 0..=1, default_missing_value = "true", require_equals = true, help_heading = "MCP server mode options")]
-    pub live: Option<bool>,
-
-    /// Live stderr budget: bytes per second (at least 1; --live=false turns live output off).
-    #[arg(long, value_name = "BYTES", env = "MCP_BOUND_LIVE_RATE", default_value = "16KiB", value_parser = positive_bytes, help_heading = "MCP server mode options")]
-    pub live_rate: u64,
-
-    /// Live stderr budget: most bytes at once (also the bound on what waits to be written).
-    #[arg(long, value_name = "BYTES", env = "MCP_BOUND_LIVE_BURST", default_value = "256KiB", value_parser = units::parse_capture_bytes, help_heading = "MCP server mode options")]
-    pub live_burst: usize,
-
-    /// After our stdin closes (the MCP shutdown), give the helper this long to exit before terminating it [default: off; 2s with --mcp].
-    #[arg(long, value_name = "DURATION", env = "MCP_BOUND_STDIN_CLOSE_GRACE", value_parser = units::parse_duration, help_heading = "MCP server mode options")]
-    pub stdin_close_grace: Option<Duration>,
-
-    /// The session layer: relay our stdin to the server line by line, track each request, answer for the server when it cannot (timeouts, a crash) [default: off; jsonrpc with --mcp unless --stdout-guard off]. off: the helper inherits our stdin.
-    #[arg(
-        long,
-        value_name = "MODE",
-        env = "MCP_BOUND_SESSION",
-        value_enum,
-        help_heading = "MCP session options"
-    )]
-    pub session: Option<SessionMode>,
-
-    /// Answer a request with no response in time with error -32001, and send the server notifications/cancelled; its late response is dropped. METHOD=DURATION sets one method's (repeatable); 0 or inf: none.
-    #[arg(long, value_name = "[METHOD=]DURATION", env = "MCP_BOUND_REQUEST_TIMEOUT", value_delimiter = ',', value_parser = parse_request_timeout, help_heading = "MCP session options")]
-    pub request_timeout: Vec<RequestTimeout>,
-
-    /// A notifications/progress for a request starts its --request-timeout again.
-    #[arg(long, env = "MCP_BOUND_REQUEST_TIMEOUT_RESETS_ON_PROGRESS", value_parser = BoolishValueParser::new(), default_value_t = false, num_args = 0, default_missing_value = "true", help_heading = "MCP session options")]
-    pub request_timeout_resets_on_progress: bool,
-
-    /// Most client requests waiting for the server at once; past it, a request is answered with an error at once (at least 1).
-    #[arg(long, value_name = "N", env = "MCP_BOUND_MAX_IN_FLIGHT", default_value = "4096", value_parser = clap::value_parser!(u32).range(1..), help_heading = "MCP session options")]
-    pub max_in_flight: u32,
-
-    /// Start the server again when it exits on its own: never, on-failure (non-zero exit or a signal) or always. Requests in flight are answered (-32000), never re-sent; the client's initialize is replayed. Never after stdin EOF, a signal from the host or --timeout.
-    #[arg(
-        long,
-        value_name = "WHEN",
-        env = "MCP_BOUND_RESTART",
-        value_enum,
-        default_value = "never",
-        help_heading = "MCP session options"
-    )]
-    pub restart: crate::record::mcp::RestartMode,
-
-    /// Most restarts within --restart-window; past it the session ends with the server.
-    #[arg(
-        long,
-        value_name = "N",
-        env = "MCP_BOUND_MAX_RESTARTS",
-        default_value = "5",
-        help_heading = "MCP session options"
-    )]
-    pub max_restarts: u32,
-
-    /// The window --max-restarts counts in.
-    #[arg(long, value_name = "DURATION", env = "MCP_BOUND_RESTART_WINDOW", default_value = "60s", value_parser = positive_duration, help_heading = "MCP session options")]
-    pub restart_window: Duration,
-
-    /// The wait before the first restart in the window; each further one doubles it, up to 10s.
-    #[arg(long, value_name = "DURATION", env = "MCP_BOUND_RESTART_BACKOFF", default_value = "250ms", value_parser = units::parse_duration, help_heading = "MCP session options")]
-    pub restart_backoff: Duration,
-}
-
-/// Whether the session layer runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum SessionMode {
-    Off,
-    Jsonrpc,
-}
-
-/// One --request-timeout: for one method, or (None) for any other.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RequestTimeout {
-    pub method: Option<String>,
-    /// Zero: no timeout.
-    pub timeout: Duration,
-}
-
-fn parse_request_timeout(text: &str) -> Result<RequestTimeout, String> {
-    let (method, duration) = match text.split_once('=') {
-        Some(("", _)) => {
-            return Err("a method name goes before '='".into());
-        }
-        Some((method, duration)) => (Some(method.to_string()), duration),
-        None => (None, text),
-    };
-    Ok(RequestTimeout {
-        method,
-        timeout: units::parse_timeout(duration)?,
-    })
 }
 
 /// Approval options: the gate before dispatch.
