@@ -229,9 +229,7 @@ fn a_crash_during_approval_is_written_down_by_the_watchdog() {
     {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
-    let watchdog = util::watchdog_of(&record);
-    run.signal("KILL");
-    util::wait_gone(watchdog);
+    run.kill_and_wait_for_watchdog();
     let done = run.finish();
     // The watchdog wrote what happened: killed while approval was asked,
     // no decision, no exit.

@@ -19,11 +19,8 @@ fn killed_mid_call(mode: &str) {
         .opt(&[journal.to_str().unwrap()])
         .stdin(std::process::Stdio::piped())
         .start();
-    let record = run.call().record_path();
-    let watchdog = util::watchdog_of(&record);
     run.wait_for_tree(6);
-    run.signal("KILL");
-    util::wait_gone(watchdog);
+    run.kill_and_wait_for_watchdog();
     // The harness fails the test if anything tagged still runs.
     let done = run.finish();
     done.check(done.status.code().is_none(), "mcp-bound was SIGKILLed");
@@ -36,14 +33,9 @@ fn killed_mid_call(mode: &str) {
         last["kind"] == "terminal" && last["state"] == "supervisor_killed",
         "the journal has the killed call's terminal entry",
     );
-    let verify = std::process::Command::new(util::BIN)
-        .args(["verify", "--json"])
-        .arg(&journal)
-        .output()
-        .unwrap();
-    let report: Value = serde_json::from_slice(&verify.stdout).unwrap();
+    let (ok, report) = util::verify_report(&journal);
     done.check(
-        verify.status.success() && report["unfinished"] == json!([]),
+        ok && report["unfinished"] == json!([]),
         &format!("verify is clean: {report}"),
     );
 }

@@ -288,10 +288,7 @@ fn sigkill_of_mcp_bound_and_its_watchdog_leaves_one_unfinished_call() {
     // The watchdog would write the terminal entry (tests/contain.rs): a
     // crash that takes it too (the machine, an OOM kill of both) leaves
     // the call unfinished, and verify says so.
-    let watchdog = util::watchdog_of(&run.call().record_path());
-    util::send_signal(watchdog as u32, "KILL");
-    util::wait_gone(watchdog);
-    run.signal("KILL");
+    run.kill_with_watchdog();
     let done = run.finish();
     done.check(done.status.code().is_none(), "mcp-bound was SIGKILLed");
     let verified = verify(&path, &[]);

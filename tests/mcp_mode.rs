@@ -234,9 +234,7 @@ fn a_sigkilled_mcp_bound_leaves_no_server_behind() {
         .start();
     run.send(&request(1, "echo", json!({})));
     response(&run.read_line());
-    let watchdog = util::watchdog_of(&run.call().record_path());
-    run.signal("KILL");
-    util::wait_gone(watchdog);
+    run.kill_and_wait_for_watchdog();
     // The harness fails the test if the server (tagged) still runs.
     let done = run.finish();
     done.check(done.status.code().is_none(), "mcp-bound was SIGKILLed");

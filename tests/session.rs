@@ -343,13 +343,8 @@ fn a_journal_with_k_calls_holds_k_request_response_pairs_and_verifies() {
         response["outcome"] == "result" && response["error_code"].is_null(),
         "outcome",
     );
-    let verify = std::process::Command::new(util::BIN)
-        .args(["verify", "--json"])
-        .arg(&journal)
-        .output()
-        .unwrap();
-    let report: Value = serde_json::from_slice(&verify.stdout).unwrap();
-    done.check(verify.status.success(), &format!("verify: {report}"));
+    let (ok, report) = util::verify_report(&journal);
+    done.check(ok, &format!("verify: {report}"));
     done.check(
         report["unfinished_requests"] == json!([]) && report["unfinished"] == json!([]),
         "nothing unfinished",

@@ -495,9 +495,7 @@ fn record_is_written_before_dispatch_and_replaced_at_the_end() {
 fn sigkilled_supervisor_leaves_a_true_record_and_no_helper() {
     let mut run = Call::sh("echo READY; exec sleep 60").start();
     run.wait_for_line("READY");
-    let watchdog = util::watchdog_of(&run.call().record_path());
-    run.signal("KILL");
-    util::wait_gone(watchdog);
+    run.kill_and_wait_for_watchdog();
     let done = run.finish();
     done.check(done.status.code().is_none(), "mcp-bound died of SIGKILL");
     // The watchdog rewrote the in-flight record: killed, no exit seen.
@@ -507,10 +505,7 @@ fn sigkilled_supervisor_leaves_a_true_record_and_no_helper() {
     // Without the watchdog (it died too) the in-flight record stays.
     let mut run = Call::sh("echo READY; exec sleep 60").start();
     run.wait_for_line("READY");
-    let watchdog = util::watchdog_of(&run.call().record_path());
-    util::send_signal(watchdog as u32, "KILL");
-    util::wait_gone(watchdog);
-    run.signal("KILL");
+    run.kill_with_watchdog();
     let done = run.finish();
     done.expect("/state", json!("dispatched"))
         .expect("/exit", Value::Null);

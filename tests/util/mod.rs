@@ -841,3 +841,38 @@ pub fn watchdog_of(path: &Path) -> u64 {
         thread::yield_now();
     }
 }
+
+/// `mcp-bound verify --json` on a journal: whether it passed, and the report.
+pub fn verify_report(journal: &Path) -> (bool, Value) {
+    let output = Command::new(BIN)
+        .args(["verify", "--json"])
+        .arg(journal)
+        .output()
+        .expect("run mcp-bound verify");
+    let report = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "verify --json printed no report ({e}): {}",
+            String::from_utf8_lossy(&output.stdout)
+        )
+    });
+    (output.status.success(), report)
+}
+
+impl Started {
+    /// SIGKILL mcp-bound's watchdog first, then mcp-bound: a crash that
+    /// takes both (the machine, an OOM kill of both), so nothing writes
+    /// the call's last words.
+    pub fn kill_with_watchdog(&self) {
+        let watchdog = watchdog_of(&self.call.record_path());
+        send_signal(watchdog as u32, "KILL");
+        wait_gone(watchdog);
+        self.signal("KILL");
+    }
+
+    /// SIGKILL mcp-bound alone, and wait for its watchdog to finish.
+    pub fn kill_and_wait_for_watchdog(&self) {
+        let watchdog = watchdog_of(&self.call.record_path());
+        self.signal("KILL");
+        wait_gone(watchdog);
+    }
+}
