@@ -415,6 +415,18 @@ mod tests {
         )
     }
 
+    /// A relay forwarding to `sink` through a guard.
+    fn guarded(helper_out: File, sink: &mut Sink) -> StdoutRelay<'_> {
+        StdoutRelay::new(
+            helper_out,
+            Destination::Forward {
+                sink,
+                guard: Some(Guard::new(1024)),
+                gone: false,
+            },
+        )
+    }
+
     fn excerpt(intake: Intake) -> String {
         intake.finish().excerpt(4096, &Redactor::default()).text
     }
@@ -423,14 +435,7 @@ mod tests {
     fn guarded_lines_are_forwarded_whole_and_the_rest_diverted() {
         let (helper_out, mut helper, mut ours, our_writer) = pipes();
         let mut sink = Sink::for_fd(our_writer.as_raw_fd());
-        let mut relay = StdoutRelay::new(
-            helper_out,
-            Destination::Forward {
-                sink: &mut sink,
-                guard: Some(Guard::new(1024)),
-                gone: false,
-            },
-        );
+        let mut relay = guarded(helper_out, &mut sink);
         let mut intake = intake();
         helper
             .write_all(b"Loading...\n{\"id\":1}\n{\"id\":2")
@@ -512,14 +517,7 @@ mod tests {
         crate::sys::set_nonblocking(our_writer.as_fd()).unwrap();
         crate::sys::set_nonblocking(ours.as_fd()).unwrap();
         let mut sink = Sink::for_fd(our_writer.as_raw_fd());
-        let mut relay = StdoutRelay::new(
-            helper_out,
-            Destination::Forward {
-                sink: &mut sink,
-                guard: Some(Guard::new(1024)),
-                gone: false,
-            },
-        );
+        let mut relay = guarded(helper_out, &mut sink);
         let answer = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"error\":{\"code\":-32000}}\n".repeat(100);
         // As the loop does: more answers only while few wait; the client
         // reads steadily, but never all of it.
