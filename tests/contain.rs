@@ -53,19 +53,10 @@ fn a_sigkilled_mcp_bound_leaves_nothing_in_a_group() {
 #[test]
 fn without_a_writable_cgroup_cgroup_is_refused_and_auto_falls_back() {
     // nobody cannot create a cgroup.
-    let as_nobody: &[&str] = &[
-        "setpriv",
-        "--reuid=65534",
-        "--regid=65534",
-        "--clear-groups",
-        "--",
-    ];
-    let open = |call: Call| {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(call.path(""), std::fs::Permissions::from_mode(0o777)).unwrap();
-        call.via(as_nobody)
-    };
-    let done = open(Call::sh("echo ran").opt(&["--contain", "cgroup"])).run();
+    let done = Call::sh("echo ran")
+        .opt(&["--contain", "cgroup"])
+        .via_nobody()
+        .run();
     done.expect_state("failed_before_dispatch", 125);
     let stderr = done.stderr_text();
     done.check(
@@ -73,7 +64,7 @@ fn without_a_writable_cgroup_cgroup_is_refused_and_auto_falls_back() {
         &stderr,
     );
     done.check(done.stdout.is_empty(), "nothing ran");
-    let done = open(Call::sh("echo ran")).run();
+    let done = Call::sh("echo ran").via_nobody().run();
     done.expect_state("completed", 0)
         .expect("/contain/method", json!("group"));
     done.check(

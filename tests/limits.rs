@@ -5,21 +5,6 @@ mod util;
 use serde_json::{Value, json};
 use util::Call;
 
-const AS_NOBODY: &[&str] = &[
-    "setpriv",
-    "--reuid=65534",
-    "--regid=65534",
-    "--clear-groups",
-    "--",
-];
-
-/// A call run as nobody: its directory must be nobody's to write.
-fn as_nobody(call: Call) -> Call {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(call.path(""), std::fs::Permissions::from_mode(0o777)).unwrap();
-    call.via(AS_NOBODY)
-}
-
 #[test]
 fn limits_are_set_in_the_helper_and_recorded() {
     let done = Call::sh("ulimit -Sn; ulimit -Hn; ulimit -St")
@@ -62,7 +47,7 @@ fn a_fork_bomb_under_nproc_ends() {
         "i=0; while [ $i -lt 400 ]; do (sleep 30) & i=$((i+1)); done 2>/dev/null; echo forked-all",
     )
     .opt(&["--rlimit", "nproc=40", "--timeout", "20s"]);
-    let done = as_nobody(call).run();
+    let done = call.via_nobody().run();
     // The shell cannot fork past the limit: it fails and stops early, and
     // what it did start is ended with it (the tree is swept).
     done.check(
@@ -107,7 +92,7 @@ fn a_limit_that_cannot_be_set_is_refused_before_anything_runs() {
     )
     .unwrap();
     let call = Call::sh(&touch).opt(&["--rlimit", "nofile=16:unlimited"]);
-    let done = as_nobody(call).run();
+    let done = call.via_nobody().run();
     done.expect_state("failed_before_dispatch", 125);
     let error = done
         .field("/error")

@@ -807,13 +807,6 @@ fn unusable_record_path_means_the_helper_never_runs() {
     // Root ignores directory permissions (CI runs as root): then mcp-bound
     // runs as nobody through setpriv, so the read-only directory is
     // refused as it would be for any user.
-    let as_nobody: &[&str] = &[
-        "setpriv",
-        "--reuid=65534",
-        "--regid=65534",
-        "--clear-groups",
-        "--",
-    ];
     if nix_is_root() {
         use std::os::unix::fs::PermissionsExt;
         // nobody must reach the directories (but not write the ro one).
@@ -827,7 +820,7 @@ fn unusable_record_path_means_the_helper_never_runs() {
             .without_record()
             .opt(&["--record", &path]);
         let call = if read_only_case && nix_is_root() {
-            call.via(as_nobody)
+            call.via(util::AS_NOBODY)
         } else {
             call
         };

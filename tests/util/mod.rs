@@ -876,3 +876,23 @@ impl Started {
         wait_gone(watchdog);
     }
 }
+
+/// Run mcp-bound as nobody (root ignores permissions and is not held to
+/// some limits; CI runs as root).
+pub const AS_NOBODY: &[&str] = &[
+    "setpriv",
+    "--reuid=65534",
+    "--regid=65534",
+    "--clear-groups",
+    "--",
+];
+
+impl Call {
+    /// This call run as nobody: its directory becomes nobody's to write.
+    pub fn via_nobody(self) -> Call {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(self.path(""), std::fs::Permissions::from_mode(0o777))
+            .expect("open the call's directory to nobody");
+        self.via(AS_NOBODY)
+    }
+}
