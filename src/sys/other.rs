@@ -1,14 +1,14 @@
 //! Stand-ins where the system is not Linux: no subreaper, no parent-death
 //! signal, no /proc (descendants outside the group cannot be found), no
 //! splice (the flood path reads). mcp-bound compiles there and says less.
+//! No libc here: what must touch the system goes through `sys`.
 
 use super::*;
 
 pub fn close_all_from_3_but(keep: RawFd) {
     for fd in 3..1024 {
         if fd != keep {
-            // SAFETY: closing descriptors of this forked process.
-            unsafe { libc::close(fd) };
+            close_raw(fd);
         }
     }
 }
