@@ -11,8 +11,6 @@ use std::collections::HashSet;
 use std::ffi::OsString;
 use std::io;
 use std::os::fd::OwnedFd;
-use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
 
 use crate::sys;
 
@@ -79,80 +77,89 @@ pub enum SpawnError {
     NotExecutable(io::Error),
 }
 
-/// Start the helper. Its stdin is inherited, a given descriptor or a
-/// pipe; stdout and stderr are pipes whose ends (ours) are non-blocking. On Linux it gets SIGKILL if mcp-bound dies, so it cannot
-/// outlive a SIGKILLed supervisor.
 /// What the helper is confined to before it execs.
 #[derive(Debug, Clone, Default)]
 pub struct Confine {
     pub rlimits: Vec<crate::rlimit::Rlimit>,
-    /// The cgroup's `cgroup.procs`, which the helper writes itself into.
-    pub cgroup_procs: Option<std::ffi::CString>,
+    /// The cgroup the helper starts in (born there with clone3 where the
+    /// kernel allows, else it writes itself into `cgroup.procs`).
+    pub cgroup: Option<std::path::PathBuf>,
     /// An environment entry every process of the tree inherits: how the
     /// watchdog finds what left the group once mcp-bound is gone.
     pub tree_mark: Option<(String, String)>,
 }
 
+/// Start the helper: its own process group, stdin inherited, a given
+/// descriptor or a pipe; stdout and stderr are pipes whose ends (ours) are
+/// non-blocking. On Linux it gets SIGKILL if mcp-bound dies, so it cannot
+/// outlive a SIGKILLed supervisor.
 pub fn spawn(argv: &[OsString], stdin: StdinFrom, confine: &Confine) -> Result<Helper, SpawnError> {
-    let parent = std::process::id() as i32;
+    use std::os::fd::AsFd;
+    let not_executable = SpawnError::NotExecutable;
     // Usually empty and one small read: our children before this one.
     let strangers = Family::strangers_before_dispatch();
-    let mut command = Command::new(&argv[0]);
-    command
-        .args(&argv[1..])
-        .stdin(match stdin {
-            StdinFrom::Inherit => Stdio::inherit(),
-            StdinFrom::Fd(fd) => Stdio::from(fd),
-            StdinFrom::Pipe => Stdio::piped(),
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    if let Some((name, value)) = &confine.tree_mark {
-        command.env(name, value);
-    }
-    let confine = confine.clone();
-    // SAFETY: the closure only makes async-signal-safe system calls
-    // (open, write, close, prctl, getppid, kill, setrlimit) and allocates
-    // nothing.
-    unsafe {
-        command.pre_exec(move || {
-            // First: not even the helper's first fork escapes the cgroup.
-            if let Some(procs) = &confine.cgroup_procs {
-                sys::join_cgroup(procs)?;
-            }
-            sys::die_with_parent(parent)?;
-            for limit in &confine.rlimits {
-                sys::set_rlimit(limit)?;
-            }
-            Ok(())
-        });
-    }
-    let mut child = command.spawn().map_err(|err| {
+    let mark = confine.tree_mark.as_ref();
+    let exec = sys::Exec::new(
+        argv,
+        mark.map(|(name, value)| (name.as_str(), value.as_str())),
+    )
+    .map_err(not_executable)?;
+    let cgroup = match &confine.cgroup {
+        Some(dir) => {
+            let procs = std::ffi::CString::new(
+                dir.join("cgroup.procs")
+                    .into_os_string()
+                    .into_encoded_bytes(),
+            )
+            .map_err(|_| not_executable(io::ErrorKind::InvalidInput.into()))?;
+            Some((std::fs::File::open(dir).map_err(not_executable)?, procs))
+        }
+        None => None,
+    };
+    let (stdin_ours, stdin_theirs): (Option<OwnedFd>, Option<OwnedFd>) = match stdin {
+        StdinFrom::Inherit => (None, None),
+        StdinFrom::Fd(fd) => (None, Some(fd)),
+        StdinFrom::Pipe => {
+            let (theirs, ours) = sys::pipe_cloexec().map_err(not_executable)?;
+            (Some(ours.into()), Some(theirs.into()))
+        }
+    };
+    let (stdout, stdout_theirs) = sys::pipe_cloexec().map_err(not_executable)?;
+    let (stderr, stderr_theirs) = sys::pipe_cloexec().map_err(not_executable)?;
+    let setup = sys::Setup {
+        stdio: [
+            stdin_theirs.as_ref().map(|fd| fd.as_fd()),
+            Some(stdout_theirs.as_fd()),
+            Some(stderr_theirs.as_fd()),
+        ],
+        die_with: std::process::id() as i32,
+        rlimits: &confine.rlimits,
+        cgroup: cgroup
+            .as_ref()
+            .map(|(dir, procs)| (dir.as_fd(), procs.as_c_str())),
+    };
+    let (pid, _entry) = sys::spawn(&exec, &setup).map_err(|err| {
         if err.kind() == io::ErrorKind::NotFound {
             SpawnError::NotFound(err)
         } else {
             SpawnError::NotExecutable(err)
         }
     })?;
-    let stdin: Option<OwnedFd> = child.stdin.take().map(OwnedFd::from);
-    let stdout: OwnedFd = child.stdout.take().expect("stdout is piped").into();
-    let stderr: OwnedFd = child.stderr.take().expect("stderr is piped").into();
-    for fd in stdin.iter().chain([&stdout, &stderr]) {
-        use std::os::fd::AsFd;
+    let stdout = OwnedFd::from(stdout);
+    let stderr = OwnedFd::from(stderr);
+    for fd in stdin_ours.iter().chain([&stdout, &stderr]) {
         // Our own read ends: non-blocking is ours to set. Should that fail,
         // the helper already runs: end it rather than leave it unsupervised.
         if let Err(err) = sys::set_nonblocking(fd.as_fd()) {
-            let _ = child.kill();
-            let _ = child.wait();
+            sys::send_signal(pid, crate::signals::SIGKILL);
+            sys::wait_child(pid);
             return Err(SpawnError::NotExecutable(err));
         }
         sys::grow_pipe(fd.as_fd(), 1 << 20);
     }
-    let pid = child.id() as i32;
     Ok(Helper {
         pid,
-        stdin,
+        stdin: stdin_ours,
         stdout,
         stderr,
         family: Family::new(pid, strangers),

@@ -19,7 +19,6 @@
 //! last words (the journal's terminal entry, the record: state
 //! `supervisor_killed`).
 
-use std::ffi::CString;
 use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -96,8 +95,6 @@ pub(crate) struct Contain {
     mark: String,
     /// The cgroup directory, with cgroup.
     cgroup: Option<PathBuf>,
-    /// Its cgroup.procs, for the helper to write itself into.
-    procs: Option<CString>,
     watchdog: Option<(i32, std::fs::File)>,
     pub facts: ContainFacts,
 }
@@ -162,14 +159,6 @@ impl Contain {
             Err(why) => (None, (mode == ContainMode::Auto).then_some(why)),
         };
         let (applied, not_applied) = apply_limits(cgroup.as_deref(), limits)?;
-        let procs = cgroup.as_ref().and_then(|dir| {
-            CString::new(
-                dir.join("cgroup.procs")
-                    .into_os_string()
-                    .into_encoded_bytes(),
-            )
-            .ok()
-        });
         let nonce = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
@@ -185,7 +174,6 @@ impl Contain {
                 not_applied,
             },
             cgroup,
-            procs,
             watchdog: None,
         })
     }
@@ -195,9 +183,9 @@ impl Contain {
         (TREE_MARK.to_string(), self.mark.clone())
     }
 
-    /// What the helper writes itself into before exec (cgroup only).
-    pub fn procs(&self) -> Option<&std::ffi::CStr> {
-        self.procs.as_deref()
+    /// The cgroup the helper starts in (cgroup only).
+    pub fn cgroup_dir(&self) -> Option<&std::path::Path> {
+        self.cgroup.as_deref()
     }
 
     /// Fork the watchdog. In it, `last_words` runs after the tree was

@@ -460,6 +460,52 @@ fn helper_not_found_is_127_and_not_executable_is_126() {
     done.check(done.stderr_text().contains("cannot run"), "one clear line");
 }
 
+/// mcp-bound ignores SIGPIPE and handles five signals; the helper starts
+/// as it would without us: nothing blocked, nothing ignored, a process
+/// group of its own, the tree's mark in its environment.
+#[test]
+fn helper_starts_with_a_clean_signal_state_in_its_own_group() {
+    // grep reads its own state as it was at exec (a shell reading $$'s
+    // would catch the shell blocking signals around its own forks).
+    let signal_state = ["grep", "-E", "^Sig(Blk|Ign)", "/proc/self/status"];
+    let done = Call::new(&signal_state).run();
+    done.expect_state("completed", 0);
+    // The same program started directly (the Rust runtime ignores SIGPIPE
+    // here and resets it in what it starts, as mcp-bound must).
+    let direct = std::process::Command::new(signal_state[0])
+        .args(&signal_state[1..])
+        .output()
+        .unwrap();
+    let direct = String::from_utf8_lossy(&direct.stdout).into_owned();
+    let out = String::from_utf8_lossy(&done.stdout).into_owned();
+    done.check(
+        out.lines().next() == Some("SigBlk:\t0000000000000000"),
+        "no signal blocked",
+    );
+    done.check(
+        out == direct,
+        "what is ignored is what a direct start ignores (not SIGPIPE)",
+    );
+
+    let done =
+        Call::sh("cut -d' ' -f5 /proc/$$/stat; echo $$; echo \"mark=${MCP_BOUND_TREE:+set}\"")
+            .run();
+    done.expect_state("completed", 0);
+    let out = String::from_utf8_lossy(&done.stdout).into_owned();
+    let lines: Vec<&str> = out.lines().collect();
+    done.check(lines.len() == 3, "three lines");
+    done.check(lines[0] == lines[1], "its own process group");
+    let pid = done.field("/pid").as_u64().map(|p| p.to_string());
+    done.check(
+        pid.as_deref() == Some(lines[1]),
+        "the record's pid is the helper's",
+    );
+    done.check(
+        lines[2] == "mark=set",
+        "the tree's mark is in its environment",
+    );
+}
+
 #[test]
 fn record_is_written_before_dispatch_and_replaced_at_the_end() {
     let call = Call::sh("cat \"$RECORD_PATH\"");

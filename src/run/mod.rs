@@ -183,7 +183,7 @@ pub fn run(settings: Settings) -> Result<i32, Error> {
     };
     let confine = child::Confine {
         rlimits: settings.rlimits.clone(),
-        cgroup_procs: contain.procs().map(ToOwned::to_owned),
+        cgroup: contain.cgroup_dir().map(ToOwned::to_owned),
         tree_mark: Some(contain.mark()),
     };
     let helper = match child::spawn(&settings.command, stdin, &confine) {

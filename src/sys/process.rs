@@ -1,8 +1,11 @@
-//! Process calls: rlimits, usage, fork and the watchdog's detach, the
-//! helper's cgroup entry, signals to processes, and waiting for children.
+//! Process calls: starting the helper (fork or clone3, exec), rlimits,
+//! usage, fork and the watchdog's detach, the helper's cgroup entry,
+//! signals to processes, and waiting for children.
 
+use std::ffi::{CString, OsString};
 use std::io;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 
 use nix::libc;
 
@@ -122,6 +125,184 @@ pub fn detach(keep: RawFd) {
     os::close_all_from_3_but(keep);
 }
 
+unsafe extern "C" {
+    /// The C library's environment, which execvp hands to the program.
+    static mut environ: *const *const libc::c_char;
+}
+
+/// A program, its arguments and its environment as C strings, made
+/// before the fork: between fork and exec the child only makes system
+/// calls on them and allocates nothing.
+pub struct Exec {
+    _strings: Vec<CString>,
+    argv: Vec<*const libc::c_char>,
+    envp: Vec<*const libc::c_char>,
+}
+
+fn c_string(bytes: &[u8]) -> io::Result<CString> {
+    CString::new(bytes).map_err(|_| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "an argument or variable holds a NUL byte",
+        )
+    })
+}
+
+impl Exec {
+    /// `argv[0]` is looked up in PATH as execvp does. The environment is
+    /// ours, with `extra` (`NAME`, value) set.
+    pub fn new(argv: &[OsString], extra: Option<(&str, &str)>) -> io::Result<Exec> {
+        let mut strings = Vec::new();
+        for arg in argv {
+            strings.push(c_string(arg.as_bytes())?);
+        }
+        let args = strings.len();
+        for (name, value) in std::env::vars_os() {
+            if extra.is_some_and(|(extra, _)| name.as_bytes() == extra.as_bytes()) {
+                continue;
+            }
+            let mut entry = name.into_vec();
+            entry.push(b'=');
+            entry.extend_from_slice(value.as_bytes());
+            strings.push(c_string(&entry)?);
+        }
+        if let Some((name, value)) = extra {
+            strings.push(c_string(format!("{name}={value}").as_bytes())?);
+        }
+        let pointers = |range: &[CString]| {
+            range
+                .iter()
+                .map(|s| s.as_ptr())
+                .chain([std::ptr::null()])
+                .collect::<Vec<_>>()
+        };
+        Ok(Exec {
+            argv: pointers(&strings[..args]),
+            envp: pointers(&strings[args..]),
+            _strings: strings,
+        })
+    }
+}
+
+/// What the child does between fork and exec, besides its own process
+/// group and the default signal state.
+pub struct Setup<'a> {
+    /// Descriptors for 0, 1 and 2 (`None`: inherited).
+    pub stdio: [Option<BorrowedFd<'a>>; 3],
+    /// Die with this parent (Linux's parent-death signal).
+    pub die_with: i32,
+    pub rlimits: &'a [crate::rlimit::Rlimit],
+    /// The cgroup to start in: its directory and its `cgroup.procs`.
+    pub cgroup: Option<(BorrowedFd<'a>, &'a std::ffi::CStr)>,
+}
+
+/// How the helper got into its cgroup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Entry {
+    /// No cgroup asked for.
+    None,
+    /// Born there: clone3 with CLONE_INTO_CGROUP (Linux 5.7). No
+    /// migration, so none of the RCU grace period a write to
+    /// `cgroup.procs` waits for (several milliseconds on an idle system).
+    Born,
+    /// Forked, then wrote itself into `cgroup.procs` before exec (clone3
+    /// refused, as a seccomp filter may do).
+    Moved,
+}
+
+/// Start a program: fork (or clone3 into its cgroup), set the child up,
+/// exec. Returns its pid once the exec succeeded; the errno of the step
+/// that failed otherwise, with the child reaped.
+pub fn spawn(exec: &Exec, setup: &Setup<'_>) -> io::Result<(i32, Entry)> {
+    let (report_read, report_write) = super::pipe_cloexec()?;
+    let forked = match setup.cgroup {
+        Some((dir, _)) => match os::clone_into_cgroup(dir) {
+            Ok(forked) => Ok((forked, Entry::Born)),
+            Err(_) => fork_process().map(|forked| (forked, Entry::Moved)),
+        },
+        None => fork_process().map(|forked| (forked, Entry::None)),
+    };
+    let (pid, entry) = match forked? {
+        (None, entry) => {
+            let err = child_steps(exec, setup, entry == Entry::Moved);
+            let errno = err.raw_os_error().unwrap_or(libc::EINVAL).to_ne_bytes();
+            // SAFETY: writing a stack buffer to our pipe, then leaving.
+            unsafe {
+                libc::write(report_write.as_raw_fd(), errno.as_ptr().cast(), errno.len());
+                libc::_exit(127)
+            }
+        }
+        (Some(pid), entry) => (pid, entry),
+    };
+    drop(report_write);
+    let mut errno = [0u8; 4];
+    let mut got = 0;
+    while got < errno.len() {
+        match super::read_blocking(report_read.as_raw_fd(), &mut errno[got..]) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got += n,
+        }
+    }
+    if got == 0 {
+        return Ok((pid, entry));
+    }
+    wait_child(pid);
+    Err(io::Error::from_raw_os_error(i32::from_ne_bytes(errno)))
+}
+
+/// In the child: every step before exec, then exec. Returns only on
+/// failure, with the error of the step that failed. Async-signal-safe:
+/// system calls on what `Exec` and `Setup` hold, no allocation.
+fn child_steps(exec: &Exec, setup: &Setup<'_>, join: bool) -> io::Error {
+    let step = |rc: libc::c_int| {
+        if rc < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(())
+        }
+    };
+    let steps = || -> io::Result<()> {
+        if let (true, Some((_, procs))) = (join, setup.cgroup) {
+            join_cgroup(procs)?;
+        }
+        for (target, fd) in setup.stdio.iter().enumerate() {
+            if let Some(fd) = fd {
+                // SAFETY: dup2 onto 0, 1 or 2; the copy is not close-on-exec.
+                step(unsafe { libc::dup2(fd.as_raw_fd(), target as libc::c_int) })?;
+            }
+        }
+        // SAFETY: plain system calls on this process; the signal set is
+        // a valid, initialized local.
+        unsafe {
+            step(libc::setpgid(0, 0))?;
+            let mut none: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut none);
+            step(libc::sigprocmask(
+                libc::SIG_SETMASK,
+                &none,
+                std::ptr::null_mut(),
+            ))?;
+            // We ignore SIGPIPE; the program starts with it as the default.
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+        os::die_with_parent(setup.die_with)?;
+        for limit in setup.rlimits {
+            set_rlimit(limit)?;
+        }
+        // SAFETY: both arrays end with a null pointer and live in `exec`,
+        // which outlives this call; execvp returns only on failure.
+        unsafe {
+            environ = exec.envp.as_ptr();
+            libc::execvp(exec.argv[0], exec.argv.as_ptr());
+        }
+        Err(io::Error::last_os_error())
+    };
+    match steps() {
+        Ok(()) => io::Error::from_raw_os_error(libc::EINVAL),
+        Err(err) => err,
+    }
+}
+
 /// In the forked helper, before exec: move itself into the cgroup whose
 /// `cgroup.procs` is `procs`. Async-signal-safe: open, write, close.
 pub fn join_cgroup(procs: &std::ffi::CStr) -> io::Result<()> {
@@ -216,4 +397,69 @@ pub fn reap(pid: i32) {
         nix::unistd::Pid::from_raw(pid),
         Some(nix::sys::wait::WaitPidFlag::WNOHANG),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+    use std::os::fd::AsFd;
+
+    fn exec(argv: &[&str]) -> Exec {
+        let argv: Vec<OsString> = argv.iter().map(OsString::from).collect();
+        Exec::new(&argv, Some(("MCP_BOUND_SPAWN_TEST", "yes"))).unwrap()
+    }
+
+    fn setup() -> Setup<'static> {
+        Setup {
+            stdio: [None, None, None],
+            die_with: std::process::id() as i32,
+            rlimits: &[],
+            cgroup: None,
+        }
+    }
+
+    #[test]
+    fn the_error_of_the_failed_step_comes_back() {
+        let err = spawn(&exec(&["/nonexistent/program"]), &setup()).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::NotFound);
+        let plain = std::env::temp_dir().join(format!("mcp-bound-plain-{}", std::process::id()));
+        std::fs::write(&plain, "#!/bin/sh\n").unwrap();
+        let err = spawn(&exec(&[plain.to_str().unwrap()]), &setup()).unwrap_err();
+        std::fs::remove_file(&plain).unwrap();
+        assert_eq!(err.raw_os_error(), Some(libc::EACCES));
+    }
+
+    #[test]
+    fn stdout_is_the_given_pipe_and_the_extra_variable_is_set() {
+        let (mut ours, theirs) = crate::sys::pipe_cloexec().unwrap();
+        let mut setup = setup();
+        setup.stdio[1] = Some(theirs.as_fd());
+        let exec = exec(&["sh", "-c", "printf %s \"$MCP_BOUND_SPAWN_TEST\""]);
+        let (pid, entry) = spawn(&exec, &setup).unwrap();
+        drop(theirs);
+        let mut out = String::new();
+        ours.read_to_string(&mut out).unwrap();
+        wait_child(pid);
+        assert_eq!((out.as_str(), entry), ("yes", Entry::None));
+    }
+
+    /// Where clone3 refuses the directory (here: not a cgroup at all), the
+    /// child is forked and writes itself into `cgroup.procs` before exec.
+    #[test]
+    fn a_refused_clone3_falls_back_to_moving_through_cgroup_procs() {
+        let dir = std::env::temp_dir().join(format!("mcp-bound-spawn-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let procs_path = dir.join("cgroup.procs");
+        std::fs::write(&procs_path, "").unwrap();
+        let dir_fd = std::fs::File::open(&dir).unwrap();
+        let procs = CString::new(procs_path.to_str().unwrap()).unwrap();
+        let mut setup = setup();
+        setup.cgroup = Some((dir_fd.as_fd(), procs.as_c_str()));
+        let (pid, entry) = spawn(&exec(&["true"]), &setup).unwrap();
+        wait_child(pid);
+        let written = std::fs::read_to_string(&procs_path).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!((entry, written.as_str()), (Entry::Moved, "0"));
+    }
 }
