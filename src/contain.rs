@@ -101,7 +101,7 @@ pub(crate) struct Contain {
 
 /// Where the cgroup2 hierarchy is mounted, and our cgroup in it.
 fn our_cgroup() -> Result<PathBuf, String> {
-    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo")
+    let mountinfo = sys::read_small(Path::new("/proc/self/mountinfo"))
         .map_err(|e| format!("cannot read /proc/self/mountinfo: {e}"))?;
     let mount = mountinfo
         .lines()
@@ -112,7 +112,7 @@ fn our_cgroup() -> Result<PathBuf, String> {
                 .flatten()
         })
         .ok_or("no cgroup2 hierarchy is mounted")?;
-    let ours = std::fs::read_to_string("/proc/self/cgroup")
+    let ours = sys::read_small(Path::new("/proc/self/cgroup"))
         .map_err(|e| format!("cannot read /proc/self/cgroup: {e}"))?;
     let relative = ours
         .lines()
@@ -222,7 +222,7 @@ impl Contain {
 
     /// OOM kills inside the cgroup so far (read before it is removed).
     pub fn oom_kills(&self) -> Option<u64> {
-        let events = std::fs::read_to_string(self.cgroup.as_ref()?.join("memory.events")).ok()?;
+        let events = sys::read_small(&self.cgroup.as_ref()?.join("memory.events")).ok()?;
         events
             .lines()
             .find_map(|l| l.strip_prefix("oom_kill "))
@@ -250,8 +250,7 @@ impl Contain {
                 if std::fs::write(dir.join("cgroup.kill"), "1").is_err() {
                     // Before Linux 5.14: each pid, until none is left.
                     for _ in 0..100 {
-                        let procs =
-                            std::fs::read_to_string(dir.join("cgroup.procs")).unwrap_or_default();
+                        let procs = sys::read_small(&dir.join("cgroup.procs")).unwrap_or_default();
                         let pids: Vec<i32> = procs.lines().filter_map(|p| p.parse().ok()).collect();
                         if pids.is_empty() {
                             break;

@@ -128,7 +128,7 @@ fn parse_stat(pid: i32, stat: &str) -> Option<ProcInfo> {
 
 /// One process, as /proc shows it now (None once it is reaped).
 pub fn proc_info(pid: i32) -> Option<ProcInfo> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let stat = read_small(Path::new(&format!("/proc/{pid}/stat"))).ok()?;
     parse_stat(pid, &stat)
 }
 
@@ -148,7 +148,7 @@ pub fn descendants(root: i32, skip: &dyn Fn(&ProcInfo) -> bool) -> Vec<ProcInfo>
         else {
             continue;
         };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        let Ok(stat) = read_small(Path::new(&format!("/proc/{pid}/stat"))) else {
             continue;
         };
         if let Some(info) = parse_stat(pid, &stat) {
@@ -172,7 +172,7 @@ pub fn descendants(root: i32, skip: &dyn Fn(&ProcInfo) -> bool) -> Vec<ProcInfo>
 /// Our direct children, cheaply, for reaping subreaped orphans.
 pub fn children_of_self() -> Vec<i32> {
     let pid = std::process::id();
-    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+    read_small(Path::new(&format!("/proc/{pid}/task/{pid}/children")))
         .map(|text| {
             text.split_whitespace()
                 .filter_map(|p| p.parse().ok())
@@ -262,6 +262,22 @@ mod tests {
         assert!(!is_dev_null(&zero), "a character device, but not (1,3)");
         let plain = tempfile::tempfile().unwrap();
         assert!(!is_dev_null(&plain), "a regular file");
+    }
+
+    #[test]
+    fn small_files_are_read_whole_at_and_past_the_buffer() {
+        let dir = tempfile::tempdir().unwrap();
+        for size in [0, 1, 4095, 4096, 4097, 8192, 20_000] {
+            let text: String = (0..size).map(|i| (b'a' + (i % 26) as u8) as char).collect();
+            let path = dir.path().join(format!("f{size}"));
+            std::fs::write(&path, &text).unwrap();
+            assert_eq!(read_small(&path).unwrap(), text, "{size} bytes");
+        }
+        let me = std::process::id() as i32;
+        let stat = read_small(Path::new("/proc/self/stat")).unwrap();
+        assert_eq!(parse_stat(me, &stat).map(|p| p.pid), Some(me));
+        let missing = read_small(Path::new("/nonexistent/file")).unwrap_err();
+        assert_eq!(missing.kind(), io::ErrorKind::NotFound);
     }
 
     #[test]
