@@ -162,7 +162,7 @@ pub fn spawn(argv: &[OsString], stdin: StdinFrom, confine: &Confine) -> Result<H
         stdin: stdin_ours,
         stdout,
         stderr,
-        family: Family::new(pid, strangers),
+        family: Family::new(pid, strangers, confine.cgroup.clone()),
     })
 }
 
@@ -187,6 +187,10 @@ pub struct Family {
     helper_start: Option<u64>,
     /// Our children before dispatch, as (pid, start time).
     strangers: Vec<(i32, u64)>,
+    /// The cgroup the tree lives in (--contain cgroup): its members are
+    /// the tree, read from cgroup.procs, and cgroup.events says whether
+    /// any is left.
+    cgroup: Option<std::path::PathBuf>,
 }
 
 impl Family {
@@ -199,12 +203,24 @@ impl Family {
             .collect()
     }
 
-    pub fn new(helper: i32, strangers: Vec<(i32, u64)>) -> Family {
+    pub fn new(
+        helper: i32,
+        strangers: Vec<(i32, u64)>,
+        cgroup: Option<std::path::PathBuf>,
+    ) -> Family {
         Family {
             helper,
             helper_start: sys::proc_info(helper).map(|p| p.start),
             strangers,
+            cgroup,
         }
+    }
+
+    /// The processes in the tree's cgroup, None without one (or if it
+    /// cannot be read).
+    fn cgroup_members(&self) -> Option<Vec<i32>> {
+        let procs = sys::read_small(&self.cgroup.as_ref()?.join("cgroup.procs")).ok()?;
+        Some(procs.lines().filter_map(|p| p.parse().ok()).collect())
     }
 
     /// Not the helper's: an earlier child of ours, or older than the helper
@@ -214,10 +230,14 @@ impl Family {
             || self.strangers.contains(&(p.pid, p.start))
     }
 
-    /// Live processes of the helper's tree other than the helper itself.
+    /// Live processes of the helper's tree other than the helper itself:
+    /// the cgroup's members, or our descendants from a /proc scan.
     pub fn live_descendants(&self) -> Vec<sys::ProcInfo> {
-        sys::descendants(std::process::id() as i32, &|p| self.is_stranger(p))
-            .into_iter()
+        let tree = match self.cgroup_members() {
+            Some(members) => members.into_iter().filter_map(sys::proc_info).collect(),
+            None => sys::descendants(std::process::id() as i32, &|p| self.is_stranger(p)),
+        };
+        tree.into_iter()
             .filter(|p| !p.zombie && p.pid != self.helper)
             .collect()
     }
@@ -227,7 +247,16 @@ impl Family {
     /// of our own live children (a dead child's children re-parent to us),
     /// so reading our children list answers it without scanning all of
     /// /proc.
+    /// With a cgroup, cgroup.events answers: "populated 0" once no live
+    /// process is left in it (a zombie does not count).
     pub fn descendants_left(&self) -> bool {
+        if let Some(events) = self
+            .cgroup
+            .as_ref()
+            .and_then(|dir| sys::read_small(&dir.join("cgroup.events")).ok())
+        {
+            return events.lines().any(|line| line == "populated 1");
+        }
         sys::children_of_self()
             .into_iter()
             .filter(|pid| *pid != self.helper)
@@ -239,6 +268,8 @@ impl Family {
 /// What one sweep did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Sweep {
+    /// KILL went to the whole cgroup, with one write to cgroup.kill.
+    pub cgroup_killed: bool,
     pub group_signalled: bool,
     /// Descendants outside the helper's group, signalled one by one.
     pub outside_group: u32,
@@ -255,6 +286,16 @@ pub fn sweep(family: &Family, signo: i32, seen: &mut HashSet<i32>) -> Sweep {
     // Scan before signalling: a process that dies of the signal at once is
     // a zombie by the time a later scan runs, and would go uncounted.
     let live = family.live_descendants();
+    if signo == crate::signals::SIGKILL
+        && let Some(dir) = &family.cgroup
+        && std::fs::write(dir.join("cgroup.kill"), "1").is_ok()
+    {
+        seen.extend(live.iter().map(|p| p.pid));
+        return Sweep {
+            cgroup_killed: true,
+            ..Sweep::default()
+        };
+    }
     let group_signalled = signal_group(pgid, signo);
     let mut outsiders = Vec::new();
     for process in live {
@@ -271,6 +312,7 @@ pub fn sweep(family: &Family, signo: i32, seen: &mut HashSet<i32>) -> Sweep {
         }
     }
     Sweep {
+        cgroup_killed: false,
         group_signalled,
         outside_group,
     }

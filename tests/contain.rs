@@ -166,3 +166,35 @@ fn a_fork_bomb_under_pids_max_ends() {
     );
     done.expect("/contain/applied", json!(["pids.max=40"]));
 }
+
+/// In a cgroup the loop ends the tree through the cgroup: the processes
+/// outside the group are read from cgroup.procs (no /proc scan), KILL is
+/// one write to cgroup.kill, which reaches every process in it, even one
+/// that forks while it is killed, and cgroup.events says when none is left.
+#[test]
+fn a_cancelled_tree_in_a_cgroup_is_killed_through_cgroup_kill() {
+    if let Err(why) = controllers() {
+        eprintln!("SKIPPED: {why}");
+        return;
+    }
+    let script = "trap '' TERM; setsid sh -c \"trap '' TERM; echo READY; \
+                  while :; do sleep 1 & wait; done\" & while :; do sleep 1; done";
+    let mut run = Call::sh(script)
+        .opt(&["--contain", "cgroup", "--kill-after", "200ms"])
+        .start();
+    run.wait_for_line("READY");
+    run.signal("TERM");
+    let done = run.finish();
+    done.expect("/contain/method", json!("cgroup"))
+        .expect("/state", json!("cancelled_after_dispatch"));
+    let sent = done.signals_sent();
+    done.check(
+        sent.iter()
+            .any(|(s, t, _)| s == "TERM" && t == "descendants"),
+        "TERM reached the process outside the group",
+    );
+    done.check(
+        sent.iter().any(|(s, t, _)| s == "KILL" && t == "cgroup"),
+        "KILL went to the cgroup",
+    );
+}

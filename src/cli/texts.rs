@@ -64,7 +64,7 @@ restarts, restart_stopped {reason: limit, clean_exit, protocol_changed, spawn_fa
 incarnations [{pid, dispatched_t_ms, exited_t_ms, exit, stderr_bytes_seen, in_flight_at_exit}], \
 interrupted [{id, method, name}]), the limits in force, \
 and events: dispatched (again for each restarted server), restart_scheduled (attempt, backoff_ms), \
-cancel_requested, signal_sent (signal, target group or descendants, count, \
+cancel_requested, signal_sent (signal, target group, descendants or cgroup (KILL through cgroup.kill), count, \
 reason: timeout, signal, client_disconnected, stdin_closed, pipes_held, leftovers, supervisor_failure, \
 restart_refused), \
 helper_exited, stdout_closed, stderr_closed, stdin_closed, streams_abandoned, each with t_ms, \

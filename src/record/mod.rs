@@ -117,6 +117,20 @@ pub enum Target {
     Group,
     /// Descendants outside the group (setsid, double fork), one by one.
     Descendants,
+    /// Every process in the helper's cgroup at once, with one write to
+    /// cgroup.kill (KILL only, with --contain cgroup, Linux 5.14).
+    Cgroup,
+}
+
+impl Target {
+    /// The record's word for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Target::Group => "group",
+            Target::Descendants => "descendants",
+            Target::Cgroup => "cgroup",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -215,14 +215,9 @@ fn summary(record: &Record) -> String {
         .events
         .iter()
         .filter_map(|event| match &event.kind {
-            EventKind::SignalSent { signal, target, .. } => Some(format!(
-                "{signal} to {}",
-                if *target == crate::record::Target::Group {
-                    "group"
-                } else {
-                    "descendants"
-                }
-            )),
+            EventKind::SignalSent { signal, target, .. } => {
+                Some(format!("{signal} to {}", target.name()))
+            }
             _ => None,
         })
         .collect();

@@ -36,6 +36,14 @@ impl Tree {
         let sweep = child::sweep(&self.family, signo, &mut self.descendants);
         let signal = signals::name(signo);
         let mut events = Vec::new();
+        if sweep.cgroup_killed {
+            events.push(EventKind::SignalSent {
+                signal: signal.clone(),
+                target: Target::Cgroup,
+                count: 1,
+                reason,
+            });
+        }
         if sweep.group_signalled {
             events.push(EventKind::SignalSent {
                 signal: signal.clone(),
@@ -53,7 +61,10 @@ impl Tree {
             });
         }
         if holders
-            && (sweep.group_signalled || self.descendants.len() > before || sweep.outside_group > 0)
+            && (sweep.cgroup_killed
+                || sweep.group_signalled
+                || self.descendants.len() > before
+                || sweep.outside_group > 0)
         {
             self.signalled_holders = true;
         }
