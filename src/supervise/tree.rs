@@ -35,37 +35,23 @@ impl Tree {
         let before = self.descendants.len();
         let sweep = child::sweep(&self.family, signo, &mut self.descendants);
         let signal = signals::name(signo);
-        let mut events = Vec::new();
-        if sweep.cgroup_killed {
-            events.push(EventKind::SignalSent {
+        // Each target reached, with how many signals went to it.
+        let sent = [
+            (Target::Cgroup, u32::from(sweep.cgroup_killed)),
+            (Target::Group, u32::from(sweep.group_signalled)),
+            (Target::Descendants, sweep.outside_group),
+        ];
+        let events: Vec<EventKind> = sent
+            .into_iter()
+            .filter(|(_, count)| *count > 0)
+            .map(|(target, count)| EventKind::SignalSent {
                 signal: signal.clone(),
-                target: Target::Cgroup,
-                count: 1,
+                target,
+                count,
                 reason,
-            });
-        }
-        if sweep.group_signalled {
-            events.push(EventKind::SignalSent {
-                signal: signal.clone(),
-                target: Target::Group,
-                count: 1,
-                reason,
-            });
-        }
-        if sweep.outside_group > 0 {
-            events.push(EventKind::SignalSent {
-                signal,
-                target: Target::Descendants,
-                count: sweep.outside_group,
-                reason,
-            });
-        }
-        if holders
-            && (sweep.cgroup_killed
-                || sweep.group_signalled
-                || self.descendants.len() > before
-                || sweep.outside_group > 0)
-        {
+            })
+            .collect();
+        if holders && (!events.is_empty() || self.descendants.len() > before) {
             self.signalled_holders = true;
         }
         events
