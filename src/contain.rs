@@ -229,6 +229,27 @@ impl Contain {
             .and_then(|n| n.trim().parse().ok())
     }
 
+    /// What the whole tree used, as the cgroup counted it (read before it
+    /// is removed): CPU from cpu.stat's usage_usec, in milliseconds, and
+    /// memory.peak. None for what cannot be read.
+    pub fn cgroup_usage(&self) -> (Option<u64>, Option<u64>) {
+        let Some(dir) = self.cgroup.as_ref() else {
+            return (None, None);
+        };
+        let cpu = sys::read_small(&dir.join("cpu.stat"))
+            .ok()
+            .and_then(|stat| {
+                stat.lines()
+                    .find_map(|l| l.strip_prefix("usage_usec "))
+                    .and_then(|n| n.trim().parse::<u64>().ok())
+                    .map(|usec| usec / 1000)
+            });
+        let peak = sys::read_small(&dir.join("memory.peak"))
+            .ok()
+            .and_then(|n| n.trim().parse().ok());
+        (cpu, peak)
+    }
+
     /// The call is over (its tree is gone, its record and journal are
     /// written): tell the watchdog, wait for it, remove the cgroup. Also
     /// on drop, whichever way the call ends.

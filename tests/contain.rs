@@ -198,3 +198,56 @@ fn a_cancelled_tree_in_a_cgroup_is_killed_through_cgroup_kill() {
         "KILL went to the cgroup",
     );
 }
+
+/// With a cgroup, the record's usage also has the cgroup's own figures:
+/// CPU from cpu.stat (every process that ran in it) and, where the memory
+/// controller is on, memory.peak. Without one they are null.
+#[test]
+fn usage_in_a_cgroup_has_its_cpu_total_and_memory_peak() {
+    let burn = "i=0; while [ $i -lt 100000 ]; do i=$((i+1)); done";
+    let done = Call::sh(burn).opt(&["--contain", "group"]).run();
+    done.expect_state("completed", 0)
+        .expect("/usage/cgroup_cpu_ms", Value::Null)
+        .expect("/usage/memory_peak_bytes", Value::Null);
+    let available = match controllers() {
+        Ok(available) => available,
+        Err(why) => {
+            eprintln!("SKIPPED (the cgroup half): {why}");
+            return;
+        }
+    };
+    // The memory controller, where it can be had, comes with --memory-max.
+    let done = Call::sh(burn)
+        .opt(&[
+            "--contain",
+            "cgroup",
+            "--memory-max",
+            "1G",
+            "--limits",
+            "best-effort",
+        ])
+        .run();
+    done.expect_state("completed", 0);
+    let rusage = done.field("/usage/user_ms").as_u64().unwrap()
+        + done.field("/usage/sys_ms").as_u64().unwrap();
+    let cgroup = done.field("/usage/cgroup_cpu_ms").as_u64();
+    done.check(
+        cgroup.is_some_and(|ms| ms > 0 && rusage > 0),
+        "the shell's loop shows in both counts",
+    );
+    let peak = done.field("/usage/memory_peak_bytes");
+    let applied = done
+        .field("/contain/applied")
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    if applied
+        .iter()
+        .any(|a| a.as_str().is_some_and(|a| a.starts_with("memory.max=")))
+    {
+        done.check(peak.as_u64().is_some_and(|b| b > 0), "memory.peak read");
+    } else {
+        eprintln!("SKIPPED (memory.peak): no memory controller here ({available:?})");
+        done.check(peak.is_null(), "null without the memory controller");
+    }
+}

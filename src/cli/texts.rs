@@ -55,7 +55,8 @@ stderr {bytes_seen, bytes_retained, truncated, head_bytes, tail_bytes, excerpt, 
 live_bytes_dropped, live_bytes_unsent: with --live every byte seen is one of the three}, \
 contain (method cgroup or group, the cgroup's path, why auto fell back, the watchdog's pid), \
 usage (what the helper's whole tree used, null until it ended: user_ms, sys_ms, max_rss_kib, the largest \
-resident set of any one process; also in the summary line and the journal's terminal entry), \
+resident set of any one process; with a cgroup, cgroup_cpu_ms from its cpu.stat and memory_peak_bytes from its \
+memory.peak, null where there is none; also in the summary line and the journal's terminal entry), \
 stderr_log (null without --stderr-log: path, bytes_written, bytes_dropped, rotations, error), \
 mcp (null unless the session layer ran: limits, client and server {requests, notifications, responses, \
 non_jsonrpc_lines}, client_bytes {read, to_server, discarded}, synthesized {request_timeout, server_exited, too_many_in_flight}, cancelled_by_client, \

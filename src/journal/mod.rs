@@ -222,6 +222,8 @@ mod tests {
                 user_ms: 1,
                 sys_ms: 1,
                 max_rss_kib: 1,
+                cgroup_cpu_ms: Some(1),
+                memory_peak_bytes: Some(1),
             }),
         };
         let request = McpRequest {

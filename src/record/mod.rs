@@ -257,6 +257,12 @@ pub struct Usage {
     /// The largest resident set of any one process of the tree (an
     /// approver's too, when one ran), KiB.
     pub max_rss_kib: u64,
+    /// CPU (user and system) of every process that ran in the tree's
+    /// cgroup, from its cpu.stat; null without a cgroup.
+    pub cgroup_cpu_ms: Option<u64>,
+    /// The cgroup's memory.peak: the most memory the whole tree held at
+    /// once; null without a cgroup or its memory controller.
+    pub memory_peak_bytes: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

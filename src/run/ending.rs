@@ -240,8 +240,14 @@ fn summary(record: &Record) -> String {
         format!("{} kept", stderr.bytes_retained)
     };
     let usage = record.usage.map_or(String::new(), |u| {
+        let cgroup_cpu = u
+            .cgroup_cpu_ms
+            .map_or(String::new(), |ms| format!(", cgroup cpu {ms}ms"));
+        let peak = u
+            .memory_peak_bytes
+            .map_or(String::new(), |b| format!(", memory peak {b} bytes"));
         format!(
-            "; cpu {}ms user {}ms sys, max rss {} KiB",
+            "; cpu {}ms user {}ms sys, max rss {} KiB{cgroup_cpu}{peak}",
             u.user_ms, u.sys_ms, u.max_rss_kib
         )
     });

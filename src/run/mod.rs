@@ -240,7 +240,14 @@ pub fn run(settings: Settings) -> Result<i32, Error> {
     let mut outcome =
         supervise::supervise(helper, dispatched_at, origin, &signals, &mut stdout, config);
     let exit_code = decide(settings, &outcome, &mut record);
-    record.usage = usage_since(before);
+    record.usage = usage_since(before).map(|usage| {
+        let (cgroup_cpu_ms, memory_peak_bytes) = contain.cgroup_usage();
+        Usage {
+            cgroup_cpu_ms,
+            memory_peak_bytes,
+            ..usage
+        }
+    });
     if let Some(facts) = record.contain.as_mut() {
         facts.oom_kills = contain.oom_kills().or(facts.oom_kills);
     }
@@ -270,6 +277,8 @@ fn usage_since(before: Option<(Duration, Duration, u64)>) -> Option<Usage> {
         user_ms: crate::units::millis(user.saturating_sub(user_before)),
         sys_ms: crate::units::millis(sys_time.saturating_sub(sys_before)),
         max_rss_kib,
+        cgroup_cpu_ms: None,
+        memory_peak_bytes: None,
     })
 }
 
