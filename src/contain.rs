@@ -202,6 +202,7 @@ impl Contain {
             None => {
                 drop(writer);
                 sys::detach(reader.as_raw_fd());
+                crate::signals::SignalPipe::disarm_in_child();
                 let watched = watch(reader.as_raw_fd());
                 if !watched.done {
                     // mcp-bound died: end what it left, then say so.

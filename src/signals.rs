@@ -106,6 +106,13 @@ impl SignalPipe {
         self.read.as_fd()
     }
 
+    /// In a forked child that keeps running our code (the watchdog): the
+    /// handlers stay, but must never write to the pipe, whose number the
+    /// child closes and may reuse.
+    pub fn disarm_in_child() {
+        WAKE_FD.store(-1, Ordering::SeqCst);
+    }
+
     /// Empty the pipe and collect the counts.
     pub fn take(&self) -> Pending {
         let mut sink = [0u8; 256];
@@ -125,6 +132,20 @@ impl SignalPipe {
             }
         }
         pending
+    }
+}
+
+impl Drop for SignalPipe {
+    /// The handlers stay installed: forget the write end before it is
+    /// closed, so a later signal writes nowhere rather than into whatever
+    /// file reuses its number.
+    fn drop(&mut self) {
+        let _ = WAKE_FD.compare_exchange(
+            self._write.as_raw_fd(),
+            -1,
+            Ordering::SeqCst,
+            Ordering::SeqCst,
+        );
     }
 }
 
@@ -209,9 +230,36 @@ fn parse_real_time(bare: &str) -> Option<Option<i32>> {
     Some(range.contains(&signo).then_some(signo))
 }
 
+/// Tests that install the handlers take this: the write end lives in a
+/// static, and two pipes at once would share it.
+#[cfg(test)]
+pub(crate) static INSTALLED: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The handlers outlive the pipe; the descriptor number does not stay
+    /// ours. A signal after the drop must not write into whatever file
+    /// reuses that number (it put a stray byte into a helper's stdout pipe).
+    #[test]
+    fn after_the_pipe_is_dropped_a_signal_writes_nowhere() {
+        let _installed = INSTALLED.lock().unwrap_or_else(|e| e.into_inner());
+        let pipe = SignalPipe::install().unwrap();
+        let write = pipe._write.as_raw_fd();
+        drop(pipe);
+        let (read, reused) = nix::unistd::pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK).unwrap();
+        // SAFETY: raising a signal whose handler is ours.
+        unsafe { nix::libc::raise(nix::libc::SIGCHLD) };
+        let mut buf = [0u8; 8];
+        let got = nix::unistd::read(&read, &mut buf);
+        assert_eq!(
+            got,
+            Err(Errno::EAGAIN),
+            "the handler wrote into descriptor {} (the pipe's old write end was {write})",
+            reused.as_raw_fd()
+        );
+    }
 
     #[test]
     fn names_and_numbers() {

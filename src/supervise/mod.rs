@@ -523,6 +523,9 @@ mod tests {
 
     #[test]
     fn a_poll_failure_after_dispatch_kills_the_tree_and_says_so() {
+        let _installed = crate::signals::INSTALLED
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         let signals = SignalPipe::install().unwrap();
         let argv: Vec<OsString> = ["sh", "-c", "sleep 30 & exec sleep 30"]
             .iter()
