@@ -93,18 +93,26 @@ fn first_byte(line: &[u8]) -> Option<u8> {
 }
 
 /// Parse one line (its newline included or not).
+///
+/// JSON text is UTF-8 (RFC 8259, 8.1): the whole line is checked once, up
+/// front (std checks ASCII a word at a time), and then parsed as a `str`,
+/// so no string and no raw value inside is checked again. A line that is
+/// not UTF-8 is not JSON, whatever part of it the session would read.
 pub(crate) fn parse(line: &[u8]) -> Line<'_> {
+    let Ok(text) = std::str::from_utf8(line) else {
+        return Line::NotJson;
+    };
     match first_byte(line) {
-        Some(b'{') => match serde_json::from_slice::<Wire>(line) {
+        Some(b'{') => match serde_json::from_str::<Wire>(text) {
             Ok(wire) => Line::One(classify(wire)),
-            Err(_) => match serde_json::from_slice::<serde::de::IgnoredAny>(line) {
+            Err(_) => match serde_json::from_str::<serde::de::IgnoredAny>(text) {
                 // An object whose fields have the wrong types.
                 Ok(_) => Line::One(Message::Invalid),
                 Err(_) => Line::NotJson,
             },
         },
         // A batch: a non-empty array of objects (what the guard lets through).
-        Some(b'[') => match serde_json::from_slice::<Vec<&RawValue>>(line) {
+        Some(b'[') => match serde_json::from_str::<Vec<&RawValue>>(text) {
             Ok(elements)
                 if !elements.is_empty() && elements.iter().all(|e| e.get().starts_with('{')) =>
             {
@@ -169,24 +177,29 @@ struct Meta<'a> {
     progress_token: Option<&'a RawValue>,
 }
 
-fn params(raw: Option<&RawValue>) -> Params<'_> {
-    raw.and_then(|raw| serde_json::from_str(raw.get()).ok())
+/// `params` parsed, when its text can hold `key` at all: most requests
+/// carry no progress token, and a substring search is far cheaper than a
+/// parse. A backslash anywhere could spell the key with escapes, so then
+/// it is parsed whatever the search says.
+fn params<'a>(raw: Option<&'a RawValue>, key: &str) -> Params<'a> {
+    raw.filter(|raw| raw.get().contains(key) || raw.get().contains('\\'))
+        .and_then(|raw| serde_json::from_str(raw.get()).ok())
         .unwrap_or_default()
 }
 
 /// `params.name` of a `tools/call` or `prompts/get`.
 pub(crate) fn name(raw: Option<&RawValue>) -> Option<String> {
-    params(raw).name.map(Cow::into_owned)
+    params(raw, "name").name.map(Cow::into_owned)
 }
 
 /// `params.requestId` of `notifications/cancelled`, as a key.
 pub(crate) fn cancelled_id(raw: Option<&RawValue>) -> Option<String> {
-    params(raw).request_id.map(id_key)
+    params(raw, "requestId").request_id.map(id_key)
 }
 
 /// `params._meta.progressToken` of a request, as a key.
 pub(crate) fn request_progress_token(raw: Option<&RawValue>) -> Option<String> {
-    params(raw)
+    params(raw, "progressToken")
         .meta
         .and_then(|meta| meta.progress_token)
         .map(id_key)
@@ -194,7 +207,7 @@ pub(crate) fn request_progress_token(raw: Option<&RawValue>) -> Option<String> {
 
 /// `params.progressToken` of `notifications/progress`, as a key.
 pub(crate) fn progress_token(raw: Option<&RawValue>) -> Option<String> {
-    params(raw).progress_token.map(id_key)
+    params(raw, "progressToken").progress_token.map(id_key)
 }
 
 /// A batch of which `kept` elements pass: the line itself when all do,
@@ -222,6 +235,46 @@ mod tests {
         match parse(line.as_bytes()) {
             Line::One(message) => message,
             other => panic!("{line}: {other:?}"),
+        }
+    }
+
+    /// JSON text is UTF-8: a byte that is not, in any part of the line,
+    /// even one the session never reads, makes it no JSON (the guard then
+    /// diverts it: a host decoding our stdout as UTF-8 would choke on it).
+    #[test]
+    fn a_line_that_is_not_utf8_anywhere_is_not_json() {
+        for bad in [
+            &b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{},\"x\":\"\xff\"}"[..],
+            b"{\"jsonrpc\":\"2\xc3.0\",\"id\":1,\"result\":{}}",
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"t\":\"\xed\xa0\x80\"}}",
+            b"[{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"x\":\"\xc0\xaf\"}]",
+        ] {
+            assert!(matches!(parse(bad), Line::NotJson), "{bad:?}");
+        }
+        // Non-ASCII that is UTF-8 passes, in a part the session reads or not.
+        let good = "{\"jsonrpc\":\"2.0\",\"id\":\"é\",\"result\":{\"t\":\"日本\"},\"x\":\"ü\"}";
+        assert!(matches!(one(good), Message::Response { .. }));
+    }
+
+    /// Params are parsed only when their text can hold the key, or any
+    /// backslash could spell it with escapes.
+    #[test]
+    fn a_key_spelled_with_escapes_in_params_is_still_found() {
+        match one(
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"n\u0061me":"x","_meta":{"progress\u0054oken":7}}}"#,
+        ) {
+            Message::Request { params, .. } => {
+                assert_eq!(name(params).as_deref(), Some("x"));
+                assert_eq!(request_progress_token(params).as_deref(), Some("7"));
+            }
+            other => panic!("{other:?}"),
+        }
+        match one(r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"other":"named"}}"#) {
+            Message::Request { params, .. } => {
+                assert_eq!(name(params), None);
+                assert_eq!(request_progress_token(params), None);
+            }
+            other => panic!("{other:?}"),
         }
     }
 
