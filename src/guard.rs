@@ -56,16 +56,24 @@ fn is_json_space(b: u8) -> bool {
 }
 
 /// One complete line (with its newline) is one JSON object: `{` first,
-/// and nothing but JSON whitespace after the value.
+/// and nothing but JSON whitespace after the value. JSON text is UTF-8
+/// (RFC 8259, 8.1), in every string, also the ones nobody reads.
 pub fn is_json_object(line: &[u8]) -> bool {
+    if std::str::from_utf8(line).is_err() {
+        return false;
+    }
     match line.iter().position(|b| !is_json_space(*b)) {
         Some(i) if line[i] == b'{' => serde_json::from_slice::<IgnoredAny>(line).is_ok(),
         _ => false,
     }
 }
 
-/// One JSON object, or a JSON-RPC batch: a non-empty array of objects.
+/// One JSON object, or a JSON-RPC batch: a non-empty array of objects,
+/// all of it UTF-8.
 pub fn is_json_message(line: &[u8]) -> bool {
+    if std::str::from_utf8(line).is_err() {
+        return false;
+    }
     match line.iter().position(|b| !is_json_space(*b)) {
         Some(i) if line[i] == b'{' => serde_json::from_slice::<IgnoredAny>(line).is_ok(),
         Some(i) if line[i] == b'[' => {
@@ -95,6 +103,7 @@ pub fn find_glued(line: &[u8]) -> Option<(usize, usize)> {
             serde_json::Deserializer::from_slice(&line[start..]).into_iter::<JsonRpc>();
         if let Some(Ok(message)) = values.next()
             && message.jsonrpc == "2.0"
+            && std::str::from_utf8(&line[start..start + values.byte_offset()]).is_ok()
         {
             return Some((start, start + values.byte_offset()));
         }
@@ -176,15 +185,28 @@ impl Guard {
                 self.divert(&line[..start], DivertReason::GluedBefore, divert, true);
             }
             let rest = &line[end..];
-            self.lines_forwarded += 1;
-            self.lines_salvaged += 1;
-            // A JSON-RPC object by find_glued's own parse: taken.
-            if rest.iter().all(|b| is_json_space(*b)) {
-                accept(&line[start..]);
-            } else {
+            let junk_after = !rest.iter().all(|b| is_json_space(*b));
+            let taken = if junk_after {
                 let mut message = line[start..end].to_vec();
                 message.push(b'\n');
-                accept(&message);
+                accept(&message)
+            } else {
+                accept(&line[start..])
+            };
+            if taken {
+                self.lines_forwarded += 1;
+                self.lines_salvaged += 1;
+            } else {
+                // find_glued's parse took it, the message parse did not:
+                // diverted, never dropped.
+                let object = if junk_after {
+                    &line[start..end]
+                } else {
+                    &line[start..]
+                };
+                self.divert(object, DivertReason::NotJsonObject, divert, true);
+            }
+            if junk_after {
                 let rest = rest.strip_suffix(b"\n").unwrap_or(rest);
                 self.divert(rest, DivertReason::GluedAfter, divert, true);
             }
@@ -237,6 +259,43 @@ mod tests {
         }
         guard.finish(&mut |bytes, reason| diverted.push((bytes.to_vec(), reason)));
         (out, diverted, guard)
+    }
+
+    /// A glued message the caller's parse refuses is diverted, not lost:
+    /// every byte is either forwarded or diverted, and counted.
+    #[test]
+    fn a_glued_message_the_caller_refuses_is_diverted() {
+        let mut guard = Guard::new(1 << 20);
+        let mut diverted = Vec::new();
+        let line = b"Loading...{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}} done\n";
+        guard.feed_lines(line, &mut |_| false, &mut |bytes, reason| {
+            diverted.push((bytes.to_vec(), reason))
+        });
+        let reasons: Vec<DivertReason> = diverted.iter().map(|(_, r)| *r).collect();
+        assert_eq!(
+            reasons,
+            [
+                DivertReason::GluedBefore,
+                DivertReason::NotJsonObject,
+                DivertReason::GluedAfter
+            ]
+        );
+        let bytes: usize = diverted.iter().map(|(b, _)| b.len()).sum();
+        assert_eq!(bytes, line.len() - 1, "every byte but the newline");
+        assert_eq!((guard.lines_forwarded, guard.lines_salvaged), (0, 0));
+    }
+
+    /// A line that is not UTF-8 is not JSON, even where the bad byte sits
+    /// in a field nothing reads; the line after it passes.
+    #[test]
+    fn a_line_that_is_not_utf8_is_diverted_whole() {
+        let bad: &[u8] = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"t\":\"\xff\"}}\n";
+        let good = "{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"t\":\"日本\"}}\n".as_bytes();
+        let (out, diverted, _) = run(1 << 20, &[bad, good]);
+        assert_eq!(out, good);
+        assert_eq!(diverted.len(), 1);
+        assert_eq!(diverted[0].0, bad);
+        assert!(!is_json_object(bad) && is_json_object(good));
     }
 
     #[test]
