@@ -167,8 +167,8 @@ covers the helper itself, not its descendants, which must watch their own parent
     ),
     (
         "MCP SERVER MODE",
-        "With --mcp: the stdout guard lets through only complete lines that are one JSON object and \
-diverts the rest (banners, BOMs, partial lines, over-long lines) into the stderr capture, counted; \
+        "With --mcp: the stdout guard lets through only complete lines that are one JSON object (UTF-8 \
+throughout) and diverts the rest (banners, BOMs, bytes that are not UTF-8, partial lines, over-long lines) into the stderr capture, counted; \
 stderr is forwarded live within a token bucket, drops counted and announced, and the exit echo is then \
 the summary line only (no line twice in the host's log); stdin is watched for \
 hang-up without being read (a socket shut down for writing counts), and the server then gets --stdin-close-grace (2s) to exit before its \
