@@ -11,13 +11,20 @@
 //! - **auto:** cgroup when one can be made, otherwise group; the record
 //!   says which and why.
 //!
-//! Either way a **watchdog** outlives a SIGKILLed mcp-bound: a forked
-//! process in a session of its own that holds the read end of a pipe
-//! whose write end only mcp-bound has. EOF without mcp-bound's "done"
-//! means mcp-bound died: the watchdog kills the cgroup (cgroup.kill, or
-//! each pid in cgroup.procs) or the helper's group, and runs the caller's
-//! last words (the journal's terminal entry, the record: state
-//! `supervisor_killed`).
+//! Either way a **watchdog** outlives a SIGKILLed mcp-bound: a process in
+//! a session of its own that holds the read end of a pipe whose write end
+//! only mcp-bound has. EOF without mcp-bound's "done" means mcp-bound
+//! died: the watchdog kills the cgroup (cgroup.kill, or each pid in
+//! cgroup.procs) or the helper's group and every marked process.
+//! - With last words to write (the journal's terminal entry, the record:
+//!   state `supervisor_killed`) it is a fork of mcp-bound, which has the
+//!   call in memory.
+//! - Without (no --journal, no --record) it is a [`sys::Waiter`]: a
+//!   process that shares mcp-bound's memory and only reads the pipe, so
+//!   it costs next to nothing to start and to end. On mcp-bound's death it
+//!   strikes once (cgroup.kill, or KILL to the group), then execs
+//!   mcp-bound as `mcp-bound-watchdog MODE TARGET PGID` ([`orphaned`]),
+//!   which ends the rest and removes the cgroup.
 
 use std::io::Write;
 use std::os::fd::AsRawFd;
@@ -90,12 +97,22 @@ pub struct ContainFacts {
 /// The environment variable that marks the helper's tree.
 pub const TREE_MARK: &str = "MCP_BOUND_TREE";
 
+/// argv[0] of the clean-up a waiter execs once mcp-bound is gone.
+pub const ORPHANED: &str = "mcp-bound-watchdog";
+
+enum Watchdog {
+    /// A fork, which writes last words.
+    Forked { pid: i32, writer: std::fs::File },
+    /// A waiter, which only ends the tree.
+    Waiter(sys::Waiter),
+}
+
 pub(crate) struct Contain {
     /// The value of [`TREE_MARK`] in this call's tree.
     mark: String,
     /// The cgroup directory, with cgroup.
     cgroup: Option<PathBuf>,
-    watchdog: Option<(i32, std::fs::File)>,
+    watchdog: Option<Watchdog>,
     pub facts: ContainFacts,
 }
 
@@ -188,17 +205,53 @@ impl Contain {
         self.cgroup.as_deref()
     }
 
-    /// Fork the watchdog. In it, `last_words` runs after the tree was
-    /// killed, when mcp-bound died before saying it was done.
-    pub fn start_watchdog(&mut self, last_words: impl FnOnce()) -> std::io::Result<()> {
+    /// Start the watchdog. With `last_words` it is a fork, which runs them
+    /// after the tree was killed when mcp-bound died before saying it was
+    /// done; without, a waiter (where the system has one).
+    pub fn start_watchdog(&mut self, last_words: Option<impl FnOnce()>) -> std::io::Result<()> {
+        let watchdog = match last_words {
+            None => match self.start_waiter() {
+                Ok(waiter) => Watchdog::Waiter(waiter),
+                Err(_) => self.fork_watchdog(|| {})?,
+            },
+            Some(last_words) => self.fork_watchdog(last_words)?,
+        };
+        self.facts.watchdog_pid = Some(match &watchdog {
+            Watchdog::Forked { pid, .. } => *pid as u32,
+            Watchdog::Waiter(waiter) => waiter.pid as u32,
+        });
+        self.watchdog = Some(watchdog);
+        Ok(())
+    }
+
+    fn start_waiter(&self) -> std::io::Result<sys::Waiter> {
+        let c = |text: &str| {
+            std::ffi::CString::new(text)
+                .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))
+        };
+        let c_path = |path: &Path| c(&path.to_string_lossy());
+        let (mode, target) = match &self.cgroup {
+            Some(dir) => ("cgroup", c_path(dir)?),
+            None => ("group", c(&self.mark)?),
+        };
+        sys::Waiter::start(sys::Orphaned {
+            kill: self
+                .cgroup
+                .as_ref()
+                .map(|dir| c_path(&dir.join("cgroup.kill")))
+                .transpose()?,
+            exe: c("/proc/self/exe")?,
+            argv0: c(ORPHANED)?,
+            mode: c(mode)?,
+            target,
+            read: -1,
+        })
+    }
+
+    fn fork_watchdog(&self, last_words: impl FnOnce()) -> std::io::Result<Watchdog> {
         let (reader, writer) = sys::pipe_cloexec()?;
         match sys::fork_process()? {
-            Some(pid) => {
-                drop(reader);
-                self.watchdog = Some((pid, writer));
-                self.facts.watchdog_pid = Some(pid as u32);
-                Ok(())
-            }
+            Some(pid) => Ok(Watchdog::Forked { pid, writer }),
             None => {
                 drop(writer);
                 sys::detach(reader.as_raw_fd());
@@ -206,7 +259,11 @@ impl Contain {
                 let watched = watch(reader.as_raw_fd());
                 if !watched.done {
                     // mcp-bound died: end what it left, then say so.
-                    self.kill_tree(watched.dead.unwrap_or(0));
+                    kill_tree(
+                        self.cgroup.as_deref(),
+                        &self.mark,
+                        watched.dead.unwrap_or(0),
+                    );
                     last_words();
                 }
                 sys::exit_now(0)
@@ -216,8 +273,13 @@ impl Contain {
 
     /// The helper's process group, for the watchdog (after spawn).
     pub fn dispatched(&mut self, pgid: i32) {
-        if let Some((_, writer)) = self.watchdog.as_mut() {
-            let _ = writeln!(writer, "P{pgid}");
+        let line = format!("P{pgid}\n");
+        match self.watchdog.as_mut() {
+            Some(Watchdog::Forked { writer, .. }) => {
+                let _ = writer.write_all(line.as_bytes());
+            }
+            Some(Watchdog::Waiter(waiter)) => waiter.tell(line.as_bytes()),
+            None => {}
         }
     }
 
@@ -255,44 +317,31 @@ impl Contain {
     /// written): tell the watchdog, wait for it, remove the cgroup. Also
     /// on drop, whichever way the call ends.
     pub fn finish(&mut self) {
-        if let Some((pid, mut writer)) = self.watchdog.take() {
-            let _ = writer.write_all(b"D\n");
-            drop(writer);
-            sys::wait_child(pid);
+        match self.watchdog.take() {
+            Some(Watchdog::Forked { pid, mut writer }) => {
+                let _ = writer.write_all(b"D\n");
+                drop(writer);
+                sys::wait_child(pid);
+            }
+            Some(Watchdog::Waiter(waiter)) => waiter.finish(),
+            None => {}
         }
         if let Some(dir) = self.cgroup.take() {
             remove_cgroup(&dir);
         }
     }
+}
 
-    /// In the watchdog, once mcp-bound is dead: KILL everything left.
-    fn kill_tree(&self, pgid: i32) {
-        match &self.cgroup {
-            Some(dir) => {
-                if std::fs::write(dir.join("cgroup.kill"), "1").is_err() {
-                    // Before Linux 5.14: each pid, until none is left.
-                    for _ in 0..100 {
-                        let procs = sys::read_small(&dir.join("cgroup.procs")).unwrap_or_default();
-                        let pids: Vec<i32> = procs.lines().filter_map(|p| p.parse().ok()).collect();
-                        if pids.is_empty() {
-                            break;
-                        }
-                        for pid in pids {
-                            sys::send_signal(pid, crate::signals::SIGKILL);
-                        }
-                    }
-                }
-                remove_cgroup(dir);
-            }
-            None => {
-                if pgid > 1 {
-                    sys::send_signal(-pgid, crate::signals::SIGKILL);
-                }
-                // What left the group: found by the mark it inherited, a
-                // few rounds, so what forked meanwhile is caught too.
-                let entry = format!("{TREE_MARK}={}", self.mark).into_bytes();
-                for _ in 0..20 {
-                    let pids = sys::pids_with_env(&entry);
+/// Once mcp-bound is dead (in a watchdog): KILL everything left of the
+/// tree, and remove the cgroup.
+fn kill_tree(cgroup: Option<&Path>, mark: &str, pgid: i32) {
+    match cgroup {
+        Some(dir) => {
+            if std::fs::write(dir.join("cgroup.kill"), "1").is_err() {
+                // Before Linux 5.14: each pid, until none is left.
+                for _ in 0..100 {
+                    let procs = sys::read_small(&dir.join("cgroup.procs")).unwrap_or_default();
+                    let pids: Vec<i32> = procs.lines().filter_map(|p| p.parse().ok()).collect();
                     if pids.is_empty() {
                         break;
                     }
@@ -301,8 +350,44 @@ impl Contain {
                     }
                 }
             }
+            remove_cgroup(dir);
+        }
+        None => {
+            if pgid > 1 {
+                sys::send_signal(-pgid, crate::signals::SIGKILL);
+            }
+            // What left the group: found by the mark it inherited, a
+            // few rounds, so what forked meanwhile is caught too.
+            let entry = format!("{TREE_MARK}={}", mark).into_bytes();
+            for _ in 0..20 {
+                let pids = sys::pids_with_env(&entry);
+                if pids.is_empty() {
+                    break;
+                }
+                for pid in pids {
+                    sys::send_signal(pid, crate::signals::SIGKILL);
+                }
+            }
         }
     }
+}
+
+/// `mcp-bound-watchdog MODE TARGET PGID`: what a waiter execs once
+/// mcp-bound is gone. MODE `cgroup` (TARGET the cgroup's directory) or
+/// `group` (TARGET the tree's mark); PGID the helper's group, 0 if none.
+/// It started with every signal blocked: the ones that end a session are
+/// ignored (which drops any pending), then all are unblocked.
+pub fn orphaned(args: &[std::ffi::OsString]) -> i32 {
+    sys::ignore_session_ends();
+    sys::unblock_all_signals();
+    let arg = |i: usize| args.get(i).map(|a| a.to_string_lossy().into_owned());
+    let pgid = arg(3).and_then(|p| p.parse().ok()).unwrap_or(0);
+    match (arg(1).as_deref(), arg(2)) {
+        (Some("cgroup"), Some(dir)) => kill_tree(Some(Path::new(&dir)), "", pgid),
+        (Some("group"), Some(mark)) => kill_tree(None, &mark, pgid),
+        _ => return crate::error::code::OWN_FAILURE,
+    }
+    0
 }
 
 impl Drop for Contain {

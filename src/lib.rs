@@ -56,6 +56,15 @@ where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
 {
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    // A waiter's clean-up after mcp-bound's death (contain::orphaned).
+    if args
+        .first()
+        .and_then(|a| std::path::Path::new(a).file_name())
+        == Some(std::ffi::OsStr::new(contain::ORPHANED))
+    {
+        return contain::orphaned(&args);
+    }
     match cli::parse(args) {
         Ok(cli::Parsed::Print(text)) => {
             let _ = std::io::stdout().write_all(text.as_bytes());

@@ -50,6 +50,57 @@ fn a_sigkilled_mcp_bound_leaves_nothing_in_a_group() {
     killed_mid_call("group");
 }
 
+/// Without a journal or a record file the watchdog has nothing to write:
+/// it is the waiter (it shares mcp-bound's memory and execs the clean-up
+/// once mcp-bound is gone). Nothing may survive that either.
+fn killed_without_last_words(mode: &str) {
+    let run = Call::sh(ESCAPES)
+        .opt(&["--contain", mode])
+        .without_record()
+        .stdin(std::process::Stdio::piped())
+        .start();
+    run.wait_for_tree(6);
+    // The helper's cgroup, as /proc shows it (there is no record).
+    let pid = run.pid();
+    let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap();
+    let cgroup = children
+        .split_whitespace()
+        .filter_map(|child| std::fs::read_to_string(format!("/proc/{child}/cgroup")).ok())
+        .filter_map(|text| {
+            text.lines()
+                .find_map(|l| l.strip_prefix("0::"))
+                .map(str::to_string)
+        })
+        .find(|path| path.contains("/mcp-bound-"));
+    run.signal("KILL");
+    // The harness fails the test if anything tagged still runs (the
+    // clean-up the waiter execs carries the tag too, so it must end).
+    let done = run.finish();
+    done.check(done.status.code().is_none(), "mcp-bound was SIGKILLed");
+    if mode == "cgroup" {
+        let cgroup = cgroup.expect("the helper is in a cgroup of ours");
+        let relative = cgroup.trim_start_matches('/');
+        let left = ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"]
+            .iter()
+            .any(|mount| std::path::Path::new(mount).join(relative).exists());
+        done.check(!left, "the cgroup was removed");
+    }
+}
+
+#[test]
+fn a_sigkilled_mcp_bound_without_last_words_leaves_nothing_in_a_cgroup() {
+    if let Err(why) = controllers() {
+        eprintln!("SKIPPED: {why}");
+        return;
+    }
+    killed_without_last_words("cgroup");
+}
+
+#[test]
+fn a_sigkilled_mcp_bound_without_last_words_leaves_nothing_in_a_group() {
+    killed_without_last_words("group");
+}
+
 #[test]
 fn without_a_writable_cgroup_cgroup_is_refused_and_auto_falls_back() {
     // nobody cannot create a cgroup.

@@ -82,11 +82,13 @@ own (clone3 with CLONE_INTO_CGROUP, or, where clone3 is refused, by writing itse
 before it execs; the cgroup2 mount from /proc/self/mountinfo, the …/unified one on hybrid systems), \
 so whatever it forks stays inside, setsid and double forks included; the cgroup is removed at the \
 end. With --contain group (auto's fallback, with the reason in contain.fallback) the tree is the \
-process group, and every process of it carries MCP_BOUND_TREE in its environment. A watchdog, forked \
-before dispatch into a session of its own and holding only a pipe from mcp-bound, sees mcp-bound die: \
+process group, and every process of it carries MCP_BOUND_TREE in its environment. A watchdog, started \
+before dispatch in a session of its own and holding only a pipe from mcp-bound, sees mcp-bound die: \
 it kills the cgroup (cgroup.kill, or each pid of cgroup.procs) or the group and every process with \
 the mark, writes the journal's terminal entry and the record with state supervisor_killed (exit \
-null), and exits. --contain cgroup where no cgroup can be made is exit 125, and nothing runs. --memory-max, --pids-max and \
+null), and exits. With --journal or --record it is a fork of mcp-bound; without, a waiter that shares \
+mcp-bound's memory and costs next to nothing, and which on mcp-bound's death strikes once and execs \
+mcp-bound as mcp-bound-watchdog to end the rest. --contain cgroup where no cgroup can be made is exit 125, and nothing runs. --memory-max, --pids-max and \
 --cpu-max write the cgroup's memory.max, pids.max and cpu.max (enabling the controller in the parent); \
 one the machine cannot apply refuses the call (125) unless --limits best-effort, and the record's \
 contain lists applied and not_applied, and oom_kills from memory.events.",

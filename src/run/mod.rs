@@ -132,20 +132,24 @@ pub fn run(settings: Settings) -> Result<i32, Error> {
     // The watchdog: if mcp-bound is SIGKILLed from here on, it ends the
     // tree and writes these last words, so the journal and the record
     // stay true. (Its pid goes into the record: copy first, then start.)
-    let last_words = record.clone();
-    let watchdog = contain.start_watchdog(|| {
-        let mut record = last_words;
-        record.lifecycle.state = State::SupervisorKilled;
-        record.times.ended_at = Some(rfc3339(SystemTime::now()));
-        if let Some(journal) = call.journal {
-            let _ = journal.append(journal::Entry::Terminal(&journal::Terminal::from_record(
-                &record, None,
-            )));
+    // Without a journal or a record file there is nothing to say, and the
+    // watchdog can be the cheap kind that only ends the tree.
+    let speaks = call.journal.is_some() || settings.record.path.is_some();
+    let last_words = speaks.then(|| record.clone());
+    let watchdog = contain.start_watchdog(last_words.map(|mut record| {
+        move || {
+            record.lifecycle.state = State::SupervisorKilled;
+            record.times.ended_at = Some(rfc3339(SystemTime::now()));
+            if let Some(journal) = call.journal {
+                let _ = journal.append(journal::Entry::Terminal(&journal::Terminal::from_record(
+                    &record, None,
+                )));
+            }
+            if let Some(path) = &settings.record.path {
+                let _ = ending::write_record_file(path, &record);
+            }
         }
-        if let Some(path) = &settings.record.path {
-            let _ = ending::write_record_file(path, &record);
-        }
-    });
+    }));
     if let Err(err) = watchdog {
         let error = format!("cannot start the watchdog: {err}; the helper was not started");
         return Ok(call.fail_before_dispatch(record, error, code::OWN_FAILURE));

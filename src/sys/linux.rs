@@ -1,4 +1,5 @@
-//! The Linux-only calls: clone3 into a cgroup, the subreaper, the parent-death signal, /proc
+//! The Linux-only calls: clone3 into a cgroup, the waiter (a watchdog
+//! that shares our memory), the subreaper, the parent-death signal, /proc
 //! (descendants, our children), pipe sizes, splice and the private pipe of
 //! the flood path, FIFO re-open, and the null device check.
 
@@ -60,6 +61,200 @@ pub fn clone_into_cgroup(dir: BorrowedFd<'_>) -> io::Result<Option<i32>> {
         -1 => Err(io::Error::last_os_error()),
         0 => Ok(None),
         pid => Ok(Some(pid as i32)),
+    }
+}
+
+/// What a waiter does once mcp-bound is gone, made before it starts and
+/// never changed after (it shares mcp-bound's memory): a first strike at
+/// the tree, then an exec of `exe` with `argv0 mode target pgid`, a fresh
+/// process that ends the rest and removes the cgroup.
+pub struct Orphaned {
+    /// cgroup.kill of the tree's cgroup.
+    pub kill: Option<CString>,
+    pub exe: CString,
+    pub argv0: CString,
+    pub mode: CString,
+    pub target: CString,
+    /// The read end of the pipe only mcp-bound writes to.
+    pub read: RawFd,
+}
+
+/// A watchdog that costs almost nothing to start and to end: a process
+/// that shares mcp-bound's memory (clone with CLONE_VM: no copy of the
+/// address space, no copy-on-write faults after it), runs on a stack of
+/// its own with every signal blocked, and only reads a pipe. It touches
+/// nothing of mcp-bound's but what [`Orphaned`] holds, and only after
+/// mcp-bound is gone, when nothing else runs in that memory. For a
+/// watchdog that also writes last words (which needs a heap of its own),
+/// fork.
+pub struct Waiter {
+    pub pid: i32,
+    writer: File,
+    plan: *mut Orphaned,
+    stack: *mut libc::c_void,
+}
+
+const WAITER_STACK: usize = 64 << 10;
+const GUARD: usize = 4096;
+
+impl Waiter {
+    pub fn start(mut plan: Orphaned) -> io::Result<Waiter> {
+        let (reader, writer) = pipe_cloexec()?;
+        plan.read = reader.as_raw_fd();
+        // SAFETY: a fresh private mapping; its lowest page becomes a guard.
+        let stack = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                WAITER_STACK + GUARD,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+                -1,
+                0,
+            )
+        };
+        if stack == libc::MAP_FAILED {
+            return Err(io::Error::last_os_error());
+        }
+        let plan = Box::into_raw(Box::new(plan));
+        // SAFETY: the guard page is inside the mapping just made; the
+        // stack's top is its end (16-byte aligned). Every signal is
+        // blocked across the clone so the waiter starts with all of them
+        // blocked (none of our handlers may run in it), and ours are
+        // restored at once. `plan` and the stack live until `finish`
+        // has reaped the waiter.
+        let pid = unsafe {
+            libc::mprotect(stack, GUARD, libc::PROT_NONE);
+            let top = stack
+                .cast::<u8>()
+                .add(WAITER_STACK + GUARD)
+                .cast::<libc::c_void>();
+            let mut all: libc::sigset_t = std::mem::zeroed();
+            let mut old: libc::sigset_t = std::mem::zeroed();
+            libc::sigfillset(&mut all);
+            libc::sigprocmask(libc::SIG_SETMASK, &all, &mut old);
+            let pid = libc::clone(
+                waiter_main,
+                top,
+                libc::CLONE_VM | libc::SIGCHLD,
+                plan.cast(),
+            );
+            let err = io::Error::last_os_error();
+            libc::sigprocmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+            if pid < 0 {
+                drop(Box::from_raw(plan));
+                libc::munmap(stack, WAITER_STACK + GUARD);
+                return Err(err);
+            }
+            pid
+        };
+        drop(reader);
+        Ok(Waiter {
+            pid,
+            writer,
+            plan,
+            stack,
+        })
+    }
+
+    /// One line to the waiter (`P<pgid>`).
+    pub fn tell(&mut self, line: &[u8]) {
+        use std::io::Write;
+        let _ = self.writer.write_all(line);
+    }
+
+    /// mcp-bound is done: tell it, reap it, free what it used.
+    pub fn finish(mut self) {
+        self.tell(b"D\n");
+        wait_child(self.pid);
+        // SAFETY: the waiter is reaped: nothing uses the plan or the
+        // stack any more.
+        unsafe {
+            drop(Box::from_raw(self.plan));
+            libc::munmap(self.stack, WAITER_STACK + GUARD);
+        }
+    }
+}
+
+/// The waiter itself. Only system calls, on its own stack and on `plan`;
+/// it never allocates, never panics and never touches thread-locals but
+/// errno, which a call here sets only on failure, and the calls before
+/// mcp-bound's death (setsid in a fresh process, close_range, a read with
+/// every signal blocked) do not fail.
+extern "C" fn waiter_main(arg: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: `arg` is the plan `Waiter::start` keeps alive.
+    let plan = unsafe { &*arg.cast::<Orphaned>() };
+    // SAFETY: this process's own session and descriptors (its table is
+    // a copy: CLONE_FILES is not set).
+    unsafe {
+        libc::setsid();
+        if plan.read > 0 {
+            libc::close_range(0, (plan.read - 1) as libc::c_uint, 0);
+        }
+        libc::close_range((plan.read + 1) as libc::c_uint, libc::c_uint::MAX, 0);
+    }
+    let (mut pgid, mut kind, mut value, mut start) = (0i32, 0u8, 0i32, true);
+    let mut buf = [0u8; 64];
+    loop {
+        // SAFETY: a read into a stack buffer of its length.
+        let n = unsafe { libc::read(plan.read, buf.as_mut_ptr().cast(), buf.len()) };
+        if n <= 0 {
+            break;
+        }
+        for &b in buf.iter().take(n as usize) {
+            if start {
+                (kind, value, start) = (b, 0, false);
+            } else if b == b'\n' {
+                match kind {
+                    // SAFETY: leaving; mcp-bound reaps us.
+                    b'D' => unsafe { libc::_exit(0) },
+                    b'P' => pgid = value,
+                    _ => {}
+                }
+                start = true;
+            } else if b.is_ascii_digit() {
+                value = value.saturating_mul(10).saturating_add(i32::from(b - b'0'));
+            }
+        }
+    }
+    // mcp-bound is gone. The first strike, then a fresh process for the
+    // rest: this one may not allocate (mcp-bound may have died in malloc).
+    let mut digits = [0u8; 12];
+    let mut at = digits.len() - 1;
+    let mut rest = pgid.max(0);
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 || at == 0 {
+            break;
+        }
+    }
+    // SAFETY: C strings from the plan and the stack, a null-terminated
+    // argv; execve returns only on failure.
+    unsafe {
+        if let Some(kill) = &plan.kill {
+            let fd = libc::open(kill.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+            if fd >= 0 {
+                libc::write(fd, c"1".as_ptr().cast(), 1);
+                libc::close(fd);
+            }
+        }
+        if pgid > 1 {
+            libc::kill(-pgid, libc::SIGKILL);
+        }
+        let argv = [
+            plan.argv0.as_ptr(),
+            plan.mode.as_ptr(),
+            plan.target.as_ptr(),
+            digits[at..].as_ptr().cast(),
+            std::ptr::null(),
+        ];
+        libc::execve(
+            plan.exe.as_ptr(),
+            argv.as_ptr(),
+            super::process::environment(),
+        );
+        libc::_exit(1)
     }
 }
 

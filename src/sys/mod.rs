@@ -227,8 +227,8 @@ pub struct ProcInfo {
 }
 
 pub use os::{
-    become_subreaper, children_of_self, descendants, die_with_parent, grow_pipe, null_device,
-    pids_with_env, private_pipe, proc_info, reopen_fifo_nonblocking, splice,
+    Orphaned, Waiter, become_subreaper, children_of_self, descendants, die_with_parent, grow_pipe,
+    null_device, pids_with_env, private_pipe, proc_info, reopen_fifo_nonblocking, splice,
 };
 
 /// Open (or create, mode 0600) a file for appending, never through a

@@ -15,6 +15,26 @@ pub fn close_all_from_3_but(keep: RawFd) {
 pub fn clone_into_cgroup(_dir: BorrowedFd<'_>) -> io::Result<Option<i32>> {
     Err(io::ErrorKind::Unsupported.into())
 }
+/// What a waiter would do once mcp-bound is gone (see linux.rs).
+pub struct Orphaned {
+    pub kill: Option<std::ffi::CString>,
+    pub exe: std::ffi::CString,
+    pub argv0: std::ffi::CString,
+    pub mode: std::ffi::CString,
+    pub target: std::ffi::CString,
+    pub read: RawFd,
+}
+/// No waiter here: the watchdog is forked.
+pub struct Waiter {
+    pub pid: i32,
+}
+impl Waiter {
+    pub fn start(_plan: Orphaned) -> io::Result<Waiter> {
+        Err(io::ErrorKind::Unsupported.into())
+    }
+    pub fn tell(&mut self, _line: &[u8]) {}
+    pub fn finish(self) {}
+}
 pub fn pids_with_env(_entry: &[u8]) -> Vec<i32> {
     Vec::new()
 }

@@ -96,22 +96,29 @@ pub fn fork_process() -> io::Result<Option<i32>> {
     }
 }
 
+/// Ignore the signals that end a session (INT, TERM, HUP, QUIT) and
+/// PIPE: a watchdog outlives the terminal and the host.
+pub fn ignore_session_ends() {
+    for signo in [
+        libc::SIGINT,
+        libc::SIGTERM,
+        libc::SIGHUP,
+        libc::SIGQUIT,
+        libc::SIGPIPE,
+    ] {
+        // SAFETY: SIG_IGN installs no code.
+        unsafe { libc::signal(signo, libc::SIG_IGN) };
+    }
+}
+
 /// In a forked watchdog: a session of its own (no terminal's signals),
 /// the signals that end a session ignored, every descriptor but `keep`
 /// closed, and 0, 1, 2 on /dev/null (so it never holds the host's pipes).
 pub fn detach(keep: RawFd) {
     // SAFETY: plain system calls on descriptors this process owns.
+    ignore_session_ends();
     unsafe {
         libc::setsid();
-        for signo in [
-            libc::SIGINT,
-            libc::SIGTERM,
-            libc::SIGHUP,
-            libc::SIGQUIT,
-            libc::SIGPIPE,
-        ] {
-            libc::signal(signo, libc::SIG_IGN);
-        }
         let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
         for fd in 0..3 {
             if null >= 0 && null != fd {
@@ -128,6 +135,22 @@ pub fn detach(keep: RawFd) {
 unsafe extern "C" {
     /// The C library's environment, which execvp hands to the program.
     static mut environ: *const *const libc::c_char;
+}
+
+/// Our environment as the C library holds it (for an execve).
+pub(super) fn environment() -> *const *const libc::c_char {
+    // SAFETY: reading the pointer; mcp-bound never changes its environment.
+    unsafe { environ }
+}
+
+/// Unblock every signal (a process started with all of them blocked).
+pub fn unblock_all_signals() {
+    // SAFETY: an initialized, empty signal set.
+    unsafe {
+        let mut none: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut none);
+        libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+    }
 }
 
 /// A program, its arguments and its environment as C strings, made
