@@ -117,18 +117,31 @@ pub(crate) struct Contain {
 }
 
 /// Where the cgroup2 hierarchy is mounted, and our cgroup in it.
+/// The first cgroup2 mount point in /proc/self/mountinfo's text.
+fn cgroup2_mount_in(mountinfo: &str) -> Option<PathBuf> {
+    mountinfo.lines().find_map(|line| {
+        let (left, right) = line.split_once(" - ")?;
+        (right.split_whitespace().next()? == "cgroup2")
+            .then(|| left.split_whitespace().nth(4).map(PathBuf::from))
+            .flatten()
+    })
+}
+
+/// The usual places are asked first (one statfs each); mountinfo is read
+/// only when neither is a cgroup2 mount.
 fn our_cgroup() -> Result<PathBuf, String> {
-    let mountinfo = sys::read_small(Path::new("/proc/self/mountinfo"))
-        .map_err(|e| format!("cannot read /proc/self/mountinfo: {e}"))?;
-    let mount = mountinfo
-        .lines()
-        .find_map(|line| {
-            let (left, right) = line.split_once(" - ")?;
-            (right.split_whitespace().next()? == "cgroup2")
-                .then(|| left.split_whitespace().nth(4).map(PathBuf::from))
-                .flatten()
-        })
-        .ok_or("no cgroup2 hierarchy is mounted")?;
+    let usual = ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|dir| sys::is_cgroup2_mount(dir));
+    let mount = match usual {
+        Some(mount) => mount,
+        None => {
+            let mountinfo = sys::read_small(Path::new("/proc/self/mountinfo"))
+                .map_err(|e| format!("cannot read /proc/self/mountinfo: {e}"))?;
+            cgroup2_mount_in(&mountinfo).ok_or("no cgroup2 hierarchy is mounted")?
+        }
+    };
     let ours = sys::read_small(Path::new("/proc/self/cgroup"))
         .map_err(|e| format!("cannot read /proc/self/cgroup: {e}"))?;
     let relative = ours
@@ -151,7 +164,7 @@ fn make_cgroup() -> Result<PathBuf, String> {
     // not move into is no cgroup for us. Checked now, so a refusal is a
     // fallback or a clear error, never a helper that fails to start.
     for procs in [parent.join("cgroup.procs"), dir.join("cgroup.procs")] {
-        if let Err(e) = std::fs::OpenOptions::new().write(true).open(&procs) {
+        if let Err(e) = sys::may_write(&procs) {
             let _ = std::fs::remove_dir(&dir);
             return Err(format!(
                 "cannot move a process into a cgroup ({}: {e})",
@@ -493,6 +506,34 @@ fn watch(fd: std::os::fd::RawFd) -> Watched {
                 }
                 _ => {}
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cgroup2_mount_is_found_in_mountinfo_or_by_statfs() {
+        let hybrid = "22 27 0:21 / /proc rw,relatime - proc proc rw\n\
+            30 29 0:26 / /sys/fs/cgroup ro,nosuid - tmpfs tmpfs ro,mode=755\n\
+            31 30 0:27 / /sys/fs/cgroup/unified rw,nosuid - cgroup2 cgroup2 rw\n\
+            32 30 0:28 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n";
+        assert_eq!(
+            cgroup2_mount_in(hybrid),
+            Some(PathBuf::from("/sys/fs/cgroup/unified"))
+        );
+        assert_eq!(
+            cgroup2_mount_in("22 27 0:21 / /proc rw - proc proc rw\n"),
+            None
+        );
+        assert!(!sys::is_cgroup2_mount(Path::new("/tmp")));
+        assert!(!sys::is_cgroup2_mount(Path::new("/nonexistent")));
+        // Where mountinfo names one, statfs agrees.
+        let text = sys::read_small(Path::new("/proc/self/mountinfo")).unwrap();
+        if let Some(mount) = cgroup2_mount_in(&text) {
+            assert!(sys::is_cgroup2_mount(&mount), "{}", mount.display());
         }
     }
 }

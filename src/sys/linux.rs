@@ -64,6 +64,20 @@ pub fn clone_into_cgroup(dir: BorrowedFd<'_>) -> io::Result<Option<i32>> {
     }
 }
 
+/// Whether `dir` is where a cgroup v2 hierarchy is mounted: one statfs,
+/// where reading /proc/self/mountinfo costs the kernel a walk of every
+/// mount.
+pub fn is_cgroup2_mount(dir: &Path) -> bool {
+    const CGROUP2_SUPER_MAGIC: i64 = 0x6367_7270;
+    let Ok(path) = CString::new(dir.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: statfs fills the zeroed structure it is given.
+    let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid C string and a writable statfs.
+    unsafe { libc::statfs(path.as_ptr(), &mut fs) == 0 && fs.f_type as i64 == CGROUP2_SUPER_MAGIC }
+}
+
 /// What a waiter does once mcp-bound is gone, made before it starts and
 /// never changed after (it shares mcp-bound's memory): a first strike at
 /// the tree, then an exec of `exe` with `argv0 mode target pgid`, a fresh

@@ -228,7 +228,8 @@ pub struct ProcInfo {
 
 pub use os::{
     Orphaned, Waiter, become_subreaper, children_of_self, descendants, die_with_parent, grow_pipe,
-    null_device, pids_with_env, private_pipe, proc_info, reopen_fifo_nonblocking, splice,
+    is_cgroup2_mount, null_device, pids_with_env, private_pipe, proc_info, reopen_fifo_nonblocking,
+    splice,
 };
 
 /// Open (or create, mode 0600) a file for appending, never through a
@@ -374,6 +375,27 @@ pub fn read_small(path: &Path) -> io::Result<String> {
     }
     buf.truncate(len);
     String::from_utf8(buf).map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "not UTF-8"))
+}
+
+/// Whether we may write `path` (access(2) with our effective ids): one
+/// system call, where opening it for writing and closing it are two.
+pub fn may_write(path: &Path) -> io::Result<()> {
+    let c_path = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))?;
+    // SAFETY: a valid C string.
+    let rc = unsafe {
+        libc::faccessat(
+            libc::AT_FDCWD,
+            c_path.as_ptr(),
+            libc::W_OK,
+            libc::AT_EACCESS,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }
 
 /// Close a raw descriptor this process owns (a forked child's leftovers).
