@@ -1,10 +1,11 @@
 //! Nothing outlives mcp-bound (`--contain auto|cgroup|group`).
 //!
-//! - **cgroup:** the helper joins a fresh cgroup (v2) under ours before it
-//!   execs, so everything it ever forks stays inside, setsid and double
-//!   forks included. The cgroup2 mount is found in /proc/self/mountinfo
-//!   (on hybrid systems it is `…/unified`), our own cgroup in
-//!   /proc/self/cgroup. It is removed at the end.
+//! - **cgroup:** the helper is born in a fresh cgroup (v2) under ours
+//!   (clone3 into it, see `sys::spawn`), so everything it ever forks stays
+//!   inside, setsid and double forks included. The cgroup2 mount is
+//!   /sys/fs/cgroup or, on hybrid systems, `…/unified` (by statfs), else
+//!   found in /proc/self/mountinfo; our own cgroup in /proc/self/cgroup.
+//!   It is removed at the end.
 //! - **group:** the helper's process group, and mcp-bound's subreaper
 //!   sweep while mcp-bound lives. After mcp-bound's death only the group
 //!   can still be found: a descendant that left it is not.

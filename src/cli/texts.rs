@@ -79,7 +79,7 @@ pub const MAN_SECTIONS: &[(&str, &str)] = &[
         "Nothing of the helper's tree outlives mcp-bound, even a SIGKILLed one. With --contain cgroup \
 (the choice of auto where one can be made) the helper is born in a fresh cgroup v2 under mcp-bound's \
 own (clone3 with CLONE_INTO_CGROUP, or, where clone3 is refused, by writing itself into cgroup.procs \
-before it execs; the cgroup2 mount from /proc/self/mountinfo, the …/unified one on hybrid systems), \
+before it execs; the cgroup2 mount at /sys/fs/cgroup, …/unified on hybrid systems, else from /proc/self/mountinfo), \
 so whatever it forks stays inside, setsid and double forks included; the cgroup is removed at the \
 end. With --contain group (auto's fallback, with the reason in contain.fallback) the tree is the \
 process group, and every process of it carries MCP_BOUND_TREE in its environment. A watchdog, started \
