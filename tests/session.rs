@@ -800,3 +800,43 @@ fn what_a_server_that_stopped_reading_never_got_is_counted_as_discarded() {
         "the request was answered",
     );
 }
+
+/// A request whose line did not all reach the server is answered as
+/// such: the server cannot have read it whole. One whose bytes all went
+/// into the server's pipe (read or not) may have acted: it says so too.
+/// (A request that comes once the server is gone is answered at once as
+/// not written: see the session's unit tests.)
+#[test]
+fn a_crash_answer_says_whether_the_request_was_written_to_the_server() {
+    // The server reads the first line, then waits for the next one to
+    // start arriving (head gets some of it), and dies. The second is
+    // 3 MiB: the server's stdin pipe (1 MiB) cannot take all of it.
+    let mut run =
+        Call::sh("IFS= read -r first; head -c 1 >/dev/null; echo 'read one line' >&2; exit 1")
+            .opt(&["--mcp"])
+            .stdin(Stdio::piped())
+            .start();
+    let big = "x".repeat(3 << 20);
+    let mut lines = request(json!(1), "tools/call", json!({"name": "a"}));
+    lines.extend(request(
+        json!(2),
+        "tools/call",
+        json!({"name": "b", "blob": big}),
+    ));
+    run.send(&lines);
+    let mut answers = [parse(&run.read_line()), parse(&run.read_line())];
+    answers.sort_by_key(|a| a["id"].as_u64());
+    let done = run.finish();
+    for (answer, (id, written)) in answers.iter().zip([(1, true), (2, false)]) {
+        done.check(answer["id"] == id, &format!("an answer for {id}: {answer}"));
+        done.check(answer["error"]["code"] == -32000, "-32000");
+        let data = &answer["error"]["data"]["mcp_bound"];
+        done.check(data["reason"] == "server_exited", "the reason");
+        done.check(
+            data["written_to_server"] == written,
+            &format!("request {id} written to the server: {written} ({data})"),
+        );
+    }
+    done.expect("/exit", json!({"code": 1}))
+        .expect("/mcp/in_flight_at_exit", json!(2));
+}

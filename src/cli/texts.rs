@@ -123,8 +123,9 @@ Client EOF closes the server's stdin, then --stdin-close-grace applies. \
 With --request-timeout, a request with no response in time gets error -32001 from mcp-bound, the \
 server gets notifications/cancelled, and the server's late response is dropped: a client never gets \
 two responses for one id. A client's own notifications/cancelled takes the request out of the table. \
-If the server exits with requests in flight, each gets error -32000 with the exit and the last 2 KiB \
-of its stderr (masked); a request that arrives after that is answered at once. A request is never \
+If the server exits with requests in flight, each gets error -32000 with the exit, the last 2 KiB \
+of its stderr (masked) and written_to_server (false: the server's stdin pipe never had the whole \
+request, so it cannot have acted on it); a request that arrives after that is answered at once. A request is never \
 re-sent: it may have acted. Past --max-in-flight waiting requests, a new one is answered with -32000 \
 at once. Every error mcp-bound writes carries data.mcp_bound.reason (request_timeout, server_exited, \
 too_many_in_flight). The stdout guard also salvages a JSON-RPC message glued to a stray print on one \

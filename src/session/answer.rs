@@ -58,11 +58,15 @@ fn ended(exit: Option<&Exit>) -> String {
     }
 }
 
+/// `written`: whether every byte of the request had gone into the
+/// server's stdin pipe. False means the server cannot have read it whole,
+/// so it cannot have acted on it; true means it may have.
 pub(crate) fn server_exited(
     id: &str,
     exit: Option<&Exit>,
     stderr_tail: &str,
     call_id: &str,
+    written: bool,
 ) -> Vec<u8> {
     error_line(
         id,
@@ -73,6 +77,7 @@ pub(crate) fn server_exited(
             "exit": exit,
             "stderr_tail": stderr_tail,
             "call_id": call_id,
+            "written_to_server": written,
         }),
     )
 }
@@ -124,7 +129,7 @@ mod tests {
         );
         assert_eq!(answer["error"]["data"]["mcp_bound"]["timeout_ms"], 1500);
         let exit = Exit::Code { code: 1 };
-        let answer = parse(&server_exited("7", Some(&exit), "boom\n\"x\"", "c1"));
+        let answer = parse(&server_exited("7", Some(&exit), "boom\n\"x\"", "c1", true));
         assert_eq!(answer["id"], 7);
         assert_eq!(
             answer["error"]["message"],

@@ -62,6 +62,9 @@ struct InFlight {
     deadline: Option<Instant>,
     progress_token: Option<String>,
     audited: bool,
+    /// Where its line ends in the stream of bytes for the server's stdin:
+    /// once the relay has written up to here, the server's pipe had it all.
+    ends_at: u64,
 }
 
 struct Gone {
@@ -88,6 +91,9 @@ pub(crate) struct Session {
     replay: Replay,
     /// How the last replayed initialize went, until the loop takes it.
     replayed: Option<Result<(), String>>,
+    /// Where the client line being read ends in the server's stream (a
+    /// lower bound for a batch, whose elements may be answered here).
+    line_ends_at: u64,
 }
 
 impl Session {
@@ -111,6 +117,7 @@ impl Session {
             audit: Vec::new(),
             facts,
             replay: Replay::default(),
+            line_ends_at: 0,
             replayed: None,
         }
     }
@@ -165,7 +172,15 @@ impl Session {
 
     /// A complete line from the client: what to pass on goes to `out`
     /// (the line itself, byte-exact, unless some of it was answered here).
-    pub fn on_client_line(&mut self, now: Instant, line: &[u8], out: &mut Vec<u8>) {
+    /// `out_at`: where `out[0]` sits in the stream for the server's stdin.
+    pub fn on_client_line(&mut self, now: Instant, line: &[u8], out: &mut Vec<u8>, out_at: u64) {
+        let end = out_at + out.len() as u64;
+        // A batch may lose elements answered here: then only its first
+        // byte's place is sure, and "not written" is never said wrongly.
+        self.line_ends_at = match line.iter().find(|b| !b.is_ascii_whitespace()) {
+            Some(b'[') => end + 1,
+            _ => end + line.len() as u64,
+        };
         self.on_line(now, From::Client, line, out);
     }
 
@@ -223,11 +238,13 @@ impl Session {
                 let key = message::id_key(id);
                 let id = id.get();
                 if let Some(gone) = &self.gone {
+                    // Answered here, never written anywhere.
                     self.to_client.extend(answer::server_exited(
                         id,
                         gone.exit.as_ref(),
                         &gone.stderr_tail,
                         &self.call_id,
+                        false,
                     ));
                     self.facts.synthesized.server_exited += 1;
                     return false;
@@ -274,6 +291,7 @@ impl Session {
                     deadline: timeout.and_then(|t| now.checked_add(t)),
                     progress_token,
                     audited,
+                    ends_at: self.line_ends_at,
                 };
                 if let Some(at) = entry.deadline {
                     self.deadlines.insert((at, entry.seq), key.clone());
@@ -406,7 +424,14 @@ impl Session {
 
     /// The server is gone (exited, its stdout closed): answer every
     /// request in flight, oldest first, and any that comes later at once.
-    pub fn on_server_gone(&mut self, now: Instant, exit: Option<Exit>, stderr_tail: String) {
+    /// `written`: how far the stream for its stdin had been written.
+    pub fn on_server_gone(
+        &mut self,
+        now: Instant,
+        exit: Option<Exit>,
+        stderr_tail: String,
+        written: u64,
+    ) {
         if self.gone.is_some() {
             return;
         }
@@ -416,8 +441,13 @@ impl Session {
         self.progress.clear();
         self.facts.in_flight_at_exit = left.len() as u64;
         for entry in left {
-            let answer =
-                answer::server_exited(&entry.id, exit.as_ref(), &stderr_tail, &self.call_id);
+            let answer = answer::server_exited(
+                &entry.id,
+                exit.as_ref(),
+                &stderr_tail,
+                &self.call_id,
+                entry.ends_at <= written,
+            );
             let bytes = answer.len() as u64;
             self.to_client.extend(answer);
             self.facts.synthesized.server_exited += 1;

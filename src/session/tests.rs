@@ -45,7 +45,7 @@ fn lines(bytes: &[u8]) -> Vec<Value> {
 /// Feed a client line; what passes on.
 fn client(session: &mut Session, at: Instant, bytes: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
-    session.on_client_line(at, bytes, &mut out);
+    session.on_client_line(at, bytes, &mut out, 0);
     out
 }
 
@@ -207,6 +207,39 @@ fn the_client_cancelling_takes_the_request_out_of_the_table() {
     ));
 }
 
+/// Each request knows where its line ends in the stream for the server;
+/// the answer for a server gone says whether the stream had been written
+/// that far (the first byte past it is the second request's).
+#[test]
+fn a_server_that_goes_away_says_which_requests_it_was_given_whole() {
+    let t0 = Instant::now();
+    let mut session = Session::new(policy(), "c1".into());
+    let (first, second) = (call(json!(1), "tools/call"), call(json!(2), "tools/call"));
+    let mut out = Vec::new();
+    session.on_client_line(t0, &first, &mut out, 1000);
+    session.on_client_line(t0, &second, &mut out, 1000);
+    let end_of_first = 1000 + first.len() as u64;
+    session.on_server_gone(t0, None, String::new(), end_of_first);
+    client(&mut session, t0, &call(json!(3), "tools/call"));
+    let written: Vec<(Value, Value)> = lines(&session.to_client)
+        .iter()
+        .map(|a| {
+            (
+                a["id"].clone(),
+                a["error"]["data"]["mcp_bound"]["written_to_server"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        written,
+        [
+            (json!(1), json!(true)),
+            (json!(2), json!(false)),
+            (json!(3), json!(false))
+        ]
+    );
+}
+
 #[test]
 fn a_server_that_goes_away_answers_for_every_request_in_flight_and_later_ones() {
     let t0 = Instant::now();
@@ -214,7 +247,7 @@ fn a_server_that_goes_away_answers_for_every_request_in_flight_and_later_ones() 
     client(&mut session, t0, &call(json!(1), "tools/call"));
     client(&mut session, t0, &call(json!("two"), "ping"));
     let exit = Exit::Code { code: 1 };
-    session.on_server_gone(t0, Some(exit.clone()), "Traceback: boom\n".into());
+    session.on_server_gone(t0, Some(exit.clone()), "Traceback: boom\n".into(), u64::MAX);
     let answers = lines(&std::mem::take(&mut session.to_client));
     assert_eq!(answers.len(), 2);
     assert_eq!(

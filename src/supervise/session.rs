@@ -139,7 +139,8 @@ impl Loop<'_> {
             .redactor
             .redact_piece(&String::from_utf8_lossy(&tail), cut, false);
         let exit = self.exit.map(ExitObs::to_record);
-        session.table.on_server_gone(now, exit, tail);
+        let written = session.stdin.written_up_to();
+        session.table.on_server_gone(now, exit, tail, written);
         session.stdin.server_gone();
     }
 

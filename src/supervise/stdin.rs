@@ -50,6 +50,12 @@ pub(crate) struct StdinRelay {
     /// Bytes for the server: `out[start..]` is still to be written.
     out: Vec<u8>,
     start: usize,
+    /// Where `out[0]` sits in the stream of every byte ever queued for
+    /// the server (written, discarded or waiting).
+    out_at: u64,
+    /// How far that stream went into the server's pipe: a line that ends
+    /// at or before it was all there. Discarding never moves it.
+    written_to: u64,
     pub bytes_read: u64,
     pub bytes_written: u64,
     /// Meant for a server that no longer reads (or is gone).
@@ -70,6 +76,8 @@ impl StdinRelay {
             framer: Framer::new(max_message),
             out: Vec::new(),
             start: 0,
+            out_at: 0,
+            written_to: 0,
             bytes_read: 0,
             bytes_written: 0,
             bytes_discarded: 0,
@@ -129,8 +137,9 @@ impl StdinRelay {
 
     fn frame(&mut self, now: Instant, chunk: &[u8], session: &mut Session) {
         let out = &mut self.out;
+        let out_at = self.out_at;
         self.framer.feed(chunk, &mut |frame| match frame {
-            Frame::Line(line) => session.on_client_line(now, line, out),
+            Frame::Line(line) => session.on_client_line(now, line, out, out_at),
             Frame::Overlong { bytes, first } => {
                 if first {
                     session.on_client_unframed();
@@ -150,6 +159,7 @@ impl StdinRelay {
             // Written bytes are given back first (see StdoutRelay::inject).
             if self.start > 0 {
                 self.out.drain(..self.start);
+                self.out_at += self.start as u64;
                 self.start = 0;
             }
             self.out.append(&mut session.to_server);
@@ -172,6 +182,7 @@ impl StdinRelay {
                 Ok(n) => {
                     self.start += n;
                     self.bytes_written += n as u64;
+                    self.written_to = self.out_at + self.start as u64;
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -183,6 +194,7 @@ impl StdinRelay {
             }
         }
         if !self.waiting() {
+            self.out_at += self.out.len() as u64;
             self.out.clear();
             self.start = 0;
             if self.out.capacity() > KEEP_CAPACITY {
@@ -196,8 +208,15 @@ impl StdinRelay {
 
     fn discard(&mut self) {
         self.bytes_discarded += (self.out.len() - self.start) as u64;
+        self.out_at += self.out.len() as u64;
         self.out.clear();
         self.start = 0;
+    }
+
+    /// How far the stream for the server has been written: a request
+    /// whose line ends at or before it was all in the server's pipe.
+    pub fn written_up_to(&self) -> u64 {
+        self.written_to
     }
 
     /// The server is gone: nothing more is written to it. Our stdin is
