@@ -219,8 +219,7 @@ impl Family {
     /// The processes in the tree's cgroup, None without one (or if it
     /// cannot be read).
     fn cgroup_members(&self) -> Option<Vec<i32>> {
-        let procs = sys::read_small(&self.cgroup.as_ref()?.join("cgroup.procs")).ok()?;
-        Some(procs.lines().filter_map(|p| p.parse().ok()).collect())
+        crate::contain::cgroup_members(self.cgroup.as_ref()?)
     }
 
     /// Not the helper's: an earlier child of ours, or older than the helper
@@ -288,7 +287,7 @@ pub fn sweep(family: &Family, signo: i32, seen: &mut HashSet<i32>) -> Sweep {
     let live = family.live_descendants();
     if signo == crate::signals::SIGKILL
         && let Some(dir) = &family.cgroup
-        && std::fs::write(dir.join("cgroup.kill"), "1").is_ok()
+        && crate::contain::kill_cgroup(dir)
     {
         seen.extend(live.iter().map(|p| p.pid));
         return Sweep {

@@ -346,16 +346,27 @@ impl Contain {
     }
 }
 
+/// KILL every process in the cgroup at once (cgroup.kill, Linux 5.14).
+/// False where the kernel has no cgroup.kill.
+pub(crate) fn kill_cgroup(dir: &Path) -> bool {
+    std::fs::write(dir.join("cgroup.kill"), "1").is_ok()
+}
+
+/// The processes in the cgroup (its cgroup.procs), None if unreadable.
+pub(crate) fn cgroup_members(dir: &Path) -> Option<Vec<i32>> {
+    let procs = sys::read_small(&dir.join("cgroup.procs")).ok()?;
+    Some(procs.lines().filter_map(|p| p.parse().ok()).collect())
+}
+
 /// Once mcp-bound is dead (in a watchdog): KILL everything left of the
 /// tree, and remove the cgroup.
 fn kill_tree(cgroup: Option<&Path>, mark: &str, pgid: i32) {
     match cgroup {
         Some(dir) => {
-            if std::fs::write(dir.join("cgroup.kill"), "1").is_err() {
+            if !kill_cgroup(dir) {
                 // Before Linux 5.14: each pid, until none is left.
                 for _ in 0..100 {
-                    let procs = sys::read_small(&dir.join("cgroup.procs")).unwrap_or_default();
-                    let pids: Vec<i32> = procs.lines().filter_map(|p| p.parse().ok()).collect();
+                    let pids = cgroup_members(dir).unwrap_or_default();
                     if pids.is_empty() {
                         break;
                     }
