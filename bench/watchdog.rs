@@ -40,7 +40,6 @@ fn main() {
             argv0: c("true"),
             mode: c("group"),
             target: c("none"),
-            read: -1,
         })
         .expect("start a waiter");
         touch(&mut heap);

@@ -258,7 +258,6 @@ impl Contain {
             argv0: c(ORPHANED)?,
             mode: c(mode)?,
             target,
-            read: -1,
         })
     }
 

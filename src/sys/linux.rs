@@ -89,8 +89,13 @@ pub struct Orphaned {
     pub argv0: CString,
     pub mode: CString,
     pub target: CString,
-    /// The read end of the pipe only mcp-bound writes to.
-    pub read: RawFd,
+}
+
+/// What the waiter holds: the plan and the read end of the pipe only
+/// mcp-bound writes to.
+struct Plan {
+    orphaned: Orphaned,
+    read: RawFd,
 }
 
 /// A watchdog that costs almost nothing to start and to end: a process
@@ -104,7 +109,7 @@ pub struct Orphaned {
 pub struct Waiter {
     pub pid: i32,
     writer: File,
-    plan: *mut Orphaned,
+    plan: *mut Plan,
     stack: *mut libc::c_void,
 }
 
@@ -112,9 +117,12 @@ const WAITER_STACK: usize = 64 << 10;
 const GUARD: usize = 4096;
 
 impl Waiter {
-    pub fn start(mut plan: Orphaned) -> io::Result<Waiter> {
+    pub fn start(orphaned: Orphaned) -> io::Result<Waiter> {
         let (reader, writer) = pipe_cloexec()?;
-        plan.read = reader.as_raw_fd();
+        let plan = Plan {
+            orphaned,
+            read: reader.as_raw_fd(),
+        };
         // SAFETY: a fresh private mapping; its lowest page becomes a guard.
         let stack = unsafe {
             libc::mmap(
@@ -196,7 +204,7 @@ impl Waiter {
 /// every signal blocked) do not fail.
 extern "C" fn waiter_main(arg: *mut libc::c_void) -> libc::c_int {
     // SAFETY: `arg` is the plan `Waiter::start` keeps alive.
-    let plan = unsafe { &*arg.cast::<Orphaned>() };
+    let plan = unsafe { &*arg.cast::<Plan>() };
     // SAFETY: this process's own session and descriptors (its table is
     // a copy: CLONE_FILES is not set).
     unsafe {
@@ -246,7 +254,8 @@ extern "C" fn waiter_main(arg: *mut libc::c_void) -> libc::c_int {
     // SAFETY: C strings from the plan and the stack, a null-terminated
     // argv; execve returns only on failure.
     unsafe {
-        if let Some(kill) = &plan.kill {
+        let orphaned = &plan.orphaned;
+        if let Some(kill) = &orphaned.kill {
             let fd = libc::open(kill.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
             if fd >= 0 {
                 libc::write(fd, c"1".as_ptr().cast(), 1);
@@ -257,14 +266,14 @@ extern "C" fn waiter_main(arg: *mut libc::c_void) -> libc::c_int {
             libc::kill(-pgid, libc::SIGKILL);
         }
         let argv = [
-            plan.argv0.as_ptr(),
-            plan.mode.as_ptr(),
-            plan.target.as_ptr(),
+            orphaned.argv0.as_ptr(),
+            orphaned.mode.as_ptr(),
+            orphaned.target.as_ptr(),
             digits[at..].as_ptr().cast(),
             std::ptr::null(),
         ];
         libc::execve(
-            plan.exe.as_ptr(),
+            orphaned.exe.as_ptr(),
             argv.as_ptr(),
             super::process::environment(),
         );

@@ -22,7 +22,6 @@ pub struct Orphaned {
     pub argv0: std::ffi::CString,
     pub mode: std::ffi::CString,
     pub target: std::ffi::CString,
-    pub read: RawFd,
 }
 /// No waiter here: the watchdog is forked.
 pub struct Waiter {
