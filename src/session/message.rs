@@ -9,21 +9,24 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+/// The exact JSON text of one value, as it came (validated JSON).
+pub(crate) type Raw<'a> = &'a str;
+
 /// One JSON-RPC message, by what it is.
 #[derive(Debug)]
 pub(crate) enum Message<'a> {
     Request {
-        id: &'a RawValue,
+        id: Raw<'a>,
         method: Cow<'a, str>,
-        params: Option<&'a RawValue>,
+        params: Option<Raw<'a>>,
     },
     Notification {
         method: Cow<'a, str>,
-        params: Option<&'a RawValue>,
+        params: Option<Raw<'a>>,
     },
     Response {
-        id: &'a RawValue,
-        result: Option<&'a RawValue>,
+        id: Raw<'a>,
+        result: Option<Raw<'a>>,
         /// Some(code) for an error response (`None` inside: no integer code).
         error: Option<Option<i64>>,
     },
@@ -36,7 +39,7 @@ pub(crate) enum Message<'a> {
 pub(crate) enum Line<'a> {
     One(Message<'a>),
     /// A JSON-RPC batch: each element, with its exact text.
-    Batch(Vec<(&'a RawValue, Message<'a>)>),
+    Batch(Vec<(Raw<'a>, Message<'a>)>),
     /// Not JSON, or JSON that is neither an object nor an array.
     NotJson,
 }
@@ -63,19 +66,14 @@ struct ErrorCode {
 
 fn classify(wire: Wire<'_>) -> Message<'_> {
     // `"id": null` reads as no id: a null id names no request.
-    match (wire.method, wire.id) {
-        (Some(method), Some(id)) => Message::Request {
-            id,
-            method,
-            params: wire.params,
-        },
-        (Some(method), None) => Message::Notification {
-            method,
-            params: wire.params,
-        },
+    let id = wire.id.map(RawValue::get);
+    let params = wire.params.map(RawValue::get);
+    match (wire.method, id) {
+        (Some(method), Some(id)) => Message::Request { id, method, params },
+        (Some(method), None) => Message::Notification { method, params },
         (None, Some(id)) if wire.result.is_some() || wire.error.is_some() => Message::Response {
             id,
-            result: wire.result,
+            result: wire.result.map(RawValue::get),
             error: wire.error.map(|raw| {
                 serde_json::from_str::<ErrorCode>(raw.get())
                     .ok()
@@ -122,7 +120,7 @@ pub(crate) fn parse(line: &[u8]) -> Line<'_> {
                         .map(|raw| {
                             let message = serde_json::from_str::<Wire>(raw.get())
                                 .map_or(Message::Invalid, classify);
-                            (raw, message)
+                            (raw.get(), message)
                         })
                         .collect(),
                 )
@@ -135,8 +133,8 @@ pub(crate) fn parse(line: &[u8]) -> Line<'_> {
 
 /// The key an id is matched by: the same id however it was spelled
 /// (`1` and `1.0` stay different, as JSON-RPC's own comparison has them).
-pub(crate) fn id_key(id: &RawValue) -> String {
-    let text = id.get();
+pub(crate) fn id_key(id: Raw<'_>) -> String {
+    let text = id;
     // Most ids are plain integers or strings with no escape: their text
     // is already the key (serde_json writes them back the same).
     let plain_integer = text
@@ -155,7 +153,7 @@ pub(crate) fn id_key(id: &RawValue) -> String {
     }
     match serde_json::from_str::<serde_json::Value>(text) {
         Ok(value) => value.to_string(),
-        Err(_) => id.get().to_string(),
+        Err(_) => id.to_string(),
     }
 }
 
@@ -181,33 +179,37 @@ struct Meta<'a> {
 /// carry no progress token, and a substring search is far cheaper than a
 /// parse. A backslash anywhere could spell the key with escapes, so then
 /// it is parsed whatever the search says.
-fn params<'a>(raw: Option<&'a RawValue>, key: &str) -> Params<'a> {
-    raw.filter(|raw| raw.get().contains(key) || raw.get().contains('\\'))
-        .and_then(|raw| serde_json::from_str(raw.get()).ok())
+fn params<'a>(raw: Option<Raw<'a>>, key: &str) -> Params<'a> {
+    raw.filter(|raw| raw.contains(key) || raw.contains('\\'))
+        .and_then(|raw| serde_json::from_str(raw).ok())
         .unwrap_or_default()
 }
 
 /// `params.name` of a `tools/call` or `prompts/get`.
-pub(crate) fn name(raw: Option<&RawValue>) -> Option<String> {
+pub(crate) fn name(raw: Option<Raw<'_>>) -> Option<String> {
     params(raw, "name").name.map(Cow::into_owned)
 }
 
 /// `params.requestId` of `notifications/cancelled`, as a key.
-pub(crate) fn cancelled_id(raw: Option<&RawValue>) -> Option<String> {
-    params(raw, "requestId").request_id.map(id_key)
+pub(crate) fn cancelled_id(raw: Option<Raw<'_>>) -> Option<String> {
+    params(raw, "requestId")
+        .request_id
+        .map(|id| id_key(id.get()))
 }
 
 /// `params._meta.progressToken` of a request, as a key.
-pub(crate) fn request_progress_token(raw: Option<&RawValue>) -> Option<String> {
+pub(crate) fn request_progress_token(raw: Option<Raw<'_>>) -> Option<String> {
     params(raw, "progressToken")
         .meta
         .and_then(|meta| meta.progress_token)
-        .map(id_key)
+        .map(|token| id_key(token.get()))
 }
 
 /// `params.progressToken` of `notifications/progress`, as a key.
-pub(crate) fn progress_token(raw: Option<&RawValue>) -> Option<String> {
-    params(raw, "progressToken").progress_token.map(id_key)
+pub(crate) fn progress_token(raw: Option<Raw<'_>>) -> Option<String> {
+    params(raw, "progressToken")
+        .progress_token
+        .map(|token| id_key(token.get()))
 }
 
 /// A batch of which `kept` elements pass: the line itself when all do,
@@ -283,7 +285,7 @@ mod tests {
         match one(r#"{"jsonrpc":"2.0","id":"a\u0062","method":"tools/call","params":{"name":"x"}}"#)
         {
             Message::Request { id, method, params } => {
-                assert_eq!(id.get(), r#""a\u0062""#, "the id as sent");
+                assert_eq!(id, r#""a\u0062""#, "the id as sent");
                 assert_eq!(id_key(id), r#""ab""#, "matched however spelled");
                 assert_eq!(method, "tools/call");
                 assert_eq!(name(params).as_deref(), Some("x"));
@@ -318,7 +320,7 @@ mod tests {
 
     #[test]
     fn an_id_has_one_key_however_it_is_spelled() {
-        let key = |text: &str| id_key(serde_json::from_str(text).unwrap());
+        let key = |text: &str| id_key(text);
         for (spelled, canonical) in [
             ("7", "7"),
             ("-7", "-7"),
@@ -347,10 +349,7 @@ mod tests {
             panic!("a batch")
         };
         assert_eq!(elements.len(), 3);
-        assert_eq!(
-            elements[0].0.get(),
-            r#"{"jsonrpc":"2.0","id":1,"method":"a"}"#
-        );
+        assert_eq!(elements[0].0, r#"{"jsonrpc":"2.0","id":1,"method":"a"}"#);
         assert!(matches!(elements[1].1, Message::Notification { .. }));
         assert!(matches!(elements[2].1, Message::Invalid));
         // Only an array of objects is a batch (as the guard has it).
@@ -359,7 +358,7 @@ mod tests {
 
     #[test]
     fn params_fields_the_session_reads() {
-        let raw = |s: &'static str| Some(serde_json::from_str::<&RawValue>(s).unwrap());
+        let raw = |s: &'static str| Some(s);
         assert_eq!(
             cancelled_id(raw(r#"{"requestId":1.0}"#)).as_deref(),
             Some("1.0")

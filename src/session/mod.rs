@@ -214,9 +214,7 @@ impl Session {
                 let total = elements.len();
                 let kept: Vec<&str> = elements
                     .into_iter()
-                    .filter_map(|(raw, message)| {
-                        pass(self, message, raw.get().len()).then_some(raw.get())
-                    })
+                    .filter_map(|(raw, message)| pass(self, message, raw.len()).then_some(raw))
                     .collect();
                 join_batch(line, total, &kept, out);
             }
@@ -236,7 +234,7 @@ impl Session {
             Message::Request { id, method, params } => {
                 self.facts.client.requests += 1;
                 let key = message::id_key(id);
-                let id = id.get();
+
                 if let Some(gone) = &self.gone {
                     // Answered here, never written anywhere.
                     self.to_client.extend(answer::server_exited(
@@ -270,7 +268,7 @@ impl Session {
                         id: id.to_string(),
                         method: method.to_string(),
                         name: name.clone(),
-                        params_sha256: params.map(|p| hex(&Sha256::digest(p.get().as_bytes()))),
+                        params_sha256: params.map(|p| hex(&Sha256::digest(p.as_bytes()))),
                     });
                 }
                 self.replay.on_client_request(&key, &method, params);

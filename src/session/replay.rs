@@ -9,7 +9,6 @@
 
 use serde::Deserialize;
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 /// What the first server said it is.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -43,17 +42,17 @@ pub(crate) struct Replay {
 
 impl Replay {
     /// A client request went to the server.
-    pub fn on_client_request(&mut self, key: &str, method: &str, params: Option<&RawValue>) {
+    pub fn on_client_request(&mut self, key: &str, method: &str, params: Option<&str>) {
         if method == "initialize" && self.client.is_none() {
-            self.client = Some((key.to_string(), params.map(|p| p.get().to_string())));
+            self.client = Some((key.to_string(), params.map(str::to_string)));
         }
     }
 
     /// A server response: `Some` when it answers mcp-bound's own
     /// initialize (it is consumed); the first server's answer to the
     /// client's initialize is kept on the way through.
-    pub fn on_server_response(&mut self, key: &str, result: Option<&RawValue>) -> Option<Replayed> {
-        let init = result.and_then(|r| serde_json::from_str::<ServerInit>(r.get()).ok());
+    pub fn on_server_response(&mut self, key: &str, result: Option<&str>) -> Option<Replayed> {
+        let init = result.and_then(|r| serde_json::from_str::<ServerInit>(r).ok());
         if self.pending.as_deref() == Some(key) {
             self.pending = None;
             return Some(self.compare(init));
@@ -126,8 +125,8 @@ impl Replay {
 mod tests {
     use super::*;
 
-    fn raw(text: &str) -> &RawValue {
-        serde_json::from_str(text).unwrap()
+    fn raw(text: &str) -> &str {
+        text
     }
 
     fn initialized(first_result: &str) -> Replay {
