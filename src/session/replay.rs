@@ -52,16 +52,17 @@ impl Replay {
     /// initialize (it is consumed); the first server's answer to the
     /// client's initialize is kept on the way through.
     pub fn on_server_response(&mut self, key: &str, result: Option<&str>) -> Option<Replayed> {
-        let init = result.and_then(|r| serde_json::from_str::<ServerInit>(r).ok());
+        // Parsed only when it answers an initialize: not every response.
+        let init = || result.and_then(|r| serde_json::from_str::<ServerInit>(r).ok());
         if self.pending.as_deref() == Some(key) {
             self.pending = None;
-            return Some(self.compare(init));
+            return Some(self.compare(init()));
         }
         if self.first.is_none()
             && let Some((client_key, _)) = &self.client
             && client_key == key
         {
-            self.first = init;
+            self.first = init();
         }
         None
     }
