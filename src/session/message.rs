@@ -9,6 +9,8 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 
+use super::scan::{self, Fields};
+
 /// The exact JSON text of one value, as it came (validated JSON).
 pub(crate) type Raw<'a> = &'a str;
 
@@ -64,18 +66,35 @@ struct ErrorCode {
     code: Option<i64>,
 }
 
-fn classify(wire: Wire<'_>) -> Message<'_> {
+impl<'a> From<Wire<'a>> for Fields<'a> {
+    fn from(wire: Wire<'a>) -> Fields<'a> {
+        Fields {
+            id: wire.id.map(RawValue::get),
+            method: wire.method,
+            params: wire.params.map(RawValue::get),
+            result: wire.result.map(RawValue::get),
+            error: wire.error.map(RawValue::get),
+        }
+    }
+}
+
+fn classify(fields: Fields<'_>) -> Message<'_> {
     // `"id": null` reads as no id: a null id names no request.
-    let id = wire.id.map(RawValue::get);
-    let params = wire.params.map(RawValue::get);
-    match (wire.method, id) {
+    let Fields {
+        id,
+        method,
+        params,
+        result,
+        error,
+    } = fields;
+    match (method, id) {
         (Some(method), Some(id)) => Message::Request { id, method, params },
         (Some(method), None) => Message::Notification { method, params },
-        (None, Some(id)) if wire.result.is_some() || wire.error.is_some() => Message::Response {
+        (None, Some(id)) if result.is_some() || error.is_some() => Message::Response {
             id,
-            result: wire.result.map(RawValue::get),
-            error: wire.error.map(|raw| {
-                serde_json::from_str::<ErrorCode>(raw.get())
+            result,
+            error: error.map(|raw| {
+                serde_json::from_str::<ErrorCode>(raw)
                     .ok()
                     .and_then(|e| e.code)
             }),
@@ -100,9 +119,20 @@ pub(crate) fn parse(line: &[u8]) -> Line<'_> {
     let Ok(text) = std::str::from_utf8(line) else {
         return Line::NotJson;
     };
+    // One object, the common case: scanned by hand when it can be sure.
+    if first_byte(line) == Some(b'{')
+        && let Some(fields) = scan::object(text)
+    {
+        return Line::One(classify(fields));
+    }
+    parse_with_serde(line, text)
+}
+
+/// The definition of the parse, which the fast path must agree with.
+fn parse_with_serde<'a>(line: &[u8], text: &'a str) -> Line<'a> {
     match first_byte(line) {
         Some(b'{') => match serde_json::from_str::<Wire>(text) {
-            Ok(wire) => Line::One(classify(wire)),
+            Ok(wire) => Line::One(classify(wire.into())),
             Err(_) => match serde_json::from_str::<serde::de::IgnoredAny>(text) {
                 // An object whose fields have the wrong types.
                 Ok(_) => Line::One(Message::Invalid),
@@ -119,7 +149,7 @@ pub(crate) fn parse(line: &[u8]) -> Line<'_> {
                         .into_iter()
                         .map(|raw| {
                             let message = serde_json::from_str::<Wire>(raw.get())
-                                .map_or(Message::Invalid, classify);
+                                .map_or(Message::Invalid, |wire| classify(wire.into()));
                             (raw.get(), message)
                         })
                         .collect(),
@@ -373,5 +403,174 @@ mod tests {
         );
         assert_eq!(name(raw("[1]")), None, "params of another shape");
         assert_eq!(name(None), None);
+    }
+}
+
+/// The fast path (`scan`) against serde_json, the definition: on every
+/// line both must say the same, whether the fast path answers or not.
+#[cfg(test)]
+mod same_as_serde {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[track_caller]
+    fn same(text: &str) {
+        let ours = format!("{:?}", parse(text.as_bytes()));
+        let theirs = format!("{:?}", parse_with_serde(text.as_bytes(), text));
+        assert_eq!(ours, theirs, "{text:?}");
+    }
+
+    #[test]
+    fn the_edges_where_json_is_strict() {
+        for text in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"a"}"#,
+            r#"  {"jsonrpc":"2.0","id":1,"method":"a"}  "#,
+            "{\"id\":1,\"method\":\"a\"}\r\n",
+            r#"{}"#,
+            r#"{ }"#,
+            r#"{"id":null,"method":"n"}"#,
+            r#"{"id":1,"result":null}"#,
+            r#"{"id":1,"result":{},"error":null}"#,
+            r#"{"id":1,"error":{"code":-32000,"message":"x"}}"#,
+            r#"{"id":1,"method":null}"#,
+            r#"{"id":1,"method":7}"#,
+            r#"{"id":1,"method":"a\nb"}"#,
+            r#"{"id":1,"method":"a\u0062"}"#,
+            r#"{"id":1,"id":2,"method":"a"}"#,
+            r#"{"x":1,"x":2,"id":1,"method":"a"}"#,
+            r#"{"i\u0064":1,"method":"a"}"#,
+            r#"{"id":01,"method":"a"}"#,
+            r#"{"id":-0,"method":"a"}"#,
+            r#"{"id":1.,"method":"a"}"#,
+            r#"{"id":.5,"method":"a"}"#,
+            r#"{"id":1e,"method":"a"}"#,
+            r#"{"id":1e+5,"method":"a"}"#,
+            r#"{"id":-,"method":"a"}"#,
+            r#"{"id":1,"method":"a",}"#,
+            r#"{"id":1,,"method":"a"}"#,
+            r#"{"id":[1,],"method":"a"}"#,
+            r#"{"id":tru,"method":"a"}"#,
+            r#"{"id":true,"method":"a"}"#,
+            r#"{"id":1,"method":"a"} x"#,
+            r#"{"id":1,"method":"a"}{}"#,
+            r#"{"id":1 "method":"a"}"#,
+            r#"{"id":"\x"}"#,
+            r#"{"id":"\u12G4","method":"a"}"#,
+            r#"{"id":"\uD800","method":"a"}"#,
+            "{\"id\":\"a\tb\",\"method\":\"a\"}",
+            "{\"id\":\"a\u{7f}b\",\"method\":\"a\"}",
+            r#"{"id":"é","method":"ü","params":{"t":"日本"}}"#,
+            r#"{"id":1,"method":"a","params":[[[[[[]]]]]]}"#,
+            r#"{"id":1,"method":"a","params":{"a":{"b":[1,2,{"c":null}]}}}"#,
+            r#"{"id":1,"method":"a","params":"#,
+            r#"{"id":1,"method":"a""#,
+            "{",
+            "{\"",
+        ] {
+            same(text);
+        }
+        // Nesting at, around and past the fast path's own bound.
+        for depth in [62, 63, 64, 65, 127, 128, 129, 200] {
+            let deep = format!(
+                r#"{{"id":1,"method":"a","params":{}{}}}"#,
+                "[".repeat(depth),
+                "]".repeat(depth)
+            );
+            same(&deep);
+        }
+    }
+
+    /// The fast path is taken for what MCP sends most.
+    #[test]
+    fn plain_messages_take_the_fast_path() {
+        for text in [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"q":"a\nb"}}}"#,
+            r#"{"jsonrpc":"2.0","id":"r-1","result":{"content":[{"type":"text","text":"say \"hi\""}]}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":0.5}}"#,
+        ] {
+            assert!(scan::object(text).is_some(), "{text}");
+            same(text);
+        }
+    }
+
+    fn json() -> impl Strategy<Value = serde_json::Value> {
+        use serde_json::Value;
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(Value::from),
+            "[a-z\"\\\\\n\t\u{1}é日/ ]{0,8}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(serde_json::Value::Array),
+                prop::collection::vec(
+                    (
+                        prop_oneof![
+                            Just("id".to_string()),
+                            Just("method".to_string()),
+                            Just("params".to_string()),
+                            Just("result".to_string()),
+                            Just("error".to_string()),
+                            Just("jsonrpc".to_string()),
+                            "[a-z\\\\\"]{0,4}",
+                        ],
+                        inner
+                    ),
+                    0..5
+                )
+                .prop_map(|pairs| serde_json::Value::Object(pairs.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// A message with any of the known keys, any values, sometimes a key
+    /// twice, written out and then maybe broken at one place.
+    fn line() -> impl Strategy<Value = String> {
+        let field = (
+            prop_oneof![
+                Just("id"),
+                Just("method"),
+                Just("params"),
+                Just("result"),
+                Just("error"),
+                Just("jsonrpc"),
+                Just("other"),
+            ],
+            json(),
+        );
+        (
+            prop::collection::vec(field, 0..6),
+            prop::option::of((any::<prop::sample::Index>(), "[ -~é]{0,2}", 0usize..3)),
+        )
+            .prop_map(|(fields, edit)| {
+                let body: Vec<String> = fields
+                    .iter()
+                    .map(|(key, value)| format!("\"{key}\":{value}"))
+                    .collect();
+                let mut text = format!("{{{}}}\n", body.join(","));
+                if let Some((at, insert, remove)) = edit {
+                    let chars: Vec<char> = text.chars().collect();
+                    let at = at.index(chars.len());
+                    let end = (at + remove).min(chars.len());
+                    text = chars[..at]
+                        .iter()
+                        .chain(insert.chars().collect::<Vec<_>>().iter())
+                        .chain(chars[end..].iter())
+                        .collect();
+                }
+                text
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4000))]
+        #[test]
+        fn any_line_gets_the_same_answer(text in line()) {
+            same(&text);
+        }
     }
 }

@@ -21,6 +21,7 @@ mod message;
 mod policy;
 mod replay;
 mod restart;
+mod scan;
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
