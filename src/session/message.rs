@@ -469,6 +469,15 @@ mod same_as_serde {
         ] {
             same(text);
         }
+        // Long strings, read eight bytes at a time, with a stop (a quote,
+        // an escape, a raw control character) at every place in a word.
+        for at in 0..20 {
+            for stop in ["\\\"", "\\n", "\t", "\u{1f}", "é"] {
+                let text = format!("{}{stop}{}", "a".repeat(at), "b".repeat(20 - at));
+                same(&format!(r#"{{"id":1,"method":"a","params":"{text}"}}"#));
+                same(&format!(r#"{{"id":"{text}","method":"a"}}"#));
+            }
+        }
         // Nesting at, around and past the fast path's own bound.
         for depth in [62, 63, 64, 65, 127, 128, 129, 200] {
             let deep = format!(
@@ -502,7 +511,7 @@ mod same_as_serde {
             any::<f64>()
                 .prop_filter("finite", |f| f.is_finite())
                 .prop_map(Value::from),
-            "[a-z\"\\\\\n\t\u{1}é日/ ]{0,8}".prop_map(Value::String),
+            "[a-z\"\\\\\n\t\u{1}é日/ ]{0,24}".prop_map(Value::String),
         ];
         leaf.prop_recursive(4, 24, 4, |inner| {
             prop_oneof![

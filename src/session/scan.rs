@@ -113,6 +113,20 @@ fn method(raw: Option<&str>) -> Option<Option<Cow<'_, str>>> {
     }
 }
 
+/// Whether any of eight bytes is a quote, a backslash or below 0x20
+/// (Mycroft's zero-byte test, as serde_json does it): never a false
+/// "no", so a word it passes holds no stop.
+fn has_stop(word: u64) -> bool {
+    const ONES: u64 = u64::MAX / 255;
+    const HIGH: u64 = ONES << 7;
+    let control = word.wrapping_sub(ONES * 0x20) & !word;
+    let quote = word ^ (ONES * u64::from(b'"'));
+    let quote = quote.wrapping_sub(ONES) & !quote;
+    let backslash = word ^ (ONES * u64::from(b'\\'));
+    let backslash = backslash.wrapping_sub(ONES) & !backslash;
+    (control | quote | backslash) & HIGH != 0
+}
+
 struct Scanner<'a> {
     bytes: &'a [u8],
     at: usize,
@@ -155,6 +169,17 @@ impl Scanner<'_> {
         let bytes = self.bytes;
         let mut escaped = false;
         loop {
+            // Eight bytes at a time while none of them is a stop (a long
+            // text value), then byte by byte to the stop.
+            while let Some(word) = bytes
+                .get(self.at..self.at + 8)
+                .and_then(|chunk| <[u8; 8]>::try_from(chunk).ok())
+            {
+                if has_stop(u64::from_le_bytes(word)) {
+                    break;
+                }
+                self.at += 8;
+            }
             while bytes
                 .get(self.at)
                 .is_some_and(|b| !STRING_STOPS[usize::from(*b)])
@@ -258,6 +283,35 @@ impl Scanner<'_> {
                 }
             }
             _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The word test never misses a stop, wherever it sits in the word.
+    #[test]
+    fn a_word_with_a_stop_is_never_passed() {
+        for stop in (0u8..0x20).chain([b'"', b'\\']) {
+            for at in 0..8 {
+                for fill in [b'a', 0x7f, 0x80, 0xff, b' ', b'!', b'#', b'[', b']'] {
+                    let mut word = [fill; 8];
+                    word[at] = stop;
+                    assert!(
+                        has_stop(u64::from_le_bytes(word)),
+                        "{stop:#x} at {at} in {fill:#x}"
+                    );
+                }
+            }
+        }
+        for clean in [
+            *b"abcdefgh",
+            [0x7f; 8],
+            [0xe6, 0x97, 0xa5, 0xe6, 0x9c, 0xac, b' ', b'!'],
+        ] {
+            assert!(!has_stop(u64::from_le_bytes(clean)));
         }
     }
 }
