@@ -122,17 +122,6 @@ pub enum Target {
     Cgroup,
 }
 
-impl Target {
-    /// The record's word for it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Target::Group => "group",
-            Target::Descendants => "descendants",
-            Target::Cgroup => "cgroup",
-        }
-    }
-}
-
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Event {
     /// Milliseconds since mcp-bound started, on the monotonic clock.

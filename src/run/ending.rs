@@ -205,18 +205,23 @@ pub(super) fn describe_exit(exit: Option<&crate::record::Exit>) -> String {
 }
 
 /// One line that says what happened, after the excerpt.
-fn summary(record: &Record) -> String {
-    let exit = describe_exit(record.lifecycle.exit.as_ref());
-    let state = serde_json::to_value(record.lifecycle.state)
+/// A vocabulary's word as the record spells it (its serde name).
+fn word(value: impl serde::Serialize) -> String {
+    serde_json::to_value(value)
         .ok()
         .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+fn summary(record: &Record) -> String {
+    let exit = describe_exit(record.lifecycle.exit.as_ref());
+    let state = word(record.lifecycle.state);
     let signals_sent: Vec<String> = record
         .events
         .iter()
         .filter_map(|event| match &event.kind {
             EventKind::SignalSent { signal, target, .. } => {
-                Some(format!("{signal} to {}", target.name()))
+                Some(format!("{signal} to {}", word(target)))
             }
             _ => None,
         })
