@@ -117,7 +117,6 @@ pub(crate) struct Contain {
     pub facts: ContainFacts,
 }
 
-/// Where the cgroup2 hierarchy is mounted, and our cgroup in it.
 /// The first cgroup2 mount point in /proc/self/mountinfo's text.
 fn cgroup2_mount_in(mountinfo: &str) -> Option<PathBuf> {
     mountinfo.lines().find_map(|line| {
@@ -128,8 +127,9 @@ fn cgroup2_mount_in(mountinfo: &str) -> Option<PathBuf> {
     })
 }
 
-/// The usual places are asked first (one statfs each); mountinfo is read
-/// only when neither is a cgroup2 mount.
+/// Where the cgroup2 hierarchy is mounted, and our cgroup in it. The
+/// usual places are asked first (one statfs each); mountinfo is read only
+/// when neither is a cgroup2 mount.
 fn our_cgroup() -> Result<PathBuf, String> {
     let usual = ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"]
         .into_iter()

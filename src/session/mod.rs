@@ -235,7 +235,6 @@ impl Session {
             Message::Request { id, method, params } => {
                 self.facts.client.requests += 1;
                 let key = message::id_key(id);
-
                 if let Some(gone) = &self.gone {
                     // Answered here, never written anywhere.
                     self.to_client.extend(answer::server_exited(

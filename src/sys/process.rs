@@ -328,7 +328,7 @@ fn child_steps(exec: &Exec, setup: &Setup<'_>, join: bool) -> io::Error {
 
 /// In the forked helper, before exec: move itself into the cgroup whose
 /// `cgroup.procs` is `procs`. Async-signal-safe: open, write, close.
-pub fn join_cgroup(procs: &std::ffi::CStr) -> io::Result<()> {
+fn join_cgroup(procs: &std::ffi::CStr) -> io::Result<()> {
     // SAFETY: a valid C string and buffer.
     unsafe {
         let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
