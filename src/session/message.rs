@@ -163,7 +163,9 @@ fn parse_with_serde<'a>(line: &[u8], text: &'a str) -> Line<'a> {
 
 /// The key an id is matched by: the same id however it was spelled
 /// (`1` and `1.0` stay different, as JSON-RPC's own comparison has them).
-pub(crate) fn id_key(id: Raw<'_>) -> String {
+/// Borrowed when the text is the key already (no allocation to look up
+/// a response).
+pub(crate) fn id_key(id: Raw<'_>) -> Cow<'_, str> {
     let text = id;
     // Most ids are plain integers or strings with no escape: their text
     // is already the key (serde_json writes them back the same).
@@ -179,11 +181,11 @@ pub(crate) fn id_key(id: Raw<'_>) -> String {
         && !text[1..text.len() - 1].contains(['\\', '"'])
         && !text.bytes().any(|b| b < 0x20 || b == 0x7f);
     if (plain_integer && !text.is_empty() && text != "-") || plain_string {
-        return text.to_string();
+        return Cow::Borrowed(text);
     }
     match serde_json::from_str::<serde_json::Value>(text) {
-        Ok(value) => value.to_string(),
-        Err(_) => id.to_string(),
+        Ok(value) => Cow::Owned(value.to_string()),
+        Err(_) => Cow::Borrowed(id),
     }
 }
 
@@ -224,7 +226,7 @@ pub(crate) fn name(raw: Option<Raw<'_>>) -> Option<String> {
 pub(crate) fn cancelled_id(raw: Option<Raw<'_>>) -> Option<String> {
     params(raw, "requestId")
         .request_id
-        .map(|id| id_key(id.get()))
+        .map(|id| id_key(id.get()).into_owned())
 }
 
 /// `params._meta.progressToken` of a request, as a key.
@@ -232,14 +234,14 @@ pub(crate) fn request_progress_token(raw: Option<Raw<'_>>) -> Option<String> {
     params(raw, "progressToken")
         .meta
         .and_then(|meta| meta.progress_token)
-        .map(|token| id_key(token.get()))
+        .map(|token| id_key(token.get()).into_owned())
 }
 
 /// `params.progressToken` of `notifications/progress`, as a key.
 pub(crate) fn progress_token(raw: Option<Raw<'_>>) -> Option<String> {
     params(raw, "progressToken")
         .progress_token
-        .map(|token| id_key(token.get()))
+        .map(|token| id_key(token.get()).into_owned())
 }
 
 /// A batch of which `kept` elements pass: the line itself when all do,
@@ -350,7 +352,7 @@ mod tests {
 
     #[test]
     fn an_id_has_one_key_however_it_is_spelled() {
-        let key = |text: &str| id_key(text);
+        let key = |text: &str| id_key(text).into_owned();
         for (spelled, canonical) in [
             ("7", "7"),
             ("-7", "-7"),
@@ -368,6 +370,10 @@ mod tests {
                 .unwrap()
                 .to_string();
             assert_eq!(key(spelled), full, "{spelled}");
+        }
+        // The common ids are their own key: not copied to look them up.
+        for plain in ["7", "-7", "0", "\"ab\"", "\"tools-1\""] {
+            assert!(matches!(id_key(plain), Cow::Borrowed(_)), "{plain}");
         }
     }
 

@@ -53,8 +53,9 @@ enum From {
 }
 
 struct InFlight {
-    /// The id's JSON text, as the client sent it.
-    id: String,
+    /// The id's JSON text, as the client sent it, when it is not its key
+    /// already (most ids are: a plain integer or string).
+    spelled: Option<String>,
     method: String,
     name: Option<String>,
     started: Instant,
@@ -66,6 +67,11 @@ struct InFlight {
     /// Where its line ends in the stream of bytes for the server's stdin:
     /// once the relay has written up to here, the server's pipe had it all.
     ends_at: u64,
+}
+
+/// An entry out of the table: the id as the client sent it, and the rest.
+fn taken(key: String, mut entry: InFlight) -> (String, InFlight) {
+    (entry.spelled.take().unwrap_or(key), entry)
 }
 
 struct Gone {
@@ -249,7 +255,7 @@ impl Session {
                 }
                 if id.len() > MAX_TRACKED
                     || method.len() > MAX_TRACKED
-                    || self.in_flight.contains_key(&key)
+                    || self.in_flight.contains_key(&*key)
                 {
                     return true;
                 }
@@ -280,7 +286,7 @@ impl Session {
                 };
                 self.seq += 1;
                 let entry = InFlight {
-                    id: id.to_string(),
+                    spelled: (*key != *id).then(|| id.to_string()),
                     method: method.into_owned(),
                     name,
                     started: now,
@@ -291,6 +297,7 @@ impl Session {
                     audited,
                     ends_at: self.line_ends_at,
                 };
+                let key = key.into_owned();
                 if let Some(at) = entry.deadline {
                     self.deadlines.insert((at, entry.seq), key.clone());
                 }
@@ -306,10 +313,10 @@ impl Session {
                 self.facts.client.notifications += 1;
                 if method == "notifications/cancelled"
                     && let Some(key) = message::cancelled_id(params)
-                    && let Some(entry) = self.remove(&key)
+                    && let Some((id, entry)) = self.remove(&key)
                 {
                     self.facts.cancelled_by_client += 1;
-                    self.finish(now, entry, RequestOutcome::Cancelled, None, 0);
+                    self.finish(now, id, entry, RequestOutcome::Cancelled, None, 0);
                 }
                 true
             }
@@ -342,12 +349,12 @@ impl Session {
                         Replayed::Changed(why) => Err(why),
                     });
                     false
-                } else if let Some(entry) = self.remove(&key) {
+                } else if let Some((id, entry)) = self.remove(&key) {
                     let (outcome, code) = match error {
                         None => (RequestOutcome::Result, None),
                         Some(code) => (RequestOutcome::Error, code),
                     };
-                    self.finish(now, entry, outcome, code, bytes as u64);
+                    self.finish(now, id, entry, outcome, code, bytes as u64);
                     true
                 } else if self.answered.take(&key) {
                     self.facts.late_responses_dropped += 1;
@@ -399,19 +406,20 @@ impl Session {
                 return;
             }
             let key = entry.1.clone();
-            let Some(entry) = self.remove(&key) else {
+            let Some((id, entry)) = self.remove(&key) else {
                 continue;
             };
             let timeout = entry.timeout.unwrap_or_default();
-            self.to_server.extend(answer::cancelled(&entry.id, timeout));
+            self.to_server.extend(answer::cancelled(&id, timeout));
             self.facts.cancellations_sent += 1;
-            let answer = answer::timed_out(&entry.id, &entry.method, timeout);
+            let answer = answer::timed_out(&id, &entry.method, timeout);
             let bytes = answer.len() as u64;
             self.to_client.extend(answer);
             self.facts.synthesized.request_timeout += 1;
             self.answered.insert(key);
             self.finish(
                 now,
+                id,
                 entry,
                 RequestOutcome::TimedOut,
                 Some(REQUEST_TIMEOUT),
@@ -433,14 +441,18 @@ impl Session {
         if self.gone.is_some() {
             return;
         }
-        let mut left: Vec<InFlight> = self.in_flight.drain().map(|(_, e)| e).collect();
-        left.sort_by_key(|e| e.seq);
+        let mut left: Vec<(String, InFlight)> = self
+            .in_flight
+            .drain()
+            .map(|(key, entry)| taken(key, entry))
+            .collect();
+        left.sort_by_key(|(_, e)| e.seq);
         self.deadlines.clear();
         self.progress.clear();
         self.facts.in_flight_at_exit = left.len() as u64;
-        for entry in left {
+        for (id, entry) in left {
             let answer = answer::server_exited(
-                &entry.id,
+                &id,
                 exit.as_ref(),
                 &stderr_tail,
                 &self.call_id,
@@ -451,13 +463,14 @@ impl Session {
             self.facts.synthesized.server_exited += 1;
             if self.facts.interrupted.len() < MAX_INTERRUPTED_LISTED {
                 self.facts.interrupted.push(Interrupted {
-                    id: serde_json::from_str(&entry.id).unwrap_or(serde_json::Value::Null),
+                    id: serde_json::from_str(&id).unwrap_or(serde_json::Value::Null),
                     method: entry.method.clone(),
                     name: entry.name.clone(),
                 });
             }
             self.finish(
                 now,
+                id,
                 entry,
                 RequestOutcome::ServerExited,
                 Some(SERVER_ERROR),
@@ -467,20 +480,22 @@ impl Session {
         self.gone = Some(Gone { exit, stderr_tail });
     }
 
-    fn remove(&mut self, key: &str) -> Option<InFlight> {
-        let entry = self.in_flight.remove(key)?;
+    /// A request out of the table: its id as sent, and its entry.
+    fn remove(&mut self, key: &str) -> Option<(String, InFlight)> {
+        let (key, entry) = self.in_flight.remove_entry(key)?;
         if let Some(at) = entry.deadline {
             self.deadlines.remove(&(at, entry.seq));
         }
         if let Some(token) = &entry.progress_token {
             self.progress.remove(token);
         }
-        Some(entry)
+        Some(taken(key, entry))
     }
 
     fn finish(
         &mut self,
         now: Instant,
+        id: String,
         entry: InFlight,
         outcome: RequestOutcome,
         error_code: Option<i64>,
@@ -488,7 +503,7 @@ impl Session {
     ) {
         if entry.audited {
             self.audit.push(Audit::Response {
-                id: entry.id,
+                id,
                 method: entry.method,
                 outcome,
                 error_code,

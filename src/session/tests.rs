@@ -21,6 +21,17 @@ fn policy() -> SessionPolicy {
     }
 }
 
+/// A session whose every request times out after `timeout`.
+fn timed(timeout: Duration) -> Session {
+    Session::new(
+        SessionPolicy {
+            default_timeout: Some(timeout),
+            ..policy()
+        },
+        "c1".into(),
+    )
+}
+
 fn line(value: Value) -> Vec<u8> {
     let mut line = serde_json::to_vec(&value).unwrap();
     line.push(b'\n');
@@ -289,13 +300,7 @@ fn past_max_in_flight_the_client_gets_an_error_and_memory_stays_bounded() {
 #[test]
 fn batches_are_tracked_per_element_and_rewritten_only_when_they_must_be() {
     let t0 = Instant::now();
-    let mut session = Session::new(
-        SessionPolicy {
-            default_timeout: Some(Duration::from_secs(1)),
-            ..policy()
-        },
-        "c1".into(),
-    );
+    let mut session = timed(Duration::from_secs(1));
     let batch = b"[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"a\"}, {\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"b\"}]\n";
     assert_eq!(client(&mut session, t0, batch), batch, "byte-exact");
     assert_eq!(session.in_flight(), 2);
@@ -333,4 +338,36 @@ fn what_is_not_jsonrpc_passes_on_counted() {
     }
     assert_eq!(session.facts().client.non_jsonrpc_lines, 4);
     assert_eq!(session.in_flight(), 0);
+}
+
+/// An id spelled unlike its key (an escape, an exponent) is matched by its
+/// key but answered, cancelled and audited as the client spelled it.
+#[test]
+fn an_id_is_answered_as_the_client_spelled_it() {
+    let t0 = Instant::now();
+    let mut session = timed(Duration::from_secs(1));
+    let escaped =
+        b"{\"jsonrpc\":\"2.0\",\"id\":\"a\\u0062\",\"method\":\"tools/call\",\"params\":{}}\n";
+    let exponent = b"{\"jsonrpc\":\"2.0\",\"id\":1e2,\"method\":\"tools/call\",\"params\":{}}\n";
+    client(&mut session, t0, escaped);
+    client(&mut session, t0, exponent);
+    // The server answers "ab" in its own spelling: that ends the first.
+    server(&mut session, t0, &result(json!("ab")));
+    assert_eq!(session.in_flight(), 1);
+    session.tick(t0 + Duration::from_secs(1));
+    let answer = String::from_utf8(std::mem::take(&mut session.to_client)).unwrap();
+    assert!(
+        answer.starts_with("{\"jsonrpc\":\"2.0\",\"id\":1e2,"),
+        "{answer}"
+    );
+    let cancel = String::from_utf8(std::mem::take(&mut session.to_server)).unwrap();
+    assert!(cancel.contains("\"requestId\":1e2"), "{cancel}");
+    let ids: Vec<String> = session
+        .take_audit()
+        .into_iter()
+        .map(|audit| match audit {
+            Audit::Request { id, .. } | Audit::Response { id, .. } => id,
+        })
+        .collect();
+    assert_eq!(ids, ["\"a\\u0062\"", "1e2", "\"a\\u0062\"", "1e2"]);
 }
