@@ -23,7 +23,7 @@ mod replay;
 mod restart;
 mod scan;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
@@ -41,6 +41,10 @@ pub use policy::{AuditRequests, SessionPolicy};
 use replay::{Replay, Replayed};
 pub use restart::RestartPolicy;
 pub(crate) use restart::Restarts;
+
+/// The session's tables hash ids and tokens the client chose: foldhash,
+/// seeded per process, a few instructions for a short id.
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 /// An id or a method longer than this is passed on but not tracked.
 const MAX_TRACKED: usize = 1024;
@@ -113,9 +117,9 @@ impl Session {
         Session {
             policy,
             call_id,
-            in_flight: HashMap::new(),
+            in_flight: HashMap::default(),
             deadlines: BTreeMap::new(),
-            progress: HashMap::new(),
+            progress: HashMap::default(),
             seq: 0,
             answered: Answered::new(max_in_flight),
             gone: None,
