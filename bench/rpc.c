@@ -8,8 +8,9 @@
  *   rpc relay CMD...      the least a two-way relay can do: one poll(2) loop,
  *                         one buffer per direction, non-blocking writes
  *   rpc latency N CMD...  N sequential round trips through CMD: prints the
- *                         median (after 10% warm-up) in us, and CMD's own CPU
- *                         (schedstat, not its children's) per round trip
+ *                         median in us, and CMD's own CPU (schedstat, not its
+ *                         children's) per round trip, both after a 10%
+ *                         warm-up (start-up is not a round trip's cost)
  *   rpc throughput N SIZE WINDOW CMD...
  *                         N pipelined requests of SIZE bytes, at most WINDOW
  *                         unanswered: prints MB/s of requests (each is answered
@@ -170,7 +171,10 @@ static int latency(int n, char **argv) {
     pid_t pid = spawn(argv, &to, &from);
     double *t = calloc((size_t)n, sizeof *t);
     char line[128];
+    int warm = n / 10;
+    double cpu_warm = 0;
     for (int i = 0; i < n; i++) {
+        if (i == warm) cpu_warm = cpu_of(pid);
         int len = sprintf(line, "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"echo\",\"params\":{\"n\":%d}}\n", i, i);
         double start = now();
         write_all(to, line, (size_t)len);
@@ -181,10 +185,9 @@ static int latency(int n, char **argv) {
         }
         t[i] = now() - start;
     }
-    double cpu = cpu_of(pid);
-    int warm = n / 10;
+    double cpu = cpu_of(pid) - cpu_warm;
     qsort(t + warm, (size_t)(n - warm), sizeof *t, cmp);
-    printf("%.2f %.3f\n", t[warm + (n - warm) / 2] * 1e6, cpu / n * 1e6);
+    printf("%.2f %.3f\n", t[warm + (n - warm) / 2] * 1e6, cpu / (n - warm) * 1e6);
     finish(pid, to, from);
     return 0;
 }
