@@ -167,50 +167,64 @@ impl Scanner<'_> {
 
     /// A string, from its opening quote past its closing one. Some(true)
     /// if it held an escape. The text is UTF-8 already (a `str`): only a
-    /// quote, a backslash and a control character need a look.
+    /// quote, a backslash and a control character need a look. Inlined:
+    /// most strings are a key or a short value, where a call costs as
+    /// much as the scan.
+    #[inline(always)]
     fn string(&mut self) -> Option<bool> {
         self.expect(b'"')?;
-        let bytes = self.bytes;
         let mut escaped = false;
         loop {
-            // Eight bytes at a time, straight to the stop; byte by byte
-            // only in the last seven bytes of the line.
-            while let Some(word) = bytes
-                .get(self.at..self.at + 8)
-                .and_then(|chunk| <[u8; 8]>::try_from(chunk).ok())
-            {
-                match first_stop(u64::from_le_bytes(word)) {
-                    Some(at) => {
-                        self.at += at;
-                        break;
-                    }
-                    None => self.at += 8,
-                }
-            }
-            while bytes
-                .get(self.at)
-                .is_some_and(|b| !STRING_STOPS[usize::from(*b)])
-            {
-                self.at += 1;
-            }
+            self.skip_to_stop();
             match self.next()? {
                 b'"' => return Some(escaped),
                 b'\\' => {
                     escaped = true;
-                    match self.next()? {
-                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {}
-                        b'u' => {
-                            for _ in 0..4 {
-                                if !self.next()?.is_ascii_hexdigit() {
-                                    return None;
-                                }
-                            }
-                        }
-                        _ => return None,
-                    }
+                    self.escape()?;
                 }
                 _ => return None, // a control character
             }
+        }
+    }
+
+    /// To the next stop in a string: eight bytes at a time, straight to
+    /// it; byte by byte only in the last seven bytes of the line.
+    #[inline(always)]
+    fn skip_to_stop(&mut self) {
+        let bytes = self.bytes;
+        while let Some(word) = bytes
+            .get(self.at..self.at + 8)
+            .and_then(|chunk| <[u8; 8]>::try_from(chunk).ok())
+        {
+            match first_stop(u64::from_le_bytes(word)) {
+                Some(at) => {
+                    self.at += at;
+                    return;
+                }
+                None => self.at += 8,
+            }
+        }
+        while bytes
+            .get(self.at)
+            .is_some_and(|b| !STRING_STOPS[usize::from(*b)])
+        {
+            self.at += 1;
+        }
+    }
+
+    /// What follows a backslash.
+    fn escape(&mut self) -> Option<()> {
+        match self.next()? {
+            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => Some(()),
+            b'u' => {
+                for _ in 0..4 {
+                    if !self.next()?.is_ascii_hexdigit() {
+                        return None;
+                    }
+                }
+                Some(())
+            }
+            _ => None,
         }
     }
 
