@@ -2,15 +2,20 @@
 //! place that uses nix and libc: poll(), descriptor flags, private file
 //! creation, locks, the terminal. Process calls (spawning, rlimits,
 //! signals to processes, waiting) live in `process.rs`; what only Linux
-//! has in `linux.rs`; `other.rs` stands in elsewhere without touching
-//! libc, chosen here with `#[cfg]` and `#[path]`.
+//! has in `linux.rs`, and what /proc says in `procfs.rs` (plain reads);
+//! `other.rs` stands in elsewhere without touching libc, chosen here with
+//! `#[cfg]` and `#[path]`.
 
 #[cfg_attr(target_os = "linux", path = "linux.rs")]
 #[cfg_attr(not(target_os = "linux"), path = "other.rs")]
 mod os;
 mod process;
+#[cfg(target_os = "linux")]
+mod procfs;
 
 pub use process::*;
+#[cfg(target_os = "linux")]
+pub use procfs::{children_of_self, descendants, pids_with_env, proc_info};
 
 use std::ffi::CString;
 use std::fs::File;
@@ -227,10 +232,11 @@ pub struct ProcInfo {
 }
 
 pub use os::{
-    Orphaned, Waiter, become_subreaper, children_of_self, descendants, die_with_parent, grow_pipe,
-    is_cgroup2_mount, null_device, pids_with_env, private_pipe, proc_info, reopen_fifo_nonblocking,
-    splice,
+    Orphaned, Waiter, become_subreaper, die_with_parent, grow_pipe, is_cgroup2_mount, null_device,
+    private_pipe, reopen_fifo_nonblocking, splice,
 };
+#[cfg(not(target_os = "linux"))]
+pub use os::{children_of_self, descendants, pids_with_env, proc_info};
 
 /// Open (or create, mode 0600) a file for appending, never through a
 /// symlink. Returns the file and whether this call created it.
