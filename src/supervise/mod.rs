@@ -45,10 +45,50 @@ use tree::Tree;
 
 pub use outcome::{Config, Outcome, SessionConfig, StdoutMode};
 
-/// How the loop waits: `sys::poll`, or a stand-in that fails on purpose
-/// (the tests of the failure path).
-pub type PollFn<'p> =
-    dyn FnMut(&[Interest], &mut Vec<Ready>, Option<std::time::Duration>) -> io::Result<()> + 'p;
+/// How the loop waits: a `sys::Poller`, or a stand-in that fails on
+/// purpose (the tests of the failure path).
+pub trait Wait {
+    /// `ready[i]` answers `interests[i]`.
+    fn wait(
+        &mut self,
+        interests: &[Interest],
+        ready: &mut Vec<Ready>,
+        timeout: Option<std::time::Duration>,
+    ) -> io::Result<()>;
+
+    /// Descriptors were closed and others opened under the same numbers
+    /// (a restarted server's pipes).
+    fn forget(&mut self) {}
+}
+
+impl Wait for sys::Poller {
+    fn wait(
+        &mut self,
+        interests: &[Interest],
+        ready: &mut Vec<Ready>,
+        timeout: Option<std::time::Duration>,
+    ) -> io::Result<()> {
+        sys::Poller::wait(self, interests, ready, timeout)
+    }
+
+    fn forget(&mut self) {
+        sys::Poller::forget(self);
+    }
+}
+
+impl<F> Wait for F
+where
+    F: FnMut(&[Interest], &mut Vec<Ready>, Option<std::time::Duration>) -> io::Result<()>,
+{
+    fn wait(
+        &mut self,
+        interests: &[Interest],
+        ready: &mut Vec<Ready>,
+        timeout: Option<std::time::Duration>,
+    ) -> io::Result<()> {
+        self(interests, ready, timeout)
+    }
+}
 
 struct Loop<'a> {
     origin: Instant,
@@ -67,6 +107,9 @@ struct Loop<'a> {
     session: Option<SessionParts<'a>>,
     /// Our stdin reached EOF while the helper ran.
     host_hung_up: bool,
+    /// A restart opened new pipes, perhaps under numbers just closed:
+    /// the wait must not trust what it registered before.
+    renewed: bool,
 }
 
 /// Supervise a spawned helper to the end. If mcp-bound itself cannot go
@@ -87,7 +130,7 @@ pub fn supervise(
         signals,
         sink,
         config,
-        &mut sys::poll,
+        &mut sys::Poller::new(),
     )
 }
 
@@ -98,7 +141,7 @@ pub(crate) fn supervise_with(
     signals: &SignalPipe,
     sink: &mut Sink,
     mut config: Config,
-    poll: &mut PollFn<'_>,
+    poll: &mut dyn Wait,
 ) -> Outcome {
     let log = config.stderr_log.take();
     let destination = match config.stdout {
@@ -157,6 +200,7 @@ pub(crate) fn supervise_with(
         redactor: config.redactor.clone(),
         session,
         host_hung_up: false,
+        renewed: false,
     };
     state.event(
         dispatched_at,
@@ -219,10 +263,12 @@ impl Loop<'_> {
             .min()
     }
 
-    /// What to wait for this turn. Streams before the signal pipe: once
-    /// poll(2) meets a ready descriptor it stops putting wait-queue entries
-    /// on the ones after it, so during a flood one call costs one look at
-    /// each (measured: 5-7% less CPU for a stderr flood, writer included).
+    /// What to wait for this turn. Streams before the signal pipe: where
+    /// the wait is poll(2) (not Linux, or a descriptor epoll refuses),
+    /// once it meets a ready descriptor it stops putting wait-queue
+    /// entries on the ones after it, so during a flood one call costs one
+    /// look at each (measured: 5-7% less CPU for a stderr flood, writer
+    /// included).
     fn interests(&self, interests: &mut Vec<Interest>) -> Slots {
         interests.clear();
         let read = |fd: RawFd| Interest::new(fd, true, false);
@@ -269,7 +315,7 @@ impl Loop<'_> {
         }
     }
 
-    fn run(&mut self, poll: &mut PollFn<'_>) -> Result<(), String> {
+    fn run(&mut self, poll: &mut dyn Wait) -> Result<(), String> {
         let mut interests: Vec<Interest> = Vec::with_capacity(8);
         let mut ready: Vec<Ready> = Vec::with_capacity(8);
         loop {
@@ -300,7 +346,11 @@ impl Loop<'_> {
             let timeout = self
                 .next_wake()
                 .map(|wake| wake.saturating_duration_since(now));
-            poll(&interests, &mut ready, timeout).map_err(|err| format!("poll failed: {err}"))?;
+            if std::mem::take(&mut self.renewed) {
+                poll.forget();
+            }
+            poll.wait(&interests, &mut ready, timeout)
+                .map_err(|err| format!("poll failed: {err}"))?;
             self.dispatch(&slots, &ready, Instant::now());
             self.route()?;
         }

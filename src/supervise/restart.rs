@@ -133,6 +133,7 @@ impl Loop<'_> {
                 return false;
             }
         };
+        self.renewed = true;
         self.tree = self.tree.next(helper.family.clone());
         self.stdout.reattach(File::from(helper.stdout));
         self.stderr = StderrDrain::new(File::from(helper.stderr));

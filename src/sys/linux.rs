@@ -310,6 +310,206 @@ pub fn die_with_parent(parent: i32) -> io::Result<()> {
     Ok(())
 }
 
+/// The loop's wait on Linux: epoll, whose cost per wait does not grow
+/// with the descriptors watched (poll(2) puts an entry on each one's wait
+/// queue and takes it off again, every turn). Level-triggered, so each
+/// wait answers what poll(2) would for the same interests.
+///
+/// A registration belongs to an open file, but the loop names descriptors
+/// by number, so: a descriptor that leaves the interests is removed, and if
+/// that fails (it was closed, perhaps while another process still holds
+/// the file) the whole set is rebuilt, never left to report for a number
+/// that now names something else. A number closed and opened again within
+/// one turn keeps its interest and cannot be seen from here: whoever opens
+/// descriptors during the loop (a restart) calls `forget`.
+pub struct Epoll {
+    fd: OwnedFd,
+    /// (descriptor, events) as registered now.
+    registered: Vec<(RawFd, u32)>,
+    /// This turn's interests, one per descriptor (a descriptor listed
+    /// twice is registered once, for both).
+    wanted: Vec<(RawFd, u32)>,
+    /// Descriptors epoll refused as not open: reported as poll(2) reports
+    /// POLLNVAL.
+    closed: Vec<RawFd>,
+    events: Vec<libc::epoll_event>,
+    stale: bool,
+}
+
+impl Epoll {
+    pub fn new() -> io::Result<Epoll> {
+        Ok(Epoll {
+            fd: epoll_create()?,
+            registered: Vec::new(),
+            wanted: Vec::new(),
+            closed: Vec::new(),
+            events: Vec::new(),
+            stale: false,
+        })
+    }
+
+    /// Descriptors may have been closed and their numbers reused: start
+    /// over at the next wait.
+    pub fn forget(&mut self) {
+        self.stale = true;
+    }
+
+    /// Wait for `interests`, which `watch` registered: `ready[i]`
+    /// answers `interests[i]`. EINTR is not an error (nothing is ready).
+    pub fn wait(
+        &mut self,
+        interests: &[Interest],
+        ready: &mut Vec<Ready>,
+        timeout_ms: libc::c_int,
+    ) -> io::Result<()> {
+        ready.clear();
+        ready.resize(interests.len(), Ready::default());
+        for (slot, interest) in ready.iter_mut().zip(interests) {
+            slot.error = self.closed.contains(&interest.fd);
+        }
+        let timeout_ms = if self.closed.is_empty() {
+            timeout_ms
+        } else {
+            0
+        };
+        self.events.resize(
+            self.registered.len().max(1),
+            libc::epoll_event { events: 0, u64: 0 },
+        );
+        // SAFETY: `events` is a valid buffer of as many entries as passed.
+        let n = unsafe {
+            libc::epoll_wait(
+                self.fd.as_raw_fd(),
+                self.events.as_mut_ptr(),
+                self.events.len() as libc::c_int,
+                timeout_ms,
+            )
+        };
+        if n < 0 {
+            let err = io::Error::last_os_error();
+            return match err.kind() {
+                io::ErrorKind::Interrupted => Ok(()),
+                _ => Err(err),
+            };
+        }
+        for event in &self.events[..n as usize] {
+            let (fd, bits) = (event.u64 as RawFd, event.events);
+            let on = |flag: libc::c_int| bits & flag as u32 != 0;
+            for (slot, interest) in ready.iter_mut().zip(interests) {
+                if interest.fd == fd {
+                    *slot = Ready {
+                        readable: interest.read && on(libc::EPOLLIN),
+                        writable: interest.write && on(libc::EPOLLOUT),
+                        hangup: on(libc::EPOLLHUP)
+                            || (interest.peer_closed && on(libc::EPOLLRDHUP)),
+                        error: on(libc::EPOLLERR),
+                    };
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Make the registrations match `interests`. Err: a descriptor epoll
+    /// cannot watch (a regular file, /dev/null), or no new epoll
+    /// descriptor; the caller uses poll(2) instead.
+    pub fn watch(&mut self, interests: &[Interest]) -> io::Result<()> {
+        self.wanted.clear();
+        self.closed.clear();
+        for interest in interests {
+            let bits = epoll_bits(interest);
+            match self.wanted.iter_mut().find(|(fd, _)| *fd == interest.fd) {
+                Some((_, events)) => *events |= bits,
+                None => self.wanted.push((interest.fd, bits)),
+            }
+        }
+        if self.wanted == self.registered && !self.stale {
+            return Ok(());
+        }
+        for i in 0..self.registered.len() {
+            let fd = self.registered[i].0;
+            if !self.wanted.iter().any(|(w, _)| *w == fd)
+                && self.ctl(libc::EPOLL_CTL_DEL, fd, 0).is_err()
+            {
+                self.stale = true;
+            }
+        }
+        if std::mem::take(&mut self.stale) {
+            self.fd = epoll_create()?;
+            self.registered.clear();
+        }
+        self.registered
+            .retain(|(fd, _)| self.wanted.iter().any(|(w, _)| w == fd));
+        for i in 0..self.wanted.len() {
+            let (fd, bits) = self.wanted[i];
+            let had = self.registered.iter().position(|(r, _)| *r == fd);
+            let done = match had {
+                Some(at) if self.registered[at].1 == bits => continue,
+                Some(_) => self.ctl(libc::EPOLL_CTL_MOD, fd, bits),
+                None => match self.ctl(libc::EPOLL_CTL_ADD, fd, bits) {
+                    Err(err) if err.raw_os_error() == Some(libc::EEXIST) => {
+                        self.ctl(libc::EPOLL_CTL_MOD, fd, bits)
+                    }
+                    other => other,
+                },
+            };
+            match done {
+                Ok(()) => match had {
+                    Some(at) => self.registered[at].1 = bits,
+                    None => self.registered.push((fd, bits)),
+                },
+                Err(err) if err.raw_os_error() == Some(libc::EBADF) => {
+                    if let Some(at) = had {
+                        self.registered.remove(at);
+                    }
+                    self.closed.push(fd);
+                }
+                Err(err) => return Err(err),
+            }
+        }
+        Ok(())
+    }
+
+    fn ctl(&self, op: libc::c_int, fd: RawFd, bits: u32) -> io::Result<()> {
+        let mut event = libc::epoll_event {
+            events: bits,
+            u64: fd as u64,
+        };
+        // SAFETY: a valid epoll descriptor and event; DEL ignores the event.
+        let rc = unsafe { libc::epoll_ctl(self.fd.as_raw_fd(), op, fd, &mut event) };
+        if rc < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
+}
+
+fn epoll_create() -> io::Result<OwnedFd> {
+    // SAFETY: creates a descriptor that only we own.
+    let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: just created, owned by nobody else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// What poll(2) would be asked for, as epoll events (hang-up and error
+/// come unasked in both).
+fn epoll_bits(interest: &Interest) -> u32 {
+    let mut bits = 0;
+    if interest.read {
+        bits |= libc::EPOLLIN as u32;
+    }
+    if interest.write {
+        bits |= libc::EPOLLOUT as u32;
+    }
+    if interest.peer_closed {
+        bits |= libc::EPOLLRDHUP as u32;
+    }
+    bits
+}
+
 /// A second, non-blocking open file description of the FIFO on `fd`,
 /// through /proc. O_NONBLOCK on it affects no one else, so we can write
 /// large chunks without ever blocking. None if the re-open fails.
@@ -373,6 +573,124 @@ pub fn splice(from: BorrowedFd<'_>, to: BorrowedFd<'_>, len: usize) -> io::Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
+    use std::os::unix::net::UnixStream;
+
+    fn read(fd: &impl AsRawFd) -> Interest {
+        Interest::new(fd.as_raw_fd(), true, false)
+    }
+
+    /// What poll(2) and the Poller say of the same interests.
+    fn both(poller: &mut Poller, interests: &[Interest]) -> (Vec<Ready>, Vec<Ready>) {
+        let (mut polled, mut waited) = (Vec::new(), Vec::new());
+        poll(interests, &mut polled, Some(Duration::ZERO)).unwrap();
+        poller
+            .wait(interests, &mut waited, Some(Duration::ZERO))
+            .unwrap();
+        (polled, waited)
+    }
+
+    /// Every state the loop meets, turn after turn as the interests
+    /// change (descriptors leave, come back, change what is asked, appear
+    /// twice): the Poller answers as poll(2) does.
+    #[test]
+    fn the_poller_answers_as_poll_does() {
+        let (with_data, mut data_writer) = std::io::pipe().unwrap();
+        data_writer.write_all(b"x").unwrap();
+        let (empty, _empty_writer) = std::io::pipe().unwrap();
+        let (hung_up, hung_up_writer) = std::io::pipe().unwrap();
+        drop(hung_up_writer);
+        let (no_reader, no_reader_writer) = std::io::pipe().unwrap();
+        drop(no_reader);
+        let (_room_reader, room) = std::io::pipe().unwrap();
+        let (socket, peer) = UnixStream::pair().unwrap();
+        peer.shutdown(std::net::Shutdown::Write).unwrap();
+        let mut poller = Poller::new();
+        // A number no test's thread can open meanwhile: never open.
+        let closed: RawFd = 1 << 30;
+        let watch = |fd: &dyn AsRawFd| Interest::new(fd.as_raw_fd(), false, false);
+        let turns = [
+            vec![
+                read(&with_data),
+                read(&empty),
+                read(&hung_up),
+                watch(&no_reader_writer),
+                Interest::new(room.as_raw_fd(), false, true),
+                Interest {
+                    peer_closed: true,
+                    ..read(&socket)
+                },
+            ],
+            vec![read(&empty), watch(&room)],
+            vec![read(&with_data), watch(&with_data), read(&hung_up)],
+            vec![],
+            vec![
+                Interest::new(closed, true, false),
+                read(&with_data),
+                read(&socket),
+            ],
+            vec![read(&empty), read(&with_data)],
+        ];
+        for (turn, interests) in turns.iter().enumerate() {
+            let (polled, waited) = both(&mut poller, interests);
+            assert_eq!(waited, polled, "turn {turn}");
+        }
+        assert!(poller.epoll.is_some(), "pipes and sockets stay on epoll");
+    }
+
+    /// A number whose file another holder keeps open, given to another
+    /// file: the Poller never answers for the old one, whether the number
+    /// left the interests for a turn or was reused within one (then the
+    /// loop says `forget`). dup2 moves each file onto the number at once:
+    /// no other test's thread can take it in between.
+    #[test]
+    fn a_number_reused_never_answers_for_its_old_file() {
+        let put = |file: &dyn AsRawFd, number: RawFd| {
+            // SAFETY: replaces a number that `owner` below owns.
+            assert_eq!(unsafe { libc::dup2(file.as_raw_fd(), number) }, number);
+        };
+        let mut poller = Poller::new();
+        let (full, mut full_writer) = std::io::pipe().unwrap();
+        full_writer.write_all(b"x").unwrap();
+        let kept = full.try_clone().unwrap();
+        let owner = OwnedFd::from(full);
+        let number = owner.as_raw_fd();
+        let ask = [Interest::new(number, true, false)];
+        let (polled, waited) = both(&mut poller, &ask);
+        assert!(polled[0].readable && waited[0].readable);
+        // Given to another file, left out for a turn, given to an empty pipe.
+        put(&File::open("/dev/null").unwrap(), number);
+        both(&mut poller, &[]);
+        let (empty, _empty_writer) = std::io::pipe().unwrap();
+        put(&empty, number);
+        let (polled, waited) = both(&mut poller, &ask);
+        assert!(!polled[0].readable);
+        assert_eq!(waited, polled, "the old file's data is not reported");
+        // Given to a pipe with data within one turn (a restart's pipes).
+        let (refilled, mut refill) = std::io::pipe().unwrap();
+        refill.write_all(b"y").unwrap();
+        put(&refilled, number);
+        poller.forget();
+        let (polled, waited) = both(&mut poller, &ask);
+        assert!(polled[0].readable);
+        assert_eq!(waited, polled, "the new file's data is reported");
+        drop((owner, kept));
+    }
+
+    /// Regular files and /dev/null cannot be watched by epoll: from then
+    /// on the Poller is poll(2), which says they are always ready.
+    #[test]
+    fn what_epoll_cannot_watch_is_polled() {
+        let file = tempfile::tempfile().unwrap();
+        let null = File::open("/dev/null").unwrap();
+        for ready_always in [&file, &null] {
+            let mut poller = Poller::new();
+            let (polled, waited) = both(&mut poller, &[read(ready_always)]);
+            assert!(polled[0].readable);
+            assert_eq!(waited, polled);
+            assert!(poller.epoll.is_none());
+        }
+    }
 
     #[test]
     fn only_the_null_device_is_dev_null() {

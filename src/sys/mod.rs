@@ -98,13 +98,7 @@ pub fn poll(
             revents: 0,
         };
     }
-    let timeout_ms: libc::c_int = match timeout {
-        None => -1,
-        Some(t) => {
-            let ms = t.as_nanos().div_ceil(1_000_000);
-            libc::c_int::try_from(ms).unwrap_or(libc::c_int::MAX)
-        }
-    };
+    let timeout_ms = timeout_ms(timeout);
     ready.clear();
     // SAFETY: `fds` is a valid, exclusively borrowed array of pollfd.
     let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
@@ -122,6 +116,67 @@ pub fn poll(
         error: fd.revents & (libc::POLLERR | libc::POLLNVAL) != 0,
     }));
     Ok(())
+}
+
+/// A timeout in whole milliseconds, rounded up; -1 for none.
+fn timeout_ms(timeout: Option<Duration>) -> libc::c_int {
+    match timeout {
+        None => -1,
+        Some(t) => {
+            let ms = t.as_nanos().div_ceil(1_000_000);
+            libc::c_int::try_from(ms).unwrap_or(libc::c_int::MAX)
+        }
+    }
+}
+
+/// The main loop's wait: epoll on Linux (see `linux.rs`: its cost does
+/// not grow with the descriptors watched), poll(2) elsewhere, and poll(2)
+/// from the first descriptor epoll cannot watch (our stdin a regular file
+/// or /dev/null) on. Either way `ready[i]` answers `interests[i]`, as
+/// `poll` does.
+pub struct Poller {
+    #[cfg(target_os = "linux")]
+    epoll: Option<os::Epoll>,
+}
+
+impl Poller {
+    pub fn new() -> Poller {
+        Poller {
+            #[cfg(target_os = "linux")]
+            epoll: os::Epoll::new().ok(),
+        }
+    }
+
+    pub fn wait(
+        &mut self,
+        interests: &[Interest],
+        ready: &mut Vec<Ready>,
+        timeout: Option<Duration>,
+    ) -> io::Result<()> {
+        #[cfg(target_os = "linux")]
+        if let Some(epoll) = self.epoll.as_mut() {
+            if epoll.watch(interests).is_ok() {
+                return epoll.wait(interests, ready, timeout_ms(timeout));
+            }
+            self.epoll = None;
+        }
+        poll(interests, ready, timeout)
+    }
+
+    /// Descriptors were closed and others opened under the same numbers
+    /// (a restarted server's pipes): what was registered is forgotten.
+    pub fn forget(&mut self) {
+        #[cfg(target_os = "linux")]
+        if let Some(epoll) = self.epoll.as_mut() {
+            epoll.forget();
+        }
+    }
+}
+
+impl Default for Poller {
+    fn default() -> Poller {
+        Poller::new()
+    }
 }
 
 /// The one bounded wait outside the main loop: poll `interests` until
