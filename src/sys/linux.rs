@@ -324,6 +324,8 @@ pub fn die_with_parent(parent: i32) -> io::Result<()> {
 /// descriptors during the loop (a restart) calls `forget`.
 pub struct Epoll {
     fd: OwnedFd,
+    /// The interests `registered` was made from: most turns ask the same.
+    last: Vec<Interest>,
     /// (descriptor, events) as registered now.
     registered: Vec<(RawFd, u32)>,
     /// This turn's interests, one per descriptor (a descriptor listed
@@ -340,6 +342,7 @@ impl Epoll {
     pub fn new() -> io::Result<Epoll> {
         Ok(Epoll {
             fd: epoll_create()?,
+            last: Vec::new(),
             registered: Vec::new(),
             wanted: Vec::new(),
             closed: Vec::new(),
@@ -364,8 +367,10 @@ impl Epoll {
     ) -> io::Result<()> {
         ready.clear();
         ready.resize(interests.len(), Ready::default());
-        for (slot, interest) in ready.iter_mut().zip(interests) {
-            slot.error = self.closed.contains(&interest.fd);
+        if !self.closed.is_empty() {
+            for (slot, interest) in ready.iter_mut().zip(interests) {
+                slot.error = self.closed.contains(&interest.fd);
+            }
         }
         let timeout_ms = if self.closed.is_empty() {
             timeout_ms
@@ -414,6 +419,11 @@ impl Epoll {
     /// cannot watch (a regular file, /dev/null), or no new epoll
     /// descriptor; the caller uses poll(2) instead.
     pub fn watch(&mut self, interests: &[Interest]) -> io::Result<()> {
+        if interests == self.last && !self.stale && self.closed.is_empty() {
+            return Ok(());
+        }
+        self.last.clear();
+        self.last.extend_from_slice(interests);
         self.wanted.clear();
         self.closed.clear();
         for interest in interests {

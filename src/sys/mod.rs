@@ -32,7 +32,7 @@ use nix::libc;
 /// What the caller wants to hear about one descriptor. A descriptor with
 /// neither flag set still reports hang-up and error, which is how a closed
 /// reader of our stdout is noticed without writing to it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Interest {
     pub fd: RawFd,
     pub read: bool,
