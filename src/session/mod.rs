@@ -27,6 +27,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
+use smol_str::SmolStr;
 
 use crate::ids::hex;
 use crate::record::Exit;
@@ -46,6 +47,10 @@ pub(crate) use restart::Restarts;
 /// seeded per process, a few instructions for a short id.
 type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
+/// An id's key, or a method: kept inline when short (nearly always), so
+/// tracking a request allocates nothing.
+type Key = SmolStr;
+
 /// An id or a method longer than this is passed on but not tracked.
 const MAX_TRACKED: usize = 1024;
 
@@ -60,7 +65,7 @@ struct InFlight {
     /// The id's JSON text, as the client sent it, when it is not its key
     /// already (most ids are: a plain integer or string).
     spelled: Option<String>,
-    method: String,
+    method: Key,
     name: Option<String>,
     started: Instant,
     seq: u64,
@@ -74,8 +79,8 @@ struct InFlight {
 }
 
 /// An entry out of the table: the id as the client sent it, and the rest.
-fn taken(key: String, mut entry: InFlight) -> (String, InFlight) {
-    (entry.spelled.take().unwrap_or(key), entry)
+fn taken(key: Key, mut entry: InFlight) -> (Key, InFlight) {
+    (entry.spelled.take().map_or(key, Key::from), entry)
 }
 
 struct Gone {
@@ -86,9 +91,9 @@ struct Gone {
 pub(crate) struct Session {
     policy: SessionPolicy,
     call_id: String,
-    in_flight: HashMap<String, InFlight>,
-    deadlines: BTreeMap<(Instant, u64), String>,
-    progress: HashMap<String, String>,
+    in_flight: HashMap<Key, InFlight>,
+    deadlines: BTreeMap<(Instant, u64), Key>,
+    progress: HashMap<String, Key>,
     seq: u64,
     /// Ids answered by mcp-bound (timed out): their late response is dropped.
     answered: Answered,
@@ -291,7 +296,7 @@ impl Session {
                 self.seq += 1;
                 let entry = InFlight {
                     spelled: (*key != *id).then(|| id.to_string()),
-                    method: method.into_owned(),
+                    method: Key::new(&method),
                     name,
                     started: now,
                     seq: self.seq,
@@ -301,7 +306,7 @@ impl Session {
                     audited,
                     ends_at: self.line_ends_at,
                 };
-                let key = key.into_owned();
+                let key = Key::new(&key);
                 if let Some(at) = entry.deadline {
                     self.deadlines.insert((at, entry.seq), key.clone());
                 }
@@ -397,7 +402,7 @@ impl Session {
             self.deadlines.remove(&(at, entry.seq));
             entry.deadline = now.checked_add(timeout);
             if let Some(at) = entry.deadline {
-                self.deadlines.insert((at, entry.seq), key.to_string());
+                self.deadlines.insert((at, entry.seq), Key::new(key));
             }
         }
     }
@@ -420,7 +425,7 @@ impl Session {
             let bytes = answer.len() as u64;
             self.to_client.extend(answer);
             self.facts.synthesized.request_timeout += 1;
-            self.answered.insert(key);
+            self.answered.insert(key.to_string());
             self.finish(
                 now,
                 id,
@@ -445,7 +450,7 @@ impl Session {
         if self.gone.is_some() {
             return;
         }
-        let mut left: Vec<(String, InFlight)> = self
+        let mut left: Vec<(Key, InFlight)> = self
             .in_flight
             .drain()
             .map(|(key, entry)| taken(key, entry))
@@ -468,7 +473,7 @@ impl Session {
             if self.facts.interrupted.len() < MAX_INTERRUPTED_LISTED {
                 self.facts.interrupted.push(Interrupted {
                     id: serde_json::from_str(&id).unwrap_or(serde_json::Value::Null),
-                    method: entry.method.clone(),
+                    method: entry.method.to_string(),
                     name: entry.name.clone(),
                 });
             }
@@ -485,7 +490,7 @@ impl Session {
     }
 
     /// A request out of the table: its id as sent, and its entry.
-    fn remove(&mut self, key: &str) -> Option<(String, InFlight)> {
+    fn remove(&mut self, key: &str) -> Option<(Key, InFlight)> {
         let (key, entry) = self.in_flight.remove_entry(key)?;
         if let Some(at) = entry.deadline {
             self.deadlines.remove(&(at, entry.seq));
@@ -499,7 +504,7 @@ impl Session {
     fn finish(
         &mut self,
         now: Instant,
-        id: String,
+        id: Key,
         entry: InFlight,
         outcome: RequestOutcome,
         error_code: Option<i64>,
@@ -507,8 +512,8 @@ impl Session {
     ) {
         if entry.audited {
             self.audit.push(Audit::Response {
-                id,
-                method: entry.method,
+                id: id.to_string(),
+                method: entry.method.to_string(),
                 outcome,
                 error_code,
                 duration_ms: millis(now.saturating_duration_since(entry.started)),
