@@ -178,6 +178,11 @@ impl Session {
         &mut self.facts
     }
 
+    /// Audit facts wait to be taken.
+    pub fn has_audit(&self) -> bool {
+        !self.audit.is_empty()
+    }
+
     pub fn take_audit(&mut self) -> Vec<Audit> {
         std::mem::take(&mut self.audit)
     }

@@ -152,9 +152,11 @@ impl Loop<'_> {
         let Some(session) = self.session.as_mut() else {
             return Ok(());
         };
-        let audit = session.table.take_audit();
-        if let (Some(journal), false) = (session.journal, audit.is_empty()) {
-            append_audit(journal, session.table.call_id(), &audit)?;
+        if session.table.has_audit() {
+            let audit = session.table.take_audit();
+            if let Some(journal) = session.journal {
+                append_audit(journal, session.table.call_id(), &audit)?;
+            }
         }
         session.stdin.take_from(&mut session.table);
         session.stdin.flush();
