@@ -47,24 +47,27 @@ pub(crate) fn object(text: &str) -> Option<Fields<'_>> {
         bytes: text.as_bytes(),
         at: 0,
     };
-    scan.space();
-    scan.expect(b'{')?;
+    if scan.token()? != b'{' {
+        return None;
+    }
     let mut fields = Fields::default();
     let mut seen = [false; 5];
-    scan.space();
-    if scan.peek() == Some(b'}') {
+    if scan.peek_token()? == b'}' {
         scan.at += 1;
     } else {
         loop {
-            scan.space();
-            let key_start = scan.at + 1;
-            if scan.string()? {
+            if scan.token()? != b'"' {
+                return None;
+            }
+            let key_start = scan.at;
+            if scan.string_rest()? {
                 return None; // an escaped key: serde_json decides
             }
             let key = &text[key_start..scan.at - 1];
-            scan.space();
-            scan.expect(b':')?;
-            scan.space();
+            if scan.token()? != b':' {
+                return None;
+            }
+            scan.peek_token()?;
             let value_start = scan.at;
             scan.value(1)?;
             let value = &text[value_start..scan.at];
@@ -90,8 +93,7 @@ pub(crate) fn object(text: &str) -> Option<Fields<'_>> {
                     _ => fields.error = raw,
                 }
             }
-            scan.space();
-            match scan.next()? {
+            match scan.token()? {
                 b',' => continue,
                 b'}' => break,
                 _ => return None,
@@ -147,8 +149,29 @@ impl Scanner<'_> {
         Some(byte)
     }
 
-    fn expect(&mut self, byte: u8) -> Option<()> {
-        (self.next()? == byte).then_some(())
+    /// The next byte that is not whitespace, consumed. JSON text between
+    /// tokens is nearly always compact: one comparison (every whitespace
+    /// byte is at most a space; a control byte there is refused later).
+    #[inline(always)]
+    fn token(&mut self) -> Option<u8> {
+        let byte = self.next()?;
+        if byte > b' ' {
+            return Some(byte);
+        }
+        self.at -= 1;
+        self.space();
+        self.next()
+    }
+
+    /// Past any whitespace, the next byte, not consumed.
+    #[inline(always)]
+    fn peek_token(&mut self) -> Option<u8> {
+        let byte = self.peek()?;
+        if byte > b' ' {
+            return Some(byte);
+        }
+        self.space();
+        self.peek()
     }
 
     fn space(&mut self) {
@@ -165,14 +188,13 @@ impl Scanner<'_> {
         self.at - start
     }
 
-    /// A string, from its opening quote past its closing one. Some(true)
-    /// if it held an escape. The text is UTF-8 already (a `str`): only a
-    /// quote, a backslash and a control character need a look. Inlined:
-    /// most strings are a key or a short value, where a call costs as
-    /// much as the scan.
+    /// A string, from past its opening quote to past its closing one.
+    /// Some(true) if it held an escape. The text is UTF-8 already (a
+    /// `str`): only a quote, a backslash and a control character need a
+    /// look. Inlined: most strings are a key or a short value, where a
+    /// call costs as much as the scan.
     #[inline(always)]
-    fn string(&mut self) -> Option<bool> {
-        self.expect(b'"')?;
+    fn string_rest(&mut self) -> Option<bool> {
         let mut escaped = false;
         loop {
             self.skip_to_stop();
@@ -270,7 +292,10 @@ impl Scanner<'_> {
     /// Any value, validated; `depth` is how many containers enclose it.
     fn value(&mut self, depth: usize) -> Option<()> {
         match self.peek()? {
-            b'"' => self.string().map(|_| ()),
+            b'"' => {
+                self.at += 1;
+                self.string_rest().map(|_| ())
+            }
             b'-' | b'0'..=b'9' => self.number(),
             b't' => self.literal(b"true"),
             b'f' => self.literal(b"false"),
@@ -281,22 +306,23 @@ impl Scanner<'_> {
                 }
                 let close = if open == b'{' { b'}' } else { b']' };
                 self.at += 1;
-                self.space();
-                if self.peek() == Some(close) {
+                if self.peek_token()? == close {
                     self.at += 1;
                     return Some(());
                 }
                 loop {
-                    self.space();
                     if open == b'{' {
-                        self.string()?;
-                        self.space();
-                        self.expect(b':')?;
-                        self.space();
+                        if self.token()? != b'"' {
+                            return None;
+                        }
+                        self.string_rest()?;
+                        if self.token()? != b':' {
+                            return None;
+                        }
                     }
+                    self.peek_token()?;
                     self.value(depth + 1)?;
-                    self.space();
-                    match self.next()? {
+                    match self.token()? {
                         b',' => continue,
                         byte if byte == close => return Some(()),
                         _ => return None,
