@@ -11,7 +11,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use util::{Call, server};
+use util::{Call, Started, server};
 
 fn request(id: Value, method: &str, params: Value) -> Vec<u8> {
     line(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
@@ -563,6 +563,19 @@ fn call_path_moved(path: &std::path::Path) -> std::path::PathBuf {
     path.with_extension("moved")
 }
 
+/// The fixture server under `--restart on-failure`, started.
+fn restarting_on_failure(backoff: &str) -> Started {
+    server(&[])
+        .opt(&[
+            "--mcp",
+            "--restart",
+            "on-failure",
+            "--restart-backoff",
+            backoff,
+        ])
+        .start()
+}
+
 /// `initialize` as a client sends it; the fixture answers with params.
 fn initialize(capabilities: Value) -> Vec<u8> {
     request(
@@ -574,15 +587,7 @@ fn initialize(capabilities: Value) -> Vec<u8> {
 
 #[test]
 fn a_crashed_server_restarts_replays_initialize_and_never_gets_a_request_again() {
-    let mut run = server(&[])
-        .opt(&[
-            "--mcp",
-            "--restart",
-            "on-failure",
-            "--restart-backoff",
-            "10ms",
-        ])
-        .start();
+    let mut run = restarting_on_failure("10ms");
     run.send(&initialize(json!({"tools": {"listChanged": true}})));
     assert_eq!(parse(&run.read_line())["id"], 0);
     run.send(&line(
@@ -644,6 +649,36 @@ fn a_crashed_server_restarts_replays_initialize_and_never_gets_a_request_again()
         !String::from_utf8_lossy(&done.stdout).contains("mcp-bound-replay"),
         "the replayed initialize's answer never reached the client",
     );
+}
+
+/// The client hangs up while a restart waits out its backoff: nothing is
+/// restarted (a session the host ended is never restarted), and what the
+/// client sent before hanging up is still read and answered.
+#[test]
+fn a_client_that_hangs_up_during_the_backoff_gets_no_restart_and_every_answer() {
+    let mut run = restarting_on_failure("10m");
+    run.send(&initialize(json!({})));
+    assert_eq!(parse(&run.read_line())["id"], 0);
+    run.send(&request(
+        json!(1),
+        "crash",
+        json!({"stderr": "boom\n", "code": 1}),
+    ));
+    assert_eq!(parse(&run.read_line())["error"]["code"], -32000);
+    // The restart now waits ten minutes. One more request, then EOF.
+    run.send(&request(json!(2), "pid", json!({})));
+    run.close_stdin();
+    let answer = parse(&run.read_line());
+    assert_eq!(answer["id"], 2, "{answer}");
+    assert_eq!(answer["error"]["code"], -32000, "{answer}");
+    // The server's own crash ended it (exit 1), not the hang-up.
+    let done = run.finish();
+    done.expect_state("completed", 1)
+        .expect("/mcp/restarts", json!(0))
+        .expect("/mcp/in_flight_at_exit", json!(1))
+        .expect("/mcp/synthesized/server_exited", json!(2))
+        .expect("/mcp/incarnations/0/exit", json!({"code": 1}));
+    done.check(done.events("dispatched").len() == 1, "one dispatch");
 }
 
 #[test]
@@ -721,10 +756,13 @@ fn a_restarted_server_with_another_protocol_is_refused() {
     run.send(&initialize(json!({})));
     assert_eq!(parse(&run.read_line())["result"]["protocolVersion"], "v1");
     run.send(&request(json!(1), "exit", json!({"code": 0})));
-    // The restarted server says v2: refused, ended, and the session with it.
+    // The restarted server says v2: refused, ended, and the session with
+    // it, while our stdin stays open (a hang-up during the backoff would
+    // mean no restart at all).
     let answer = parse(&run.read_line());
     assert_eq!(answer["id"], 1);
     assert_eq!(answer["error"]["code"], -32000);
+    let _stdin = run.take_stdin();
     let done = run.finish();
     done.expect("/mcp/restarts", json!(1)).expect(
         "/mcp/restart_stopped",

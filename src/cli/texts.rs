@@ -137,7 +137,9 @@ With --restart on-failure (a non-zero exit or a signal) or always (any exit), a 
 on its own is started again after --restart-backoff, doubled for each restart within --restart-window, \
 at most --max-restarts times in the window (never is the default). Never after our stdin closed, a \
 signal from the host, our stdout's reader going away, or --timeout. While it restarts, the client's \
-messages wait in our stdin. The new server first gets the client's initialize again under mcp-bound's \
+messages wait in our stdin; if the client hangs up while a restart waits, none follows, and what it \
+sent is read and answered (no server runs); a hang-up during the replay means no restart after it. The \
+new server first gets the client's initialize again under mcp-bound's \
 own id, and its answer is consumed: the same protocolVersion and capabilities, and \
 notifications/initialized follows (and a list_changed notification to the client for each list the \
 first server said may change); anything else, or no answer within 10s, and the restart is refused: \

@@ -75,6 +75,14 @@ impl Loop<'_> {
             restarter.at = None;
             return false;
         }
+        // The client hung up while a restart waited: none follows. What it
+        // sent before is read and answered (no server runs), and its EOF
+        // then ends the session.
+        if session.stdin.hung_up() {
+            restarter.at = None;
+            session.stdin.resume();
+            return true;
+        }
         let Some(at) = restarter.at else {
             return match restarter.restarts.after_exit(now, failed) {
                 Ok(backoff) => {

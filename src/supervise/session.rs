@@ -75,14 +75,24 @@ impl Loop<'_> {
         if self.stdout.held() >= ANSWERS_HELD_LIMIT {
             return None;
         }
-        session.stdin.read_interest().map(|fd| Interest {
+        let (fd, read) = match session.stdin.read_interest() {
+            Some(fd) => (fd, true),
+            None => (session.stdin.hang_up_interest()?, false),
+        };
+        Some(Interest {
             peer_closed: true,
-            ..Interest::new(fd, true, false)
+            ..Interest::new(fd, read, false)
         })
     }
 
     pub(super) fn on_client_readable(&mut self, now: Instant) -> Read0 {
         match self.session.as_mut() {
+            // A restart is under way: what the client sent waits, but its
+            // hang-up means no restart (see `restart_due`).
+            Some(session) if session.stdin.paused() => {
+                session.stdin.note_hang_up();
+                Read0::More
+            }
             Some(session) => session.stdin.on_readable(now, &mut session.table),
             None => Read0::More,
         }

@@ -40,6 +40,9 @@ pub(crate) struct StdinRelay {
     source_open: bool,
     /// A restart is under way: the client waits (in our stdin).
     paused: bool,
+    /// The client hung up while we were not reading (a restart was under
+    /// way): what it sent is still in our stdin, and no restart follows.
+    hung_up: bool,
     /// The server's stdin pipe (ours to make non-blocking); None once
     /// closed or once the server stopped reading.
     server: Option<File>,
@@ -71,6 +74,7 @@ impl StdinRelay {
             source,
             source_open: crate::sys::is_open(0),
             paused: false,
+            hung_up: false,
             server: Some(File::from(server)),
             read_buf: vec![0; READ_SIZE].into_boxed_slice(),
             framer: Framer::new(max_message),
@@ -91,6 +95,26 @@ impl StdinRelay {
     /// Our stdin, unless bytes wait for the server (back-pressure).
     pub fn read_interest(&self) -> Option<RawFd> {
         (self.source_open && !self.paused && !self.waiting()).then_some(0)
+    }
+
+    /// While paused, our stdin is watched for the client's hang-up only
+    /// (once: a hang-up stays reported).
+    pub fn hang_up_interest(&self) -> Option<RawFd> {
+        (self.source_open && self.paused && !self.hung_up).then_some(0)
+    }
+
+    pub fn paused(&self) -> bool {
+        self.paused
+    }
+
+    /// Our stdin hung up while paused: nothing is read until `resume`.
+    pub fn note_hang_up(&mut self) {
+        self.hung_up = true;
+    }
+
+    /// The client hung up while a restart was under way.
+    pub fn hung_up(&self) -> bool {
+        self.hung_up
     }
 
     /// The server's stdin, when bytes wait for it.
