@@ -256,7 +256,7 @@ impl Loop<'_> {
             .and_then(|s| s.restarter.as_ref())
             .and_then(|r| r.wake_at());
         // Lines wait for the stderr log: write more before sleeping.
-        let log = self.intake.log_pending().then_some(Instant::now());
+        let log = self.intake.log_pending().then(Instant::now);
         [self.term.deadline(), live, request, restart, log]
             .into_iter()
             .flatten()
