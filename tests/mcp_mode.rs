@@ -9,25 +9,7 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
-use util::{Call, SERVER, server};
-
-fn request(id: u64, method: &str, params: Value) -> Vec<u8> {
-    let mut line = serde_json::to_vec(&json!({
-        "jsonrpc": "2.0", "id": id, "method": method, "params": params
-    }))
-    .unwrap();
-    line.push(b'\n');
-    line
-}
-
-fn response(line: &[u8]) -> Value {
-    serde_json::from_slice(line).unwrap_or_else(|e| {
-        panic!(
-            "not a JSON response ({e}): {:?}",
-            String::from_utf8_lossy(line)
-        )
-    })
-}
+use util::{Call, SERVER, parse_message as response, rpc_request as request, server};
 
 fn requests() -> Vec<u8> {
     let mut input = Vec::new();

@@ -11,26 +11,9 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use util::{Call, Started, server};
-
-fn request(id: Value, method: &str, params: Value) -> Vec<u8> {
-    line(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
-}
-
-fn line(value: Value) -> Vec<u8> {
-    let mut line = serde_json::to_vec(&value).unwrap();
-    line.push(b'\n');
-    line
-}
-
-fn parse(line: &[u8]) -> Value {
-    serde_json::from_slice(line).unwrap_or_else(|e| {
-        panic!(
-            "not one JSON message ({e}): {:?}",
-            String::from_utf8_lossy(line)
-        )
-    })
-}
+use util::{
+    Call, Started, json_line as line, parse_message as parse, rpc_request as request, server,
+};
 
 #[test]
 fn a_method_s_own_request_timeout_beats_the_default() {

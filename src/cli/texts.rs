@@ -119,6 +119,9 @@ byte-exact and in order; while the server does not read, neither does mcp-bound 
 so memory stays flat. Lines are parsed only for id, method and, for tools/call, params.name; lines \
 that are not JSON-RPC pass unchanged, counted. Batches (arrays) pass in both directions and each \
 element is tracked. Ids belong to one direction: a server request never matches a client request. \
+Ids are matched as JSON values, as the SDKs match them: a string after unescaping, a number by its \
+exact decimal value (1, 1.0 and 1e0 are one id; never through f64), and they are journaled and \
+recorded exactly as the client wrote them. \
 Client EOF closes the server's stdin, then --stdin-close-grace applies. \
 With --request-timeout, a request with no response in time gets error -32001 from mcp-bound, the \
 server gets notifications/cancelled, and the server's late response is dropped: a client never gets \

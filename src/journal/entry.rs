@@ -136,8 +136,9 @@ pub struct DecisionEntry {
 #[derive(Debug, Clone, Serialize)]
 pub struct McpRequest {
     pub call_id: String,
-    /// The request's id, as the client sent it.
-    pub request_id: serde_json::Value,
+    /// The request's id, as the client sent it; null when strict JSON
+    /// cannot carry it.
+    pub request_id: Option<crate::request_id::RequestId>,
     pub method: String,
     /// `params.name` of a tools/call or prompts/get.
     pub name: Option<String>,
@@ -149,7 +150,7 @@ pub struct McpRequest {
 #[derive(Debug, Clone, Serialize)]
 pub struct McpResponse {
     pub call_id: String,
-    pub request_id: serde_json::Value,
+    pub request_id: crate::request_id::RequestId,
     pub method: String,
     pub outcome: crate::session::RequestOutcome,
     /// The error's code, for an `error`, `timed_out` or `server_exited`.

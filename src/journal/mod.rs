@@ -51,6 +51,7 @@ mod tests {
     use super::entry::{Genesis, format_line};
     use super::line::{LineError, parse_line};
     use super::*;
+    use crate::request_id::RequestId;
     use sha2::{Digest, Sha256};
 
     #[test]
@@ -228,14 +229,14 @@ mod tests {
         };
         let request = McpRequest {
             call_id: "c_all".into(),
-            request_id: serde_json::json!("r1"),
+            request_id: RequestId::new("\"r1\""),
             method: "tools/call".into(),
             name: Some("t".into()),
             params_sha256: Some("a".repeat(64)),
         };
         let response = McpResponse {
             call_id: "c_all".into(),
-            request_id: serde_json::json!("r1"),
+            request_id: RequestId::new("\"r1\"").unwrap(),
             method: "tools/call".into(),
             outcome: crate::session::RequestOutcome::Error,
             error_code: Some(-32001),
@@ -259,16 +260,16 @@ mod tests {
     #[test]
     fn requests_pair_with_their_responses_inside_their_call() {
         let dir = tempfile::tempdir().unwrap();
-        let request = |call: &str, id: serde_json::Value| McpRequest {
+        let request = |call: &str, id: &str| McpRequest {
             call_id: call.into(),
-            request_id: id,
+            request_id: RequestId::new(id),
             method: "tools/call".into(),
             name: None,
             params_sha256: None,
         };
-        let response = |call: &str, id: serde_json::Value| McpResponse {
+        let response = |call: &str, id: &str| McpResponse {
             call_id: call.into(),
-            request_id: id,
+            request_id: RequestId::new(id).unwrap(),
             method: "tools/call".into(),
             outcome: crate::session::RequestOutcome::Result,
             error_code: None,
@@ -310,10 +311,11 @@ mod tests {
             verify(&path, None, None).unwrap()
         };
         let (a, b) = (intent("a"), intent("b"));
-        let (q1, q1_again, r1) = (
-            request("a", serde_json::json!(1)),
-            request("a", serde_json::json!(1.0)),
-            response("a", serde_json::json!(1)),
+        let (q1, q1_again, r1, r1_spelled) = (
+            request("a", "1"),
+            request("a", "1.0"),
+            response("a", "1"),
+            response("a", "1e0"),
         );
         // Paired, and an id may come back once its request ended.
         let report = run(
@@ -339,25 +341,28 @@ mod tests {
             &[Entry::Intent(&b), Entry::McpRequest(&q1)],
         );
         assert_eq!(report.broken.unwrap().kind, BreakKind::OrphanTerminal);
-        // Two requests with one id in flight (1 and 1.0 differ in JSON-RPC).
+        // Two requests with one id in flight: 1 and 1.0 are one id, as
+        // the session matched them.
         let report = run(
             "dup.jsonl",
-            &[
-                Entry::Intent(&a),
-                Entry::McpRequest(&q1),
-                Entry::McpRequest(&q1),
-            ],
-        );
-        assert_eq!(report.broken.unwrap().kind, BreakKind::DuplicateCall);
-        let report = run(
-            "distinct.jsonl",
             &[
                 Entry::Intent(&a),
                 Entry::McpRequest(&q1),
                 Entry::McpRequest(&q1_again),
             ],
         );
+        assert_eq!(report.broken.unwrap().kind, BreakKind::DuplicateCall);
+        // A response spelled otherwise ends the request.
+        let report = run(
+            "spelled.jsonl",
+            &[
+                Entry::Intent(&a),
+                Entry::McpRequest(&q1_again),
+                Entry::McpResponse(&r1_spelled),
+            ],
+        );
         assert!(report.ok, "{:?}", report.broken);
+        assert!(report.unfinished_requests.is_empty());
         // A request still open when its call ends never ended.
         let terminal = Terminal {
             call_id: "a".into(),

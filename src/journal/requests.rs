@@ -37,17 +37,21 @@ impl OpenRequests {
         call_open: bool,
     ) -> Result<(), (BreakKind, String)> {
         let call_id = parsed.call_id.as_deref().unwrap_or_default();
-        let raw = parsed.request_id.map(|r| r.get()).unwrap_or_default();
-        // The same id however it was spelled (1 and 1.0 stay apart).
-        let request_id = serde_json::from_str::<serde_json::Value>(raw)
-            .map_or_else(|_| raw.to_string(), |v| v.to_string());
+        let raw = parsed.request_id.map(|r| r.get()).unwrap_or("null");
         if !call_open {
             return Err((
                 BreakKind::OrphanTerminal,
                 format!("an {} for call {call_id} with no open intent", parsed.kind),
             ));
         }
-        let key = (call_id.to_string(), request_id.clone());
+        // The same id however it was spelled, as the session matched it
+        // (1, 1.0 and 1e0 are one). An id with no key was never tracked:
+        // nothing to pair.
+        let Some(key) = crate::request_id::key(raw) else {
+            return Ok(());
+        };
+        let request_id = raw.to_string();
+        let key = (call_id.to_string(), key.into_owned());
         if parsed.kind == "mcp_request" {
             if self.open.contains_key(&key) {
                 return Err((

@@ -46,7 +46,7 @@ pub struct ClientBytes {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Interrupted {
     /// The request's id, as the client sent it.
-    pub id: serde_json::Value,
+    pub id: crate::request_id::RequestId,
     pub method: String,
     /// `params.name` of a tools/call or prompts/get.
     pub name: Option<String>,

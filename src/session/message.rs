@@ -161,34 +161,6 @@ fn parse_with_serde<'a>(line: &[u8], text: &'a str) -> Line<'a> {
     }
 }
 
-/// The key an id is matched by: the same id however it was spelled
-/// (`1` and `1.0` stay different, as JSON-RPC's own comparison has them).
-/// Borrowed when the text is the key already (no allocation to look up
-/// a response).
-pub(crate) fn id_key(id: Raw<'_>) -> Cow<'_, str> {
-    let text = id;
-    // Most ids are plain integers or strings with no escape: their text
-    // is already the key (serde_json writes them back the same).
-    let plain_integer = text
-        .strip_prefix('-')
-        .unwrap_or(text)
-        .bytes()
-        .all(|b| b.is_ascii_digit())
-        && !text.starts_with("-0")
-        && (text == "0" || !text.starts_with('0'));
-    let plain_string = text.len() >= 2
-        && text.starts_with('"')
-        && !text[1..text.len() - 1].contains(['\\', '"'])
-        && !text.bytes().any(|b| b < 0x20 || b == 0x7f);
-    if (plain_integer && !text.is_empty() && text != "-") || plain_string {
-        return Cow::Borrowed(text);
-    }
-    match serde_json::from_str::<serde_json::Value>(text) {
-        Ok(value) => Cow::Owned(value.to_string()),
-        Err(_) => Cow::Borrowed(id),
-    }
-}
-
 #[derive(Deserialize, Default)]
 struct Params<'a> {
     #[serde(borrow, default)]
@@ -226,7 +198,7 @@ pub(crate) fn name(raw: Option<Raw<'_>>) -> Option<String> {
 pub(crate) fn cancelled_id(raw: Option<Raw<'_>>) -> Option<String> {
     params(raw, "requestId")
         .request_id
-        .map(|id| id_key(id.get()).into_owned())
+        .and_then(|id| crate::request_id::key(id.get()).map(Cow::into_owned))
 }
 
 /// `params._meta.progressToken` of a request, as a key.
@@ -234,14 +206,14 @@ pub(crate) fn request_progress_token(raw: Option<Raw<'_>>) -> Option<String> {
     params(raw, "progressToken")
         .meta
         .and_then(|meta| meta.progress_token)
-        .map(|token| id_key(token.get()).into_owned())
+        .and_then(|token| crate::request_id::key(token.get()).map(Cow::into_owned))
 }
 
 /// `params.progressToken` of `notifications/progress`, as a key.
 pub(crate) fn progress_token(raw: Option<Raw<'_>>) -> Option<String> {
     params(raw, "progressToken")
         .progress_token
-        .map(|token| id_key(token.get()).into_owned())
+        .and_then(|token| crate::request_id::key(token.get()).map(Cow::into_owned))
 }
 
 /// A batch of which `kept` elements pass: the line itself when all do,
@@ -318,7 +290,6 @@ mod tests {
         {
             Message::Request { id, method, params } => {
                 assert_eq!(id, r#""a\u0062""#, "the id as sent");
-                assert_eq!(id_key(id), r#""ab""#, "matched however spelled");
                 assert_eq!(method, "tools/call");
                 assert_eq!(name(params).as_deref(), Some("x"));
             }
@@ -351,33 +322,6 @@ mod tests {
     }
 
     #[test]
-    fn an_id_has_one_key_however_it_is_spelled() {
-        let key = |text: &str| id_key(text).into_owned();
-        for (spelled, canonical) in [
-            ("7", "7"),
-            ("-7", "-7"),
-            ("0", "0"),
-            ("1.0", "1.0"),
-            ("1e2", "100.0"),
-            ("\"ab\"", "\"ab\""),
-            ("\"a\\u0062\"", "\"ab\""),
-            ("\"\\\"\"", "\"\\\"\""),
-            ("\"\u{7f}\"", "\"\u{7f}\""),
-        ] {
-            assert_eq!(key(spelled), canonical, "{spelled}");
-            // The fast path agrees with the full parse.
-            let full = serde_json::from_str::<serde_json::Value>(spelled)
-                .unwrap()
-                .to_string();
-            assert_eq!(key(spelled), full, "{spelled}");
-        }
-        // The common ids are their own key: not copied to look them up.
-        for plain in ["7", "-7", "0", "\"ab\"", "\"tools-1\""] {
-            assert!(matches!(id_key(plain), Cow::Borrowed(_)), "{plain}");
-        }
-    }
-
-    #[test]
     fn a_batch_keeps_each_element_exact() {
         let line =
             br#"[{"jsonrpc":"2.0","id":1,"method":"a"}, {"jsonrpc":"2.0","method":"b"},{"id":3}]"#;
@@ -397,7 +341,7 @@ mod tests {
         let raw = |s: &'static str| Some(s);
         assert_eq!(
             cancelled_id(raw(r#"{"requestId":1.0}"#)).as_deref(),
-            Some("1.0")
+            Some("1")
         );
         assert_eq!(
             request_progress_token(raw(r#"{"_meta":{"progressToken":"t"}}"#)).as_deref(),

@@ -32,6 +32,7 @@ use smol_str::SmolStr;
 use crate::ids::hex;
 use crate::record::Exit;
 use crate::record::mcp::{Interrupted, MAX_INTERRUPTED_LISTED, McpFacts};
+use crate::request_id;
 use crate::units::millis;
 pub(crate) use answer::{REQUEST_TIMEOUT, SERVER_ERROR};
 use late::Answered;
@@ -254,7 +255,6 @@ impl Session {
         match message {
             Message::Request { id, method, params } => {
                 self.facts.client.requests += 1;
-                let key = message::id_key(id);
                 if let Some(gone) = &self.gone {
                     // Answered here, never written anywhere.
                     self.to_client.extend(answer::server_exited(
@@ -267,10 +267,13 @@ impl Session {
                     self.facts.synthesized.server_exited += 1;
                     return false;
                 }
-                if id.len() > MAX_TRACKED
-                    || method.len() > MAX_TRACKED
-                    || self.in_flight.contains_key(&*key)
-                {
+                let Some(key) = (id.len() <= MAX_TRACKED)
+                    .then(|| request_id::key(id))
+                    .flatten()
+                else {
+                    return true;
+                };
+                if method.len() > MAX_TRACKED || self.in_flight.contains_key(&*key) {
                     return true;
                 }
                 if self.in_flight.len() >= self.policy.max_in_flight {
@@ -349,7 +352,10 @@ impl Session {
         match message {
             Message::Response { id, result, error } => {
                 self.facts.server.responses += 1;
-                let key = message::id_key(id);
+                let Some(key) = request_id::key(id) else {
+                    self.facts.unmatched_responses += 1;
+                    return true;
+                };
                 if let Some(replayed) = self.replay.on_server_response(&key, result) {
                     self.replayed = Some(match replayed {
                         Replayed::Same {
@@ -477,7 +483,7 @@ impl Session {
             self.facts.synthesized.server_exited += 1;
             if self.facts.interrupted.len() < MAX_INTERRUPTED_LISTED {
                 self.facts.interrupted.push(Interrupted {
-                    id: serde_json::from_str(&id).unwrap_or(serde_json::Value::Null),
+                    id: request_id::RequestId::new(&id).expect("a tracked id is strict JSON"),
                     method: entry.method.to_string(),
                     name: entry.name.clone(),
                 });

@@ -13,6 +13,7 @@ use super::{Loop, SessionConfig};
 use crate::child::ExitObs;
 use crate::journal::{self, Journal};
 use crate::record::mcp::RestartMode;
+use crate::request_id::RequestId;
 use crate::session::{Audit, Restarts, Session};
 use crate::sys::Interest;
 use crate::termination::Cancellation;
@@ -187,7 +188,7 @@ fn append_audit(journal: &Journal, call_id: &str, audit: &[Audit]) -> Result<(),
         Request(journal::McpRequest),
         Response(journal::McpResponse),
     }
-    let id = |text: &str| serde_json::from_str(text).unwrap_or(serde_json::Value::Null);
+    let id = RequestId::new;
     let owned: Vec<Owned> = audit
         .iter()
         .map(|fact| match fact {
@@ -212,7 +213,7 @@ fn append_audit(journal: &Journal, call_id: &str, audit: &[Audit]) -> Result<(),
                 bytes,
             } => Owned::Response(journal::McpResponse {
                 call_id: call_id.to_string(),
-                request_id: id(request_id),
+                request_id: id(request_id).expect("a tracked id is strict JSON"),
                 method: method.clone(),
                 outcome: *outcome,
                 error_code: *error_code,

@@ -83,12 +83,12 @@ pub fn check_journal_lines(path: &Path, start: u64) {
         let here = offset;
         offset += line.len() as u64;
         let text = String::from_utf8_lossy(line);
-        let entry: Value = match serde_json::from_slice(line) {
+        let entry: Value = match parse_json(line) {
             Ok(entry) => entry,
             Err(err) => {
                 let recovered = lines
                     .get(i + 1)
-                    .and_then(|next| serde_json::from_slice::<Value>(next).ok())
+                    .and_then(|next| parse_json(next).ok())
                     .is_some_and(|next| next["kind"] == "recover" && next["torn_offset"] == here);
                 if recovered {
                     continue;
@@ -111,6 +111,69 @@ pub fn check_journal_lines(path: &Path, start: u64) {
             i + 1
         );
     }
+}
+
+/// One JSON text as a `Value`. serde_json (without arbitrary_precision,
+/// which would change the crate under test too) cannot hold a number past
+/// f64's range, such as a client's id `1e400`, although the grammar allows
+/// it: such a number is checked against the grammar and then held as the
+/// string of its digits. Anything else that serde_json refuses fails.
+pub fn parse_json(bytes: &[u8]) -> Result<Value, serde_json::Error> {
+    match serde_json::from_slice(bytes) {
+        Ok(value) => Ok(value),
+        Err(err) => {
+            let text = std::str::from_utf8(bytes).map_err(|_| err)?;
+            let quoted = quote_huge_numbers(text);
+            if quoted == text {
+                return serde_json::from_slice(bytes);
+            }
+            serde_json::from_str(&quoted)
+        }
+    }
+}
+
+/// `text` with each number token that f64 cannot hold put in quotes.
+fn quote_huge_numbers(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let (mut at, mut copied, mut in_string) = (0, 0, false);
+    while at < bytes.len() {
+        let b = bytes[at];
+        if in_string {
+            match b {
+                b'\\' => at += 1,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            at += 1;
+            continue;
+        }
+        if b == b'"' {
+            in_string = true;
+            at += 1;
+            continue;
+        }
+        if b == b'-' || b.is_ascii_digit() {
+            let start = at;
+            while at < bytes.len()
+                && matches!(bytes[at], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+            {
+                at += 1;
+            }
+            let token = &text[start..at];
+            if token.parse::<f64>().is_ok_and(|f| f.is_infinite()) {
+                out.push_str(&text[copied..start]);
+                out.push('"');
+                out.push_str(token);
+                out.push('"');
+                copied = at;
+            }
+            continue;
+        }
+        at += 1;
+    }
+    out.push_str(&text[copied..]);
+    out
 }
 
 fn schema() -> &'static jsonschema::Validator {
@@ -473,7 +536,7 @@ impl Started {
             stderr,
             record: record_text
                 .as_deref()
-                .and_then(|t| serde_json::from_str(t).ok()),
+                .and_then(|t| parse_json(t.as_bytes()).ok()),
             record_text,
             tag: self.call.tag.clone(),
             expects_record: self.call.record,
@@ -788,6 +851,32 @@ pub fn vm_hwm_kib(pid: u32) -> u64 {
         .find_map(|line| line.strip_prefix("VmHWM:"))
         .and_then(|rest| rest.trim().trim_end_matches("kB").trim().parse().ok())
         .expect("VmHWM")
+}
+
+/// One JSON value as a line, with its newline.
+pub fn json_line(value: Value) -> Vec<u8> {
+    let mut line = serde_json::to_vec(&value).unwrap();
+    line.push(b'\n');
+    line
+}
+
+/// A JSON-RPC request line.
+pub fn rpc_request(id: impl Into<Value>, method: &str, params: Value) -> Vec<u8> {
+    json_line(serde_json::json!({
+        "jsonrpc": "2.0", "id": id.into(), "method": method, "params": params
+    }))
+}
+
+/// One line of mcp-bound's stdout as a JSON message, or a failure that
+/// shows the line.
+#[track_caller]
+pub fn parse_message(line: &[u8]) -> Value {
+    serde_json::from_slice(line).unwrap_or_else(|e| {
+        panic!(
+            "not one JSON message ({e}): {:?}",
+            String::from_utf8_lossy(line)
+        )
+    })
 }
 
 /// Our JSON-RPC fixture server (tests/fixtures/jsonrpc_server.py).

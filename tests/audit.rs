@@ -1,0 +1,109 @@
+//! The per-request audit at its edges (issue 23): every tools/call the
+//! server may run is journaled before it can act, or refused; ids are
+//! journaled and matched exactly as the client wrote them; responses are
+//! seen for what they are. Driven through the real binary with the fixture
+//! server, which parses as Node's JSON.parse and Python's json.loads do.
+
+mod util;
+
+use serde_json::{Value, json};
+use util::{Done, parse_message as parse, rpc_request as request, server};
+
+/// The journal's lines, as text and parsed.
+fn journal_lines(done: &Done, path: &std::path::Path) -> Vec<(String, Value)> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines()
+        .map(|l| {
+            let value = util::parse_json(l.as_bytes())
+                .unwrap_or_else(|e| panic!("journal line not JSON ({e}): {l}{done}"));
+            (l.to_string(), value)
+        })
+        .collect()
+}
+
+#[track_caller]
+fn verified(done: &Done, journal: &std::path::Path) -> Value {
+    let (ok, report) = util::verify_report(journal);
+    done.check(ok, &format!("verify passes: {report}"));
+    report
+}
+
+/// Ids are journaled and reported as the client wrote them, as raw JSON
+/// text: two integers past f64's precision stay two ids, and `1e400`
+/// (past f64's range) stays `1e400`, in the journal, in `verify`, and in
+/// the record's `mcp.interrupted`.
+#[test]
+fn ids_are_journaled_and_reported_exactly_as_written() {
+    let call = server(&[]).opt(&["--mcp", "--journal"]);
+    let journal = call.path("audit.jsonl");
+    let mut run = call.opt(&[journal.to_str().unwrap()]).start();
+    let big = [
+        "100000000000000000000000000001",
+        "100000000000000000000000000002",
+    ];
+    for id in big {
+        let text = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":\"t\"}}}}\n"
+        );
+        run.send(text.as_bytes());
+        let answer = run.read_line();
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(answer.contains(&format!("\"id\":{id}")), "{answer}");
+    }
+    // Python reads 1e400 as infinity and answers "Infinity", which is not
+    // JSON: the guard diverts that answer, and the request stays open
+    // until the host hangs up.
+    run.send(b"{\"jsonrpc\":\"2.0\",\"id\":1e400,\"method\":\"tools/call\",\"params\":{\"name\":\"t\"}}\n");
+    run.send(&request(json!("last"), "tools/call", json!({"name": "t"})));
+    parse(&run.read_line());
+    run.close_stdin();
+    let done = run.finish();
+    done.expect("/mcp/interrupted/0/method", json!("tools/call"));
+    let record = done.record_text.clone().unwrap_or_default();
+    done.check(
+        record.contains("\"interrupted\":[{\"id\":1e400,"),
+        "the record lists the id as written",
+    );
+    let lines = journal_lines(&done, &journal);
+    for id in big.iter().chain(["1e400"].iter()) {
+        let needle = format!("\"request_id\":{id},");
+        done.check(
+            lines
+                .iter()
+                .any(|(text, value)| value["kind"] == "mcp_request" && text.contains(&needle)),
+            &format!("an mcp_request with {needle}"),
+        );
+    }
+    let report = verified(&done, &journal);
+    done.check(
+        report["unfinished_requests"] == json!([]),
+        "every request ended",
+    );
+}
+
+/// `1`, `1.0` and `1e0` are one id, as the SDKs compare ids: a response
+/// spelled `1.0` ends request `1`, and no second answer comes for it.
+#[test]
+fn an_id_is_matched_by_its_json_value() {
+    let call = server(&[]).opt(&["--mcp", "--request-timeout", "1h", "--journal"]);
+    let journal = call.path("audit.jsonl");
+    let mut run = call.opt(&[journal.to_str().unwrap()]).start();
+    // The fixture answers `reply` with the id it is given there.
+    run.send(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"t\",\"reply_id\":1.0}}\n");
+    let answer = run.read_line();
+    assert!(
+        String::from_utf8_lossy(&answer).contains("\"id\":1.0"),
+        "{}",
+        String::from_utf8_lossy(&answer)
+    );
+    run.close_stdin();
+    let done = run.finish();
+    done.expect_state("shut_down", 0)
+        .expect("/mcp/unmatched_responses", json!(0))
+        .expect("/mcp/in_flight_at_exit", json!(0));
+    let report = verified(&done, &journal);
+    done.check(
+        report["unfinished_requests"] == json!([]),
+        "the request ended",
+    );
+}
