@@ -107,3 +107,43 @@ fn an_id_is_matched_by_its_json_value() {
         "the request ended",
     );
 }
+
+/// `"result": null` is a success response: it ends its request, which is
+/// journaled as a result, and no -32001 follows for it at its deadline.
+#[test]
+fn a_null_result_ends_its_request() {
+    let call = server(&[]).opt(&[
+        "--mcp",
+        "--request-timeout",
+        "null=300ms",
+        "--journal-requests",
+        "all",
+        "--journal",
+    ]);
+    let journal = call.path("audit.jsonl");
+    let mut run = call.opt(&[journal.to_str().unwrap()]).start();
+    run.send(&request(json!(7), "null", json!({})));
+    let answer = parse(&run.read_line());
+    assert_eq!(answer, json!({"jsonrpc": "2.0", "id": 7, "result": null}));
+    // No deadline for sleep: its answer comes 600 ms later, past the
+    // 300 ms one of request 7, so an answer for 7 would come first.
+    run.send(&request(json!(8), "sleep", json!({"ms": 600})));
+    let next = parse(&run.read_line());
+    assert_eq!(next["id"], 8, "no second answer for 7: {next}");
+    run.close_stdin();
+    let done = run.finish();
+    done.expect_state("shut_down", 0)
+        .expect("/mcp/synthesized/request_timeout", json!(0))
+        .expect("/mcp/late_responses_dropped", json!(0))
+        .expect("/mcp/cancellations_sent", json!(0));
+    let outcomes: Vec<(Value, Value)> = journal_lines(&done, &journal)
+        .into_iter()
+        .filter(|(_, e)| e["kind"] == "mcp_response")
+        .map(|(_, e)| (e["request_id"].clone(), e["outcome"].clone()))
+        .collect();
+    done.check(
+        outcomes == [(json!(7), json!("result")), (json!(8), json!("result"))],
+        &format!("both journaled as results: {outcomes:?}"),
+    );
+    verified(&done, &journal);
+}

@@ -30,7 +30,8 @@ const STRING_STOPS: [bool; 256] = {
 
 /// The top-level fields the session reads, as exact JSON text (`method`
 /// as its string's content). A field that is `null` is absent, as for
-/// serde's `Option`.
+/// serde's `Option`, except `result`: `"result": null` is a success
+/// response (JSON-RPC 2.0), so its text is kept.
 #[derive(Debug, Default, PartialEq)]
 pub(crate) struct Fields<'a> {
     pub id: Option<&'a str>,
@@ -89,7 +90,8 @@ pub(crate) fn object(text: &str) -> Option<Fields<'_>> {
                     0 => fields.id = raw,
                     1 => fields.method = method(raw)?,
                     2 => fields.params = raw,
-                    3 => fields.result = raw,
+                    // A null result is still a result: a success response.
+                    3 => fields.result = Some(value),
                     _ => fields.error = raw,
                 }
             }

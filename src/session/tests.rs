@@ -371,3 +371,33 @@ fn an_id_is_answered_as_the_client_spelled_it() {
         .collect();
     assert_eq!(ids, ["\"a\\u0062\"", "1e2", "\"a\\u0062\"", "1e2"]);
 }
+
+/// `"result": null` is a success response: it ends its request, which is
+/// audited as a result, and nothing more is ever said for that id.
+#[test]
+fn a_null_result_is_a_response() {
+    let t0 = Instant::now();
+    let mut session = timed(Duration::from_secs(1));
+    client(&mut session, t0, &call(json!(7), "tools/call"));
+    let null = line(json!({"jsonrpc":"2.0","id":7,"result":null}));
+    assert_eq!(server(&mut session, t0, &null), null);
+    assert_eq!(session.in_flight(), 0, "the response ended it");
+    session.tick(t0 + Duration::from_secs(2));
+    assert!(session.to_client.is_empty(), "no second answer");
+    let facts = session.facts();
+    assert_eq!(facts.server.responses, 1);
+    assert_eq!(facts.synthesized.request_timeout, 0);
+    assert!(matches!(
+        session.take_audit().last(),
+        Some(Audit::Response {
+            outcome: RequestOutcome::Result,
+            ..
+        })
+    ));
+    // An error that is null is no error: with no result either, that is
+    // not a response.
+    client(&mut session, t0, &call(json!(8), "tools/call"));
+    let nothing = line(json!({"jsonrpc":"2.0","id":8,"error":null}));
+    server(&mut session, t0, &nothing);
+    assert_eq!(session.in_flight(), 1);
+}
