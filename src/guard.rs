@@ -92,12 +92,14 @@ struct JsonRpc<'a> {
     jsonrpc: std::borrow::Cow<'a, str>,
 }
 
-/// Where a JSON-RPC object sits in a line that is not one as a whole:
-/// `line[start..end]` is the object; what is around it is junk. At most
-/// [`SALVAGE_ATTEMPTS`] candidate braces are tried.
-pub fn find_glued(line: &[u8]) -> Option<(usize, usize)> {
+/// Where the first JSON-RPC object sits in a line that is not one as a
+/// whole: `line[start..end]` is the object; what is around it is junk.
+/// Each candidate brace that turns out not to start one uses one of
+/// `attempts` (a line gets [`SALVAGE_ATTEMPTS`] in all, so a long line of
+/// braces costs a bounded number of parses).
+pub fn find_glued(line: &[u8], attempts: &mut usize) -> Option<(usize, usize)> {
     let mut from = 0;
-    for _ in 0..SALVAGE_ATTEMPTS {
+    while *attempts > 0 {
         let start = from + memchr::memchr(b'{', &line[from..])?;
         let mut values =
             serde_json::Deserializer::from_slice(&line[start..]).into_iter::<JsonRpc>();
@@ -107,6 +109,7 @@ pub fn find_glued(line: &[u8]) -> Option<(usize, usize)> {
         {
             return Some((start, start + values.byte_offset()));
         }
+        *attempts -= 1;
         from = start + 1;
     }
     None
@@ -178,20 +181,28 @@ impl Guard {
     ) {
         if accept(line) {
             self.lines_forwarded += 1;
-        } else if let Some((start, end)) = find_glued(line) {
-            // The message goes on with the line's newline; the junk
-            // around it is diverted, each part as one diverted line.
-            if start > 0 {
-                self.divert(&line[..start], DivertReason::GluedBefore, divert, true);
+            return;
+        }
+        // Salvage every message glued on the line, in order: each goes on
+        // with a newline of its own (the last with the line's), and the
+        // junk around them is diverted, each part as one diverted line.
+        let mut attempts = SALVAGE_ATTEMPTS;
+        let mut rest = line;
+        let mut salvaged = false;
+        while let Some((start, end)) = find_glued(rest, &mut attempts) {
+            let before = &rest[..start];
+            let spaces_before = before.iter().all(|b| is_json_space(*b));
+            if !spaces_before {
+                self.divert(before, DivertReason::GluedBefore, divert, true);
             }
-            let rest = &line[end..];
-            let junk_after = !rest.iter().all(|b| is_json_space(*b));
-            let taken = if junk_after {
-                let mut message = line[start..end].to_vec();
+            let from = if spaces_before { 0 } else { start };
+            let last = rest[end..].iter().all(|b| is_json_space(*b));
+            let taken = if last {
+                accept(&rest[from..])
+            } else {
+                let mut message = rest[from..end].to_vec();
                 message.push(b'\n');
                 accept(&message)
-            } else {
-                accept(&line[start..])
             };
             if taken {
                 self.lines_forwarded += 1;
@@ -199,17 +210,22 @@ impl Guard {
             } else {
                 // find_glued's parse took it, the message parse did not:
                 // diverted, never dropped.
-                let object = if junk_after {
-                    &line[start..end]
+                let object = if last {
+                    &rest[from..]
                 } else {
-                    &line[start..]
+                    &rest[from..end]
                 };
                 self.divert(object, DivertReason::NotJsonObject, divert, true);
             }
-            if junk_after {
-                let rest = rest.strip_suffix(b"\n").unwrap_or(rest);
-                self.divert(rest, DivertReason::GluedAfter, divert, true);
+            salvaged = true;
+            if last {
+                return;
             }
+            rest = &rest[end..];
+        }
+        if salvaged {
+            let rest = rest.strip_suffix(b"\n").unwrap_or(rest);
+            self.divert(rest, DivertReason::GluedAfter, divert, true);
         } else {
             self.divert(line, DivertReason::NotJsonObject, divert, true);
         }
@@ -364,6 +380,31 @@ mod tests {
             out.len() as u64 + guard.bytes_diverted,
             input.len() as u64,
             "nothing lost or invented"
+        );
+    }
+
+    /// Two messages glued on one line (a server that wrote one without
+    /// its newline) are both salvaged, each on its own line, with any junk
+    /// between and around them diverted.
+    #[test]
+    fn every_message_glued_on_one_line_is_salvaged() {
+        let one = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}}";
+        let two = b"{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":null}";
+        let three = b"{\"jsonrpc\":\"2.0\",\"method\":\"notifications/x\"}";
+        let mut input = one.to_vec();
+        input.extend_from_slice(two);
+        input.extend_from_slice(b" -- ");
+        input.extend_from_slice(three);
+        input.extend_from_slice(b"\n");
+        let (out, diverted, guard) = run(1024, &[&input]);
+        let expected = [&one[..], b"\n", two, b"\n", three, b"\n"].concat();
+        assert_eq!(out, expected);
+        assert_eq!(diverted, [(b" -- ".to_vec(), DivertReason::GluedBefore)]);
+        assert_eq!((guard.lines_forwarded, guard.lines_salvaged), (3, 3));
+        assert_eq!(
+            out.len() as u64 + guard.bytes_diverted,
+            input.len() as u64 + 2,
+            "nothing lost; a newline added for each message but the last"
         );
     }
 

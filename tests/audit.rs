@@ -147,3 +147,30 @@ fn a_null_result_ends_its_request() {
     );
     verified(&done, &journal);
 }
+
+/// Two responses glued on one line both reach the client, each on its
+/// own line, and both requests end with their real answers.
+#[test]
+fn two_responses_glued_on_one_line_both_arrive() {
+    let call = server(&[]).opt(&["--mcp", "--journal"]);
+    let journal = call.path("audit.jsonl");
+    let mut run = call.opt(&[journal.to_str().unwrap()]).start();
+    run.send(&request(json!("a"), "sleep", json!({"ms": 60_000})));
+    run.send(&request(json!("b"), "pair", json!({"other": "a"})));
+    let first = parse(&run.read_line());
+    let second = parse(&run.read_line());
+    assert_eq!(
+        (first["id"].clone(), first["result"]["paired"].clone()),
+        (json!("a"), json!(true)),
+        "{first}"
+    );
+    assert_eq!(second["id"], "b", "{second}");
+    run.close_stdin();
+    let done = run.finish();
+    done.expect_state("shut_down", 0)
+        .expect("/stdout/lines_salvaged", json!(2))
+        .expect("/stdout/lines_diverted", json!(0))
+        .expect("/mcp/synthesized/server_exited", json!(0))
+        .expect("/mcp/server/responses", json!(2));
+    verified(&done, &journal);
+}

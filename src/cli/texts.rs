@@ -132,7 +132,8 @@ request, so it cannot have acted on it); a request that arrives after that is an
 re-sent: it may have acted. Past --max-in-flight waiting requests, a new one is answered with -32000 \
 at once. Every error mcp-bound writes carries data.mcp_bound.reason (request_timeout, server_exited, \
 too_many_in_flight). The stdout guard also salvages a JSON-RPC message glued to a stray print on one \
-line: the junk is diverted, the message forwarded. With --journal, each request named by \
+line, and every message of a line that holds several: the junk is diverted, each message forwarded \
+on a line of its own. With --journal, each request named by \
 --journal-requests gets an mcp_request entry, synced before the request reaches the server (requests \
 read together share one sync), and an mcp_response entry (outcome result, error, timed_out, cancelled \
 or server_exited); verify pairs them. \

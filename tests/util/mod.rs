@@ -433,11 +433,36 @@ impl Started {
         self.stdin = None;
     }
 
-    /// The next line of mcp-bound's stdout, with its newline.
+    /// The next line of mcp-bound's stdout, with its newline (without, at
+    /// EOF). A line that does not come within the harness's watchdog fails
+    /// the test with what was seen, rather than hang it.
     pub fn read_line(&mut self) -> Vec<u8> {
+        let deadline = Instant::now() + WATCHDOG;
         let reader = self.stdout.as_mut().expect("stdout already taken");
         let mut line = Vec::new();
-        reader.read_until(b'\n', &mut line).expect("read stdout");
+        loop {
+            let buffered = reader.buffer();
+            if let Some(i) = buffered.iter().position(|b| *b == b'\n') {
+                line.extend_from_slice(&buffered[..=i]);
+                reader.consume(i + 1);
+                break;
+            }
+            line.extend_from_slice(buffered);
+            let n = buffered.len();
+            reader.consume(n);
+            let left = deadline.saturating_duration_since(Instant::now());
+            if !wait_readable(reader.get_ref(), left) {
+                self.stdout_seen.extend_from_slice(&line);
+                panic!(
+                    "no line on stdout within {WATCHDOG:?}; command: {}\nstdout so far: {}",
+                    self.call.describe(),
+                    String::from_utf8_lossy(&self.stdout_seen)
+                );
+            }
+            if reader.fill_buf().expect("read stdout").is_empty() {
+                break;
+            }
+        }
         self.stdout_seen.extend_from_slice(&line);
         line
     }
@@ -833,6 +858,21 @@ pub fn set_nonblocking(fd: &impl std::os::fd::AsFd) {
     use nix::fcntl::{FcntlArg, OFlag, fcntl};
     let flags = OFlag::from_bits_truncate(fcntl(fd, FcntlArg::F_GETFL).expect("F_GETFL"));
     fcntl(fd, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK)).expect("F_SETFL");
+}
+
+/// Whether `fd` becomes readable (or hangs up) within `limit`.
+pub fn wait_readable(fd: &impl std::os::fd::AsFd, limit: Duration) -> bool {
+    use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
+    let mut fds = [PollFd::new(fd.as_fd(), PollFlags::POLLIN)];
+    let ms = PollTimeout::try_from(limit.as_millis().min(i32::MAX as u128) as i32)
+        .unwrap_or(PollTimeout::MAX);
+    loop {
+        match poll(&mut fds, ms) {
+            Ok(n) => return n > 0,
+            Err(nix::errno::Errno::EINTR) => continue,
+            Err(e) => panic!("poll: {e}"),
+        }
+    }
 }
 
 /// Whether `fd` becomes writable within `limit`.
