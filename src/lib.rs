@@ -43,6 +43,10 @@ mod verify;
 /// The redactor, for the capture's fuzz target (`Capture::excerpt` masks).
 pub use redact::Redactor;
 
+/// For the fuzz targets only: what the session does with one client line.
+#[cfg(feature = "fuzzing")]
+pub use session::fuzz_client_line;
+
 /// Errors that reach the top can quote argv or a bad value: mask them
 /// with the built-in patterns, as every other line mcp-bound writes.
 fn complain(prefix: &str, err: &dyn std::fmt::Display) {

@@ -174,3 +174,157 @@ fn two_responses_glued_on_one_line_both_arrive() {
         .expect("/mcp/server/responses", json!(2));
     verified(&done, &journal);
 }
+
+/// What the fixture server ran: `(id as JSON text, tool name)` for each
+/// `REQUEST <id> tools/call <name>` it logged on its stderr.
+fn tools_the_server_ran(done: &Done) -> Vec<(String, String)> {
+    let excerpt = done.field("/stderr/excerpt").as_str().unwrap_or_default();
+    excerpt
+        .lines()
+        .filter_map(|line| {
+            let rest = line.strip_prefix("REQUEST ")?;
+            let (id, rest) = rest.split_once(' ')?;
+            let name = rest.strip_prefix("tools/call ")?;
+            Some((id.to_string(), name.to_string()))
+        })
+        .collect()
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Every tools/call the server runs is journaled before it can act, or
+/// refused and never sent, for the lines where the audit and the server's
+/// parser (Python's json.loads on bytes decoded with U+FFFD, universal
+/// newlines, the last line read at EOF) used to disagree.
+#[test]
+fn every_tools_call_the_server_runs_is_journaled_or_refused() {
+    let call = server(&[]).opt(&["--mcp", "--max-message-bytes", "4K", "--journal"]);
+    let journal = call.path("audit.jsonl");
+    let mut run = call.opt(&[journal.to_str().unwrap()]).start();
+    // Refused: parsers that keep the first key and the last would differ,
+    // or a reader splitting on CR would see two messages.
+    let refused: [&[u8]; 3] = [
+        br#"{"jsonrpc":"2.0","id":"r1","method":"ping","method":"tools/call","params":{"name":"hidden-method"}}"#,
+        br#"{"jsonrpc":"2.0","id":"r2","method":"tools/call","params":{"name":"shown","name":"hidden-name"}}"#,
+        b"{\"jsonrpc\":\"2.0\",\"id\":\"r3\",\"method\":\"ping\"}\r{\"jsonrpc\":\"2.0\",\"id\":\"r4\",\"method\":\"tools/call\",\"params\":{\"name\":\"hidden-cr\"}}",
+    ];
+    for line in refused {
+        run.send(&[line, b"\n"].concat());
+    }
+    let mut answers: Vec<Value> = (0..4).map(|_| parse(&run.read_line())).collect();
+    answers.sort_by_key(|a| a["id"].to_string());
+    for (answer, id) in answers.iter().zip(["r1", "r2", "r3", "r4"]) {
+        assert_eq!(
+            (answer["id"].as_str(), answer["error"]["code"].as_i64()),
+            (Some(id), Some(-32600)),
+            "{answer}"
+        );
+    }
+    // Journaled: what only a permissive parser reads, a duplicate id, an
+    // id past the table's bound, a line over --max-message-bytes.
+    let not_utf8 = b"{\"jsonrpc\":\"2.0\",\"id\":\"u\",\"method\":\"tools/call\",\"params\":{\"name\":\"utf8\",\"arguments\":{\"x\":\"\xff\"}}}".to_vec();
+    let nan = br#"{"jsonrpc":"2.0","id":"n","method":"tools/call","params":{"name":"nan","arguments":{"x":NaN}}}"#.to_vec();
+    let long_id = format!(
+        r#"{{"jsonrpc":"2.0","id":"{}","method":"tools/call","params":{{"name":"long-id"}}}}"#,
+        "i".repeat(2000)
+    )
+    .into_bytes();
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":"big","method":"tools/call","params":{{"name":"big","arguments":{{"pad":"{}"}}}}}}"#,
+        "p".repeat(6000)
+    )
+    .into_bytes();
+    run.send(&request(json!("s"), "sleep", json!({"ms": 200})));
+    let duplicate =
+        br#"{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"dup-id"}}"#.to_vec();
+    for line in [&not_utf8, &nan, &duplicate, &long_id, &big] {
+        run.send(&[&line[..], b"\n"].concat());
+    }
+    // Answers: utf8, nan, dup-id (under "s"), long-id, big, and the
+    // sleep's own answer (also "s").
+    for _ in 0..6 {
+        parse(&run.read_line());
+    }
+    // The last line, with no newline before EOF.
+    let last =
+        br#"{"jsonrpc":"2.0","id":"last","method":"tools/call","params":{"name":"unterminated"}}"#;
+    run.send(last);
+    run.close_stdin();
+    let done = run.finish();
+    done.expect_state("shut_down", 0)
+        .expect("/mcp/refused", json!(3))
+        .expect("/mcp/synthesized/invalid_request", json!(4));
+    let ran = tools_the_server_ran(&done);
+    let names: Vec<&str> = ran.iter().map(|(_, name)| name.as_str()).collect();
+    done.check(
+        names == ["utf8", "nan", "dup-id", "long-id", "big", "unterminated"],
+        &format!("what the server ran: {names:?}"),
+    );
+    let requests: Vec<Value> = journal_lines(&done, &journal)
+        .into_iter()
+        .map(|(_, entry)| entry)
+        .filter(|entry| entry["kind"] == "mcp_request")
+        .collect();
+    let entry = |name: &str| {
+        requests
+            .iter()
+            .find(|e| e["name"] == name)
+            .unwrap_or_else(|| panic!("no mcp_request for {name}: {requests:?}{done}"))
+    };
+    let hash = |line: &[u8]| json!(sha256_hex(line));
+    let expected = [
+        ("utf8", json!(["invalid_utf8"]), hash(&not_utf8), json!("u")),
+        ("nan", json!(["not_strict_json"]), hash(&nan), json!("n")),
+        (
+            "dup-id",
+            json!(["duplicate_id"]),
+            hash(&duplicate),
+            json!("s"),
+        ),
+        (
+            "long-id",
+            json!(["untracked_id"]),
+            hash(&long_id),
+            Value::Null,
+        ),
+        (
+            "unterminated",
+            json!(["unterminated"]),
+            hash(last),
+            json!("last"),
+        ),
+    ];
+    for (name, irregular, line_sha256, id) in expected {
+        let e = entry(name);
+        done.check(
+            e["irregular"] == irregular && e["line_sha256"] == line_sha256 && e["request_id"] == id,
+            &format!("{name}: {e}"),
+        );
+    }
+    // The line over the bound was streamed unread: its entry has its hash.
+    let streamed: Vec<&Value> = requests
+        .iter()
+        .filter(|e| e["irregular"] == json!(["over_max_message_bytes"]))
+        .collect();
+    done.check(
+        streamed.len() == 1 && streamed[0]["line_sha256"] == hash(&big),
+        &format!("the long line's entry: {streamed:?}"),
+    );
+    for hidden in ["hidden-method", "hidden-name", "hidden-cr"] {
+        done.check(
+            !requests.iter().any(|e| e["name"] == hidden),
+            "nothing refused is journaled",
+        );
+    }
+    let report = verified(&done, &journal);
+    done.check(
+        report["unfinished_requests"] == json!([]),
+        "every tracked request ended",
+    );
+}

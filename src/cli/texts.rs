@@ -136,7 +136,17 @@ line, and every message of a line that holds several: the junk is diverted, each
 on a line of its own. With --journal, each request named by \
 --journal-requests gets an mcp_request entry, synced before the request reaches the server (requests \
 read together share one sync), and an mcp_response entry (outcome result, error, timed_out, cancelled \
-or server_exited); verify pairs them. \
+or server_exited); verify pairs them. The audit is never weaker than the server's parser: where the \
+strict fast path is not sure, a client line is read as the most permissive server parser reads it \
+(Node's JSON.parse and Python's json.loads: the last of duplicate keys, NaN, Infinity, lone \
+surrogates, any depth; bad UTF-8 as U+FFFD; a lone CR ending a line; the last line with no newline). \
+Refused with -32600 (reason ambiguous_request, nothing sent, mcp.refused): a key the audit reads \
+(id, method, params, params.name) given twice, a line a CR would split into several messages, a batch \
+that is not UTF-8. Journaled with line_sha256 (the SHA-256 of the line as sent) and irregular \
+(invalid_utf8, not_strict_json, unterminated, over_max_message_bytes, duplicate_id, untracked_id): \
+such lines, a line over --max-message-bytes (hashed as it streams, its entry written before its \
+newline reaches the server), a request whose id is still in flight, and an id that cannot be \
+tracked. \
 With --restart on-failure (a non-zero exit or a signal) or always (any exit), a server that went away \
 on its own is started again after --restart-backoff, doubled for each restart within --restart-window, \
 at most --max-restarts times in the window (never is the default). Never after our stdin closed, a \

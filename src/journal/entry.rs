@@ -137,13 +137,22 @@ pub struct DecisionEntry {
 pub struct McpRequest {
     pub call_id: String,
     /// The request's id, as the client sent it; null when strict JSON
-    /// cannot carry it.
+    /// cannot carry it, or it is over 1 KiB.
     pub request_id: Option<crate::request_id::RequestId>,
-    pub method: String,
+    /// Null when the line was not read (over --max-message-bytes) or the
+    /// method is over 1 KiB.
+    pub method: Option<String>,
     /// `params.name` of a tools/call or prompts/get.
     pub name: Option<String>,
     /// SHA-256 of the exact `params` text; null when there were none.
     pub params_sha256: Option<String>,
+    /// For an irregular line only: SHA-256 of the line as sent, without
+    /// its newline.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line_sha256: Option<String>,
+    /// For an irregular line only: what made it one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub irregular: Vec<crate::session::Irregular>,
 }
 
 /// How that request ended.

@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 
 use serde::Deserialize;
+use serde_json::value::RawValue;
 
 use super::VERSION;
 use super::entry::HASH_KEY;
@@ -76,8 +77,9 @@ pub(crate) struct Parsed<'a> {
     // decision
     #[serde(default)]
     pub(crate) decision: Option<serde::de::IgnoredAny>,
-    #[serde(default)]
-    pub(crate) method: Option<Cow<'a, str>>,
+    /// Present (null included, which an mcp_request may hold) or not.
+    #[serde(default, borrow, deserialize_with = "present")]
+    pub(crate) method: Option<&'a RawValue>,
     #[serde(default)]
     pub(crate) requested_at: Option<serde::de::IgnoredAny>,
     #[serde(default)]
@@ -87,12 +89,17 @@ pub(crate) struct Parsed<'a> {
     #[serde(default)]
     pub(crate) approver_exit: Option<serde::de::IgnoredAny>,
     // mcp_request and mcp_response (`method` and `duration_ms` shared)
-    #[serde(default, borrow)]
-    pub(crate) request_id: Option<&'a serde_json::value::RawValue>,
+    /// Present (null included) or not.
+    #[serde(default, borrow, deserialize_with = "present")]
+    pub(crate) request_id: Option<&'a RawValue>,
     #[serde(default)]
     pub(crate) name: Option<serde::de::IgnoredAny>,
     #[serde(default)]
     pub(crate) params_sha256: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    pub(crate) line_sha256: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    pub(crate) irregular: Option<Vec<crate::session::Irregular>>,
     #[serde(default)]
     pub(crate) outcome: Option<serde::de::IgnoredAny>,
     #[serde(default)]
@@ -108,7 +115,19 @@ pub(crate) struct Parsed<'a> {
     pub(crate) torn_sha256: Option<Cow<'a, str>>,
 }
 
-impl Parsed<'_> {
+/// A field's raw text, `null` included (an absent field is None).
+fn present<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<&'de RawValue>, D::Error> {
+    <&RawValue>::deserialize(deserializer).map(Some)
+}
+
+impl<'a> Parsed<'a> {
+    /// `method` as a string, when it is one.
+    pub(crate) fn method_str(&self) -> Option<String> {
+        serde_json::from_str(self.method?.get()).ok()
+    }
+
     /// The kind's required fields are present and no other kind's are.
     fn shape(&self) -> Result<(), String> {
         // Fields that belong to one kind only: none of another kind's may
@@ -137,7 +156,10 @@ impl Parsed<'_> {
             ),
             (
                 "mcp_request",
-                self.params_sha256.is_some() || self.name.is_some(),
+                self.params_sha256.is_some()
+                    || self.name.is_some()
+                    || self.line_sha256.is_some()
+                    || self.irregular.is_some(),
             ),
             (
                 "mcp_response",
@@ -158,7 +180,7 @@ impl Parsed<'_> {
                     && self.limits.is_some()
             }
             "decision" => {
-                call && self.method.is_some()
+                call && self.method_str().is_some()
                     && self.waited_ms.is_some()
                     && self.decided_at.is_some()
             }
@@ -167,8 +189,8 @@ impl Parsed<'_> {
             }
             "mcp_request" => call && self.request_id.is_some() && self.method.is_some(),
             "mcp_response" => {
-                call && self.request_id.is_some()
-                    && self.method.is_some()
+                call && self.request_id.is_some_and(|id| id.get() != "null")
+                    && self.method_str().is_some()
                     && self.outcome.is_some()
                     && self.duration_ms.is_some()
                     && self.bytes.is_some()

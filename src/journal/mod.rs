@@ -230,9 +230,11 @@ mod tests {
         let request = McpRequest {
             call_id: "c_all".into(),
             request_id: RequestId::new("\"r1\""),
-            method: "tools/call".into(),
+            method: Some("tools/call".into()),
             name: Some("t".into()),
             params_sha256: Some("a".repeat(64)),
+            line_sha256: Some("b".repeat(64)),
+            irregular: vec![crate::session::Irregular::Unterminated],
         };
         let response = McpResponse {
             call_id: "c_all".into(),
@@ -263,9 +265,11 @@ mod tests {
         let request = |call: &str, id: &str| McpRequest {
             call_id: call.into(),
             request_id: RequestId::new(id),
-            method: "tools/call".into(),
+            method: Some("tools/call".into()),
             name: None,
             params_sha256: None,
+            line_sha256: None,
+            irregular: Vec::new(),
         };
         let response = |call: &str, id: &str| McpResponse {
             call_id: call.into(),
@@ -352,6 +356,25 @@ mod tests {
             ],
         );
         assert_eq!(report.broken.unwrap().kind, BreakKind::DuplicateCall);
+        // A duplicate the session marked (and did not track) is not a
+        // second open request: the journal still verifies, and the first
+        // is the one a response ends.
+        let marked = McpRequest {
+            irregular: vec![crate::session::Irregular::DuplicateId],
+            line_sha256: Some("c".repeat(64)),
+            ..request("a", "1")
+        };
+        let report = run(
+            "marked.jsonl",
+            &[
+                Entry::Intent(&a),
+                Entry::McpRequest(&q1),
+                Entry::McpRequest(&marked),
+                Entry::McpResponse(&r1),
+            ],
+        );
+        assert!(report.ok, "{:?}", report.broken);
+        assert!(report.unfinished_requests.is_empty());
         // A response spelled otherwise ends the request.
         let report = run(
             "spelled.jsonl",

@@ -45,9 +45,14 @@ impl OpenRequests {
             ));
         }
         // The same id however it was spelled, as the session matched it
-        // (1, 1.0 and 1e0 are one). An id with no key was never tracked:
-        // nothing to pair.
-        let Some(key) = crate::request_id::key(raw) else {
+        // (1, 1.0 and 1e0 are one). A request the session did not track
+        // (an irregular one: a duplicate id, an id with no key, a line it
+        // could not read) has no response to pair.
+        let untracked = parsed
+            .irregular
+            .as_ref()
+            .is_some_and(|irregular| irregular.iter().any(|i| i.untracked()));
+        let Some(key) = crate::request_id::key(raw).filter(|_| !untracked) else {
             return Ok(());
         };
         let request_id = raw.to_string();
@@ -63,7 +68,7 @@ impl OpenRequests {
                 line: line_no,
                 call_id: call_id.to_string(),
                 request_id,
-                method: parsed.method.as_deref().unwrap_or_default().to_string(),
+                method: parsed.method_str().unwrap_or_default(),
                 ts: parsed.ts.to_string(),
             };
             self.open.insert(key, request);

@@ -28,6 +28,9 @@ pub struct Synthesized {
     pub server_exited: u64,
     /// -32000: --max-in-flight requests were already waiting.
     pub too_many_in_flight: u64,
+    /// -32600: refused, since servers' parsers would not agree on what the
+    /// request says (a key given twice, a line a CR would split).
+    pub invalid_request: u64,
 }
 
 /// The client's bytes through our stdin.
@@ -124,6 +127,10 @@ pub struct McpFacts {
     /// From the server (its stdout, past the guard) to the client.
     pub server: Traffic,
     pub synthesized: Synthesized,
+    /// Client lines or batch elements not sent to the server, because
+    /// servers' parsers would not agree on what they say; each request
+    /// among them was answered -32600 (`synthesized.invalid_request`).
+    pub refused: u64,
     /// Requests the client cancelled itself (notifications/cancelled).
     pub cancelled_by_client: u64,
     /// Server responses for a request that had already been answered

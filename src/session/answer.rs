@@ -15,6 +15,9 @@ pub(crate) const REQUEST_TIMEOUT: i64 = -32001;
 /// -32000: a server error of mcp-bound's own (the server is gone, or
 /// too many requests wait).
 pub(crate) const SERVER_ERROR: i64 = -32000;
+/// -32600: JSON-RPC's Invalid Request, for a request mcp-bound refused to
+/// send because servers' parsers would not agree on what it says.
+pub(crate) const INVALID_REQUEST: i64 = -32600;
 
 fn error_line(id: &str, code: i64, message: &str, data: serde_json::Value) -> Vec<u8> {
     let error = json!({ "code": code, "message": message, "data": { "mcp_bound": data } });
@@ -88,6 +91,16 @@ pub(crate) fn too_many_in_flight(id: &str, limit: usize) -> Vec<u8> {
         SERVER_ERROR,
         &format!("Too many requests in flight ({limit}; mcp-bound --max-in-flight)"),
         json!({ "reason": "too_many_in_flight", "max_in_flight": limit }),
+    )
+}
+
+/// `id`: None when it cannot be told (JSON-RPC then answers with null).
+pub(crate) fn invalid_request(id: Option<&str>, why: &str) -> Vec<u8> {
+    error_line(
+        id.unwrap_or("null"),
+        INVALID_REQUEST,
+        &format!("Invalid request: {why}; mcp-bound did not send it to the server"),
+        json!({ "reason": "ambiguous_request", "detail": why }),
     )
 }
 

@@ -1,7 +1,7 @@
 //! The per-request audit facts the session hands to the journal: a
 //! request forwarded, and how it ended.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// How a request ended, as its `mcp_response` entry says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -14,15 +14,58 @@ pub enum RequestOutcome {
     ServerExited,
 }
 
+/// What made a client line one the strict reading could not take as it
+/// came. Such a request is still journaled before the server can act on
+/// it, read as the most permissive server parser reads it, with the
+/// SHA-256 of the line as sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Irregular {
+    /// Not UTF-8: read as a server decoding it with U+FFFD reads it.
+    InvalidUtf8,
+    /// `NaN`, `Infinity` or a lone surrogate escape: read as Python's
+    /// json.loads or Node's JSON.parse reads it.
+    NotStrictJson,
+    /// The last line, with no newline before EOF (line iteration still
+    /// hands it to the server).
+    Unterminated,
+    /// Over --max-message-bytes: streamed to the server unread, hashed as
+    /// it went; this entry is written before its newline is.
+    OverMaxMessageBytes,
+    /// Its id is that of a request still in flight: the client's protocol
+    /// error. Passed on, not tracked (an answer here would collide).
+    DuplicateId,
+    /// Its id or method cannot be tracked: over 1 KiB, or an id that is
+    /// neither a string nor a number of strict JSON.
+    UntrackedId,
+}
+
+impl Irregular {
+    /// Whether the request was tracked, so that an `mcp_response` ends it.
+    pub fn untracked(self) -> bool {
+        matches!(
+            self,
+            Irregular::OverMaxMessageBytes | Irregular::DuplicateId | Irregular::UntrackedId
+        )
+    }
+}
+
 /// One per-request audit fact, for the journal.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Audit {
     Request {
-        /// The id's JSON text, as the client sent it.
-        id: String,
-        method: String,
+        /// The id's JSON text, as the client sent it; None when strict
+        /// JSON cannot carry it, or it is over 1 KiB.
+        id: Option<String>,
+        /// None when the line was not read (over --max-message-bytes) or
+        /// the method is over 1 KiB.
+        method: Option<String>,
         name: Option<String>,
         params_sha256: Option<String>,
+        /// SHA-256 of the line as sent (without its newline), for an
+        /// irregular line.
+        line_sha256: Option<String>,
+        irregular: Vec<Irregular>,
     },
     Response {
         id: String,
@@ -33,4 +76,35 @@ pub enum Audit {
         /// The response's bytes, as the client got it.
         bytes: u64,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each word the journal may carry in `irregular` is in its schema.
+    #[test]
+    fn every_irregular_word_is_in_the_journal_schema() {
+        use Irregular::*;
+        let all = [
+            InvalidUtf8,
+            NotStrictJson,
+            Unterminated,
+            OverMaxMessageBytes,
+            DuplicateId,
+            UntrackedId,
+        ];
+        for irregular in all {
+            // A new word must be listed above first.
+            match irregular {
+                InvalidUtf8 | NotStrictJson | Unterminated | OverMaxMessageBytes | DuplicateId
+                | UntrackedId => {}
+            }
+            let word = serde_json::to_string(&irregular).unwrap();
+            assert!(
+                include_str!("../../schema/journal.schema.json").contains(&word),
+                "{word} is not in schema/journal.schema.json"
+            );
+        }
+    }
 }

@@ -34,6 +34,14 @@ pub(crate) enum Message<'a> {
     },
     /// A JSON object that is none of the above.
     Invalid,
+    /// A client object in which a key the session reads (`id`, `method`,
+    /// `params`) is given twice: parsers that keep the first and parsers
+    /// that keep the last read different messages. Only the permissive
+    /// reading of client lines finds it; `id` is the last one.
+    Ambiguous {
+        id: Option<Raw<'a>>,
+        key: &'static str,
+    },
 }
 
 /// A whole line.
@@ -109,6 +117,25 @@ fn classify(fields: Fields<'_>) -> Message<'_> {
         },
         (None, _) => Message::Invalid,
     }
+}
+
+/// A client object as the permissive reading found it. A key given twice
+/// matters only in what may be a request or a notification (one with a
+/// method): a client's response touches nothing the session keeps.
+pub(crate) fn read(object: super::lenient::Object<'_>) -> Message<'_> {
+    let has_method = object.fields.method.is_some()
+        || object.method_not_string
+        || object.duplicates.contains(&"method");
+    if let Some(key) = object.duplicates.first().filter(|_| has_method) {
+        return Message::Ambiguous {
+            id: object.fields.id,
+            key,
+        };
+    }
+    if object.method_not_string {
+        return Message::Invalid;
+    }
+    classify(object.fields)
 }
 
 fn first_byte(line: &[u8]) -> Option<u8> {
@@ -197,9 +224,18 @@ fn params<'a>(raw: Option<Raw<'a>>, key: &str) -> Params<'a> {
         .unwrap_or_default()
 }
 
-/// `params.name` of a `tools/call` or `prompts/get`.
-pub(crate) fn name(raw: Option<Raw<'_>>) -> Option<String> {
-    params(raw, "name").name.map(Cow::into_owned)
+/// `params.name` of a `tools/call` or `prompts/get`; Err when `params`
+/// could not be parsed strictly (another field of the wrong type, a key
+/// given twice, a lone surrogate in the name): then ask the permissive
+/// reading.
+pub(crate) fn name(raw: Raw<'_>) -> Result<Option<String>, ()> {
+    // Only an object has fields (serde would take a struct from an array).
+    if !raw.starts_with('{') || (!raw.contains("name") && !raw.contains('\\')) {
+        return Ok(None);
+    }
+    serde_json::from_str::<Params>(raw)
+        .map(|params| params.name.map(Cow::into_owned))
+        .map_err(|_| ())
 }
 
 /// `params.requestId` of `notifications/cancelled`, as a key.
@@ -278,14 +314,14 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"n\u0061me":"x","_meta":{"progress\u0054oken":7}}}"#,
         ) {
             Message::Request { params, .. } => {
-                assert_eq!(name(params).as_deref(), Some("x"));
+                assert_eq!(name(params.unwrap()), Ok(Some("x".into())));
                 assert_eq!(request_progress_token(params).as_deref(), Some("7"));
             }
             other => panic!("{other:?}"),
         }
         match one(r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"other":"named"}}"#) {
             Message::Request { params, .. } => {
-                assert_eq!(name(params), None);
+                assert_eq!(name(params.unwrap()), Ok(None));
                 assert_eq!(request_progress_token(params), None);
             }
             other => panic!("{other:?}"),
@@ -299,7 +335,7 @@ mod tests {
             Message::Request { id, method, params } => {
                 assert_eq!(id, r#""a\u0062""#, "the id as sent");
                 assert_eq!(method, "tools/call");
-                assert_eq!(name(params).as_deref(), Some("x"));
+                assert_eq!(name(params.unwrap()), Ok(Some("x".into())));
             }
             other => panic!("{other:?}"),
         }
@@ -359,15 +395,15 @@ mod tests {
             progress_token(raw(r#"{"progressToken":5}"#)).as_deref(),
             Some("5")
         );
-        assert_eq!(name(raw("[1]")), None, "params of another shape");
-        assert_eq!(name(None), None);
+        assert_eq!(name("[1]"), Ok(None), "params of another shape");
+        assert_eq!(name(r#"{"name":1}"#), Err(()), "not strictly a name");
     }
 }
 
 /// The fast path (`scan`) against serde_json, the definition: on every
 /// line both must say the same, whether the fast path answers or not.
 #[cfg(test)]
-mod same_as_serde {
+pub(super) mod same_as_serde {
     use super::*;
     use proptest::prelude::*;
 
@@ -460,7 +496,8 @@ mod same_as_serde {
         }
     }
 
-    fn json() -> impl Strategy<Value = serde_json::Value> {
+    /// JSON values whose objects use the keys a message has.
+    pub(in crate::session) fn json() -> impl Strategy<Value = serde_json::Value> {
         use serde_json::Value;
         let leaf = prop_oneof![
             Just(Value::Null),
@@ -483,6 +520,7 @@ mod same_as_serde {
                             Just("result".to_string()),
                             Just("error".to_string()),
                             Just("jsonrpc".to_string()),
+                            Just("name".to_string()),
                             "[a-z\\\\\"]{0,4}",
                         ],
                         inner

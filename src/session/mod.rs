@@ -16,7 +16,9 @@
 
 mod answer;
 mod audit;
+mod client;
 mod late;
+mod lenient;
 mod message;
 mod policy;
 mod replay;
@@ -26,10 +28,8 @@ mod scan;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use sha2::{Digest, Sha256};
 use smol_str::SmolStr;
 
-use crate::ids::hex;
 use crate::record::Exit;
 use crate::record::mcp::{Interrupted, MAX_INTERRUPTED_LISTED, McpFacts};
 use crate::request_id;
@@ -38,7 +38,7 @@ pub(crate) use answer::{REQUEST_TIMEOUT, SERVER_ERROR};
 use late::Answered;
 use message::{Line, Message, join_batch};
 
-pub use audit::{Audit, RequestOutcome};
+pub use audit::{Audit, Irregular, RequestOutcome};
 pub use policy::{AuditRequests, SessionPolicy};
 use replay::{Replay, Replayed};
 pub use restart::RestartPolicy;
@@ -54,13 +54,6 @@ type Key = SmolStr;
 
 /// An id or a method longer than this is passed on but not tracked.
 const MAX_TRACKED: usize = 1024;
-
-/// Which side a line came from.
-#[derive(Clone, Copy)]
-enum From {
-    Client,
-    Server,
-}
 
 struct InFlight {
     /// The id's JSON text, as the client sent it, when it is not its key
@@ -111,6 +104,8 @@ pub(crate) struct Session {
     /// Where the client line being read ends in the server's stream (a
     /// lower bound for a batch, whose elements may be answered here).
     line_ends_at: u64,
+    /// A client line over --max-message-bytes is streaming through.
+    overlong: Option<client::Overlong>,
 }
 
 impl Session {
@@ -136,6 +131,7 @@ impl Session {
             replay: Replay::default(),
             line_ends_at: 0,
             replayed: None,
+            overlong: None,
         }
     }
 
@@ -192,43 +188,14 @@ impl Session {
         self.facts.clone()
     }
 
-    /// A complete line from the client: what to pass on goes to `out`
-    /// (the line itself, byte-exact, unless some of it was answered here).
-    /// `out_at`: where `out[0]` sits in the stream for the server's stdin.
-    pub fn on_client_line(&mut self, now: Instant, line: &[u8], out: &mut Vec<u8>, out_at: u64) {
-        let end = out_at + out.len() as u64;
-        // A batch may lose elements answered here: then only its first
-        // byte's place is sure, and "not written" is never said wrongly.
-        self.line_ends_at = match line.iter().find(|b| !b.is_ascii_whitespace()) {
-            Some(b'[') => end + 1,
-            _ => end + line.len() as u64,
-        };
-        self.on_line(now, From::Client, line, out);
-    }
-
     /// A complete line from the server, offered by the stdout guard: what
     /// reaches the client goes to `out`. False if the line is not one
     /// JSON message (then nothing was taken: the guard diverts it).
     pub fn on_server_line(&mut self, now: Instant, line: &[u8], out: &mut Vec<u8>) -> bool {
-        self.on_line(now, From::Server, line, out)
-    }
-
-    /// True if the line was one JSON message (an object or a batch).
-    fn on_line(&mut self, now: Instant, from: From, line: &[u8], out: &mut Vec<u8>) -> bool {
-        // `bytes`: the message's own, for the audit of a response.
-        let pass = |session: &mut Session, message, bytes: usize| match from {
-            From::Client => session.client_message(now, message),
-            From::Server => session.server_message(now, message, bytes),
-        };
         match message::parse(line) {
-            // The client's own protocol: passed on as it is, counted.
-            Line::NotJson if matches!(from, From::Client) => {
-                self.facts.client.non_jsonrpc_lines += 1;
-                out.extend_from_slice(line);
-            }
             Line::NotJson => return false,
             Line::One(message) => {
-                if pass(self, message, line.len()) {
+                if self.server_message(now, message, line.len()) {
                     out.extend_from_slice(line);
                 }
             }
@@ -236,116 +203,15 @@ impl Session {
                 let total = elements.len();
                 let kept: Vec<&str> = elements
                     .into_iter()
-                    .filter_map(|(raw, message)| pass(self, message, raw.len()).then_some(raw))
+                    .filter_map(|(raw, message)| {
+                        // `raw.len()`: the message's own bytes, for its audit.
+                        self.server_message(now, message, raw.len()).then_some(raw)
+                    })
                     .collect();
                 join_batch(line, total, &kept, out);
             }
         }
         true
-    }
-
-    /// A client line not framed (over the bound, or cut by EOF): passed
-    /// on unparsed, counted.
-    pub fn on_client_unframed(&mut self) {
-        self.facts.client.non_jsonrpc_lines += 1;
-    }
-
-    /// One client message: true to pass it on.
-    fn client_message(&mut self, now: Instant, message: Message<'_>) -> bool {
-        match message {
-            Message::Request { id, method, params } => {
-                self.facts.client.requests += 1;
-                if let Some(gone) = &self.gone {
-                    // Answered here, never written anywhere.
-                    self.to_client.extend(answer::server_exited(
-                        id,
-                        gone.exit.as_ref(),
-                        &gone.stderr_tail,
-                        &self.call_id,
-                        false,
-                    ));
-                    self.facts.synthesized.server_exited += 1;
-                    return false;
-                }
-                let Some(key) = (id.len() <= MAX_TRACKED)
-                    .then(|| request_id::key(id))
-                    .flatten()
-                else {
-                    return true;
-                };
-                if method.len() > MAX_TRACKED || self.in_flight.contains_key(&*key) {
-                    return true;
-                }
-                if self.in_flight.len() >= self.policy.max_in_flight {
-                    self.to_client
-                        .extend(answer::too_many_in_flight(id, self.policy.max_in_flight));
-                    self.facts.synthesized.too_many_in_flight += 1;
-                    return false;
-                }
-                let name = matches!(&*method, "tools/call" | "prompts/get")
-                    .then(|| message::name(params))
-                    .flatten();
-                let audited = self.policy.audit.covers(&method);
-                if audited {
-                    self.audit.push(Audit::Request {
-                        id: id.to_string(),
-                        method: method.to_string(),
-                        name: name.clone(),
-                        params_sha256: params.map(|p| hex(&Sha256::digest(p.as_bytes()))),
-                    });
-                }
-                self.replay.on_client_request(&key, &method, params);
-                let timeout = self.policy.timeout_for(&method);
-                let progress_token = if self.policy.resets_on_progress && timeout.is_some() {
-                    message::request_progress_token(params)
-                } else {
-                    None
-                };
-                self.seq += 1;
-                let entry = InFlight {
-                    spelled: (*key != *id).then(|| id.to_string()),
-                    method: Key::new(&method),
-                    name,
-                    started: now,
-                    seq: self.seq,
-                    timeout,
-                    deadline: timeout.and_then(|t| now.checked_add(t)),
-                    progress_token,
-                    audited,
-                    ends_at: self.line_ends_at,
-                };
-                let key = Key::new(&key);
-                if let Some(at) = entry.deadline {
-                    self.deadlines.insert((at, entry.seq), key.clone());
-                }
-                if let Some(token) = &entry.progress_token {
-                    self.progress.insert(token.clone(), key.clone());
-                }
-                self.in_flight.insert(key, entry);
-                self.facts.peak_in_flight =
-                    self.facts.peak_in_flight.max(self.in_flight.len() as u64);
-                true
-            }
-            Message::Notification { method, params } => {
-                self.facts.client.notifications += 1;
-                if method == "notifications/cancelled"
-                    && let Some(key) = message::cancelled_id(params)
-                    && let Some((id, entry)) = self.remove(&key)
-                {
-                    self.facts.cancelled_by_client += 1;
-                    self.finish(now, id, entry, RequestOutcome::Cancelled, None, 0);
-                }
-                true
-            }
-            Message::Response { .. } => {
-                self.facts.client.responses += 1;
-                true
-            }
-            Message::Invalid => {
-                self.facts.client.non_jsonrpc_lines += 1;
-                true
-            }
-        }
     }
 
     fn server_message(&mut self, now: Instant, message: Message<'_>, bytes: usize) -> bool {
@@ -398,7 +264,8 @@ impl Session {
                 }
                 true
             }
-            Message::Invalid => {
+            // Only the permissive reading of client lines says Ambiguous.
+            Message::Invalid | Message::Ambiguous { .. } => {
                 self.facts.server.non_jsonrpc_lines += 1;
                 true
             }
@@ -532,6 +399,47 @@ impl Session {
             });
         }
     }
+}
+
+/// For the fuzz targets (feature `fuzzing`): one client line through a
+/// fresh session that audits tools/call. What is passed on to the server,
+/// and the (method, name) of each request entry made. `last`: the line
+/// came with no newline before EOF.
+#[cfg(feature = "fuzzing")]
+pub fn fuzz_client_line(
+    line: &[u8],
+    last: bool,
+) -> (Vec<u8>, Vec<(Option<String>, Option<String>)>) {
+    let policy = SessionPolicy {
+        default_timeout: None,
+        method_timeouts: Vec::new(),
+        resets_on_progress: false,
+        max_in_flight: 4096,
+        audit: AuditRequests::Tools,
+        restart: RestartPolicy {
+            mode: crate::record::mcp::RestartMode::Never,
+            max_restarts: 0,
+            window: Duration::ZERO,
+            backoff: Duration::ZERO,
+            max_backoff: Duration::ZERO,
+        },
+    };
+    let mut session = Session::new(policy, "fuzz".into());
+    let mut out = Vec::new();
+    if last {
+        session.on_client_last_line(Instant::now(), line, &mut out, 0);
+    } else {
+        session.on_client_line(Instant::now(), line, &mut out, 0);
+    }
+    let requests = session
+        .take_audit()
+        .into_iter()
+        .filter_map(|audit| match audit {
+            Audit::Request { method, name, .. } => Some((method, name)),
+            Audit::Response { .. } => None,
+        })
+        .collect();
+    (out, requests)
 }
 
 #[cfg(test)]

@@ -2,7 +2,9 @@
 //! answers and facts out.
 
 use super::*;
+use crate::ids::hex;
 use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
 
 fn policy() -> SessionPolicy {
     SessionPolicy {
@@ -94,8 +96,14 @@ fn a_request_and_its_response_pass_byte_exact_and_are_audited() {
             method,
             name,
             params_sha256,
+            line_sha256,
+            irregular,
         } => {
-            assert_eq!((id.as_str(), method.as_str()), ("\"a\"", "tools/call"));
+            assert_eq!(
+                (id.as_deref(), method.as_deref()),
+                (Some("\"a\""), Some("tools/call"))
+            );
+            assert_eq!((line_sha256, irregular), (&None, &Vec::new()), "regular");
             assert_eq!(name.as_deref(), Some("t"));
             assert_eq!(params_sha256.as_ref().map(String::len), Some(64));
         }
@@ -366,7 +374,8 @@ fn an_id_is_answered_as_the_client_spelled_it() {
         .take_audit()
         .into_iter()
         .map(|audit| match audit {
-            Audit::Request { id, .. } | Audit::Response { id, .. } => id,
+            Audit::Request { id, .. } => id.unwrap(),
+            Audit::Response { id, .. } => id,
         })
         .collect();
     assert_eq!(ids, ["\"a\\u0062\"", "1e2", "\"a\\u0062\"", "1e2"]);
@@ -400,4 +409,291 @@ fn a_null_result_is_a_response() {
     let nothing = line(json!({"jsonrpc":"2.0","id":8,"error":null}));
     server(&mut session, t0, &nothing);
     assert_eq!(session.in_flight(), 1);
+}
+
+/// A request entry: (id, method, name, irregular).
+type Entry = (
+    Option<String>,
+    Option<String>,
+    Option<String>,
+    Vec<Irregular>,
+);
+
+/// The request entries the session made.
+fn requests(session: &mut Session) -> Vec<Entry> {
+    session
+        .take_audit()
+        .into_iter()
+        .filter_map(|audit| match audit {
+            Audit::Request {
+                id,
+                method,
+                name,
+                irregular,
+                ..
+            } => Some((id, method, name, irregular)),
+            Audit::Response { .. } => None,
+        })
+        .collect()
+}
+
+fn some(text: &str) -> Option<String> {
+    Some(text.to_string())
+}
+
+/// A key the audit reads given twice is refused: answered -32600 and not
+/// sent, since Node and Python keep the last key and would run what the
+/// first one hid.
+#[test]
+fn a_key_the_audit_reads_given_twice_is_refused() {
+    let t0 = Instant::now();
+    let mut session = Session::new(policy(), "c1".into());
+    for (line, id) in [
+        (
+            &br#"{"jsonrpc":"2.0","id":1,"method":"ping","method":"tools/call","params":{"name":"rm"}}"#[..],
+            json!(1),
+        ),
+        (
+            br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"safe","n\u0061me":"rm"}}"#,
+            json!(2),
+        ),
+        (
+            br#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"safe"},"params":{"name":"rm"}}"#,
+            json!(3),
+        ),
+        // Which id a server keeps is unsure too: answered with null.
+        (
+            br#"{"jsonrpc":"2.0","id":4,"id":5,"method":"tools/call","params":{"name":"rm"}}"#,
+            Value::Null,
+        ),
+    ] {
+        assert!(client(&mut session, t0, line).is_empty(), "not sent");
+        let answers = lines(&std::mem::take(&mut session.to_client));
+        assert_eq!(answers.len(), 1);
+        assert_eq!(answers[0]["id"], id);
+        assert_eq!(answers[0]["error"]["code"], -32600);
+        assert_eq!(
+            answers[0]["error"]["data"]["mcp_bound"]["reason"],
+            "ambiguous_request"
+        );
+    }
+    // A notification with a duplicated method: dropped, with no answer.
+    let notice = br#"{"jsonrpc":"2.0","method":"a","method":"b"}"#;
+    assert!(client(&mut session, t0, notice).is_empty());
+    assert!(session.to_client.is_empty());
+    // In a batch, the element alone.
+    let batch =
+        br#"[{"jsonrpc":"2.0","id":6,"method":"x","method":"tools/call"},{"jsonrpc":"2.0","id":7,"method":"ping"}]"#;
+    assert_eq!(
+        client(&mut session, t0, batch),
+        b"[{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\"}]\n"
+    );
+    let facts = session.facts();
+    assert_eq!(facts.refused, 6);
+    assert_eq!(facts.synthesized.invalid_request, 5);
+    assert_eq!(
+        session.in_flight(),
+        1,
+        "only the ping: {:?}",
+        session.facts()
+    );
+    assert!(
+        requests(&mut session).is_empty(),
+        "nothing sent, nothing journaled"
+    );
+}
+
+/// What only the permissive parsers accept is read as they read it, and
+/// journaled as irregular with the line's hash.
+#[test]
+fn what_only_permissive_parsers_accept_is_journaled() {
+    let t0 = Instant::now();
+    let mut session = Session::new(policy(), "c1".into());
+    let nan = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"n","arguments":{"x":NaN}}}"#;
+    assert_eq!(client(&mut session, t0, nan), nan, "passed on as it came");
+    let lone = br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"rm\ud800"}}"#;
+    client(&mut session, t0, lone);
+    let deep = format!(
+        r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"name":"deep","a":{}{}}}}}"#,
+        "[".repeat(500),
+        "]".repeat(500)
+    );
+    client(&mut session, t0, deep.as_bytes());
+    assert_eq!(
+        requests(&mut session),
+        [
+            (
+                some("1"),
+                some("tools/call"),
+                some("n"),
+                vec![Irregular::NotStrictJson]
+            ),
+            (some("2"), some("tools/call"), some("rm\u{FFFD}"), vec![]),
+            (some("3"), some("tools/call"), some("deep"), vec![]),
+        ]
+    );
+    assert_eq!(session.in_flight(), 3, "each is tracked");
+}
+
+/// A line that is not UTF-8 is read as a server decoding it with U+FFFD
+/// reads it, and journaled with the hash of the bytes as sent.
+#[test]
+fn a_line_that_is_not_utf8_is_journaled_with_its_hash() {
+    let t0 = Instant::now();
+    let mut session = Session::new(policy(), "c1".into());
+    let line = b"{\"jsonrpc\":\"2.0\",\"id\":\"u\",\"method\":\"tools/call\",\"params\":{\"name\":\"w\xffr\"}}\n";
+    assert_eq!(client(&mut session, t0, line), line, "byte-exact");
+    match session.take_audit().as_slice() {
+        [
+            Audit::Request {
+                id,
+                name,
+                line_sha256,
+                irregular,
+                params_sha256,
+                ..
+            },
+        ] => {
+            assert_eq!(id.as_deref(), Some("\"u\""));
+            assert_eq!(name.as_deref(), Some("w\u{FFFD}r"));
+            assert_eq!(irregular, &[Irregular::InvalidUtf8]);
+            let expected = hex(&Sha256::digest(&line[..line.len() - 1]));
+            assert_eq!(line_sha256.as_deref(), Some(expected.as_str()));
+            assert!(params_sha256.is_some());
+        }
+        other => panic!("{other:?}"),
+    }
+    // A batch that is not UTF-8 cannot be cut into its elements: refused.
+    let batch = b"[{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\",\"params\":{\"name\":\"\xff\"}}]\n";
+    assert!(client(&mut session, t0, batch).is_empty());
+    assert_eq!(lines(&session.to_client)[0]["error"]["code"], -32600);
+}
+
+/// A request whose id is still in flight, or whose id cannot be tracked,
+/// is journaled (irregular, untracked) and passed on: an answer from
+/// mcp-bound would collide with the server's.
+#[test]
+fn duplicate_and_untrackable_ids_are_journaled_and_passed_on() {
+    let t0 = Instant::now();
+    let mut session = Session::new(policy(), "c1".into());
+    client(&mut session, t0, &call(json!(1), "tools/call"));
+    let again = call(json!(1.0), "tools/call");
+    assert_eq!(client(&mut session, t0, &again), again);
+    let long = call(json!("x".repeat(2000)), "tools/call");
+    assert_eq!(client(&mut session, t0, &long), long);
+    let object = call(json!({"a": 1}), "tools/call");
+    assert_eq!(client(&mut session, t0, &object), object);
+    assert!(session.to_client.is_empty(), "nothing answered here");
+    let entries = requests(&mut session);
+    assert_eq!(entries[0].3, []);
+    assert_eq!(entries[1].0.as_deref(), Some("1.0"), "as written");
+    assert_eq!(entries[1].3, [Irregular::DuplicateId]);
+    assert_eq!(
+        (entries[2].0.clone(), entries[2].3.clone()),
+        (None, vec![Irregular::UntrackedId])
+    );
+    assert_eq!(entries[3].0.as_deref(), Some(r#"{"a":1}"#));
+    assert_eq!(entries[3].3, [Irregular::UntrackedId]);
+    assert_eq!(session.in_flight(), 1, "only the first is tracked");
+}
+
+/// The last line, with no newline before EOF, is read like any other and
+/// journaled as unterminated.
+#[test]
+fn the_last_line_without_a_newline_is_read() {
+    let t0 = Instant::now();
+    let mut session = Session::new(policy(), "c1".into());
+    let last = br#"{"jsonrpc":"2.0","id":"z","method":"tools/call","params":{"name":"end"}}"#;
+    let mut out = Vec::new();
+    session.on_client_last_line(t0, last, &mut out, 0);
+    assert_eq!(out, last);
+    assert_eq!(
+        requests(&mut session),
+        [(
+            some("\"z\""),
+            some("tools/call"),
+            some("end"),
+            vec![Irregular::Unterminated]
+        )]
+    );
+    assert_eq!(session.in_flight(), 1);
+}
+
+/// A line over --max-message-bytes streams through unread, hashed as it
+/// goes: its entry is made when the piece with the newline arrives, in the
+/// same call that passes that piece on (the loop journals before it
+/// writes to the server).
+#[test]
+fn a_line_over_the_bound_is_hashed_as_it_streams() {
+    let mut session = Session::new(policy(), "c1".into());
+    let mut out = Vec::new();
+    session.on_client_overlong(b"{\"jsonrpc\":\"2.0\",", true, &mut out);
+    session.on_client_overlong(b"\"id\":1,\"method\":\"tools/call\"", false, &mut out);
+    assert!(!session.has_audit(), "not before its end");
+    session.on_client_overlong(b"}\n", false, &mut out);
+    let whole = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\"}";
+    assert_eq!(out, [&whole[..], b"\n"].concat());
+    match session.take_audit().as_slice() {
+        [
+            Audit::Request {
+                id: None,
+                method: None,
+                line_sha256: Some(hash),
+                irregular,
+                ..
+            },
+        ] => {
+            assert_eq!(hash, &hex(&Sha256::digest(whole)));
+            assert_eq!(irregular, &[Irregular::OverMaxMessageBytes]);
+        }
+        other => panic!("{other:?}"),
+    }
+    // Cut by EOF: journaled at EOF.
+    session.on_client_overlong(b"{\"id\":2", true, &mut out);
+    session.on_client_overlong_eof();
+    assert!(matches!(
+        session.take_audit().as_slice(),
+        [Audit::Request { irregular, .. }]
+            if irregular == &[Irregular::OverMaxMessageBytes, Irregular::Unterminated]
+    ));
+    assert_eq!(session.facts().client.non_jsonrpc_lines, 2);
+}
+
+/// A line holding a carriage return that a reader splitting on CR would
+/// read as several messages is refused whole; a CR that splits off no
+/// message (whitespace, the CRLF end) changes nothing.
+#[test]
+fn a_line_a_carriage_return_would_split_is_refused() {
+    let t0 = Instant::now();
+    let mut session = Session::new(policy(), "c1".into());
+    let split = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\r{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":\"rm\"}}\n";
+    assert!(client(&mut session, t0, split).is_empty());
+    let ids: Vec<Value> = lines(&std::mem::take(&mut session.to_client))
+        .iter()
+        .map(|a| a["id"].clone())
+        .collect();
+    assert_eq!(ids, [json!(1), json!(2)]);
+    // Hidden inside another request's params: the piece is a message.
+    let hidden = b"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\",\"params\":[\r{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/call\"}\r]}\n";
+    assert!(client(&mut session, t0, hidden).is_empty());
+    assert_eq!(lines(&std::mem::take(&mut session.to_client)).len(), 2);
+    for fine in [
+        &b"{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"ping\"}\r\n"[..],
+        b"{\"jsonrpc\":\"2.0\",\r\"id\":6,\"method\":\"ping\"}\n",
+    ] {
+        assert_eq!(client(&mut session, t0, fine), fine);
+    }
+    assert_eq!(session.in_flight(), 2);
+    assert_eq!(session.facts().refused, 2);
+}
+
+/// A client's response with a key given twice is no request: it passes.
+#[test]
+fn a_client_response_with_a_key_given_twice_passes() {
+    let t0 = Instant::now();
+    let mut session = Session::new(policy(), "c1".into());
+    let response = br#"{"jsonrpc":"2.0","id":1,"id":2,"result":{}}"#;
+    assert_eq!(client(&mut session, t0, response), response);
+    assert!(session.to_client.is_empty());
+    assert_eq!(session.facts().client.responses, 1);
 }

@@ -128,7 +128,7 @@ impl StdinRelay {
     /// Our stdin is readable or hung up: read once and frame.
     pub fn on_readable(&mut self, now: Instant, session: &mut Session) -> Read0 {
         match self.source.read(&mut self.read_buf) {
-            Ok(0) => self.eof(session),
+            Ok(0) => self.eof(now, session),
             Ok(n) => {
                 self.bytes_read += n as u64;
                 let chunk = std::mem::take(&mut self.read_buf);
@@ -144,17 +144,20 @@ impl StdinRelay {
             {
                 Read0::More
             }
-            Err(_) => self.eof(session),
+            Err(_) => self.eof(now, session),
         }
     }
 
-    /// The client is done: an unfinished last line goes on as it is.
-    fn eof(&mut self, session: &mut Session) -> Read0 {
+    /// The client is done: an unfinished last line goes on as it is, read
+    /// like any other (a server iterating over lines reads it too).
+    fn eof(&mut self, now: Instant, session: &mut Session) -> Read0 {
         self.source_open = false;
+        if !self.framer.at_boundary() {
+            session.on_client_overlong_eof();
+        }
         let unfinished = self.framer.finish();
         if !unfinished.is_empty() {
-            session.on_client_unframed();
-            self.out.extend_from_slice(&unfinished);
+            session.on_client_last_line(now, &unfinished, &mut self.out, self.out_at);
         }
         Read0::Eof
     }
@@ -164,12 +167,7 @@ impl StdinRelay {
         let out_at = self.out_at;
         self.framer.feed(chunk, &mut |frame| match frame {
             Frame::Line(line) => session.on_client_line(now, line, out, out_at),
-            Frame::Overlong { bytes, first } => {
-                if first {
-                    session.on_client_unframed();
-                }
-                out.extend_from_slice(bytes);
-            }
+            Frame::Overlong { bytes, first } => session.on_client_overlong(bytes, first, out),
         });
     }
 

@@ -1,0 +1,456 @@
+//! The client's side of the request table: each line from our stdin is
+//! read as the server will read it, and every request the server may run
+//! is journaled before it can act on it, or refused. The audit is never
+//! weaker than the server's parser:
+//!
+//! - A line is read by the strict fast path when it is sure, and
+//!   otherwise as the most permissive server parser reads it (`lenient`):
+//!   `NaN`, `Infinity`, lone surrogates, any depth, the last of duplicate
+//!   keys. A line that is not UTF-8 is read as a server decoding it with
+//!   U+FFFD reads it.
+//! - **Refused, answered -32600, nothing sent:** a key the audit reads
+//!   given twice (`id`, `method`, `params`, or `params.name`), since
+//!   parsers that keep the first and the last would run different calls;
+//!   a line holding a carriage return that a reader splitting lines on CR
+//!   (Python's universal newlines) would read as several messages; a
+//!   batch that is not UTF-8.
+//! - **Journaled with the SHA-256 of the line as sent** (an `irregular`
+//!   request): one that is not UTF-8, not strict JSON, the last line with
+//!   no newline, over --max-message-bytes (hashed as it streams; its entry
+//!   goes before its newline), with the id of a request still in flight,
+//!   or with an id that cannot be tracked.
+
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+
+use super::audit::{Audit, Irregular, RequestOutcome};
+use super::lenient::{self, Object, Reading};
+use super::message::{self, Message, join_batch};
+use super::{InFlight, Key, MAX_TRACKED, Session, answer};
+use crate::ids::hex;
+use crate::request_id::{self, RequestId};
+
+/// How a client line came, beyond its bytes.
+pub(super) struct Form<'l> {
+    /// The line as sent (its newline included, if it had one).
+    raw: &'l [u8],
+    invalid_utf8: bool,
+    not_strict: bool,
+    unterminated: bool,
+    line_sha256: Option<String>,
+}
+
+impl<'l> Form<'l> {
+    fn new(raw: &'l [u8], unterminated: bool) -> Form<'l> {
+        Form {
+            raw,
+            invalid_utf8: false,
+            not_strict: false,
+            unterminated,
+            line_sha256: None,
+        }
+    }
+
+    fn irregular(&self) -> Vec<Irregular> {
+        [
+            (self.invalid_utf8, Irregular::InvalidUtf8),
+            (self.not_strict, Irregular::NotStrictJson),
+            (self.unterminated, Irregular::Unterminated),
+        ]
+        .into_iter()
+        .filter_map(|(is, what)| is.then_some(what))
+        .collect()
+    }
+
+    /// SHA-256 of the line as sent, without its newline (once a line).
+    fn line_sha256(&mut self) -> String {
+        let raw = self.raw;
+        self.line_sha256
+            .get_or_insert_with(|| hex(&Sha256::digest(raw.strip_suffix(b"\n").unwrap_or(raw))))
+            .clone()
+    }
+}
+
+/// A client line over --max-message-bytes, streaming through: its hash
+/// so far.
+pub(super) struct Overlong {
+    hash: Sha256,
+}
+
+impl Session {
+    /// A complete line from the client: what to pass on goes to `out`
+    /// (the line itself, byte-exact, unless some of it was answered here).
+    /// `out_at`: where `out[0]` sits in the stream for the server's stdin.
+    pub fn on_client_line(&mut self, now: Instant, line: &[u8], out: &mut Vec<u8>, out_at: u64) {
+        self.note_line_end(line, out, out_at);
+        self.client_line(now, line, out, Form::new(line, false));
+    }
+
+    /// The client's last line, with no newline before EOF: a server that
+    /// iterates over lines still reads it, so it is read here too.
+    pub fn on_client_last_line(
+        &mut self,
+        now: Instant,
+        line: &[u8],
+        out: &mut Vec<u8>,
+        out_at: u64,
+    ) {
+        self.note_line_end(line, out, out_at);
+        self.client_line(now, line, out, Form::new(line, true));
+    }
+
+    /// A piece of a client line over --max-message-bytes (`first` on the
+    /// one that found it too long). It goes on unread, but hashed: when
+    /// the piece with its newline comes, the request entry (for a line the
+    /// audit cannot read, whatever it may hold) is made first, and the
+    /// loop writes it to the journal before that piece reaches the server.
+    pub fn on_client_overlong(&mut self, piece: &[u8], first: bool, out: &mut Vec<u8>) {
+        if first {
+            self.facts.client.non_jsonrpc_lines += 1;
+            self.overlong = Some(Overlong {
+                hash: Sha256::new(),
+            });
+        }
+        let complete = piece.last() == Some(&b'\n');
+        if let Some(overlong) = self.overlong.as_mut() {
+            overlong.hash.update(if complete {
+                &piece[..piece.len() - 1]
+            } else {
+                piece
+            });
+        }
+        if complete {
+            self.end_overlong(false);
+        }
+        out.extend_from_slice(piece);
+    }
+
+    /// The client's stream ended inside a line over --max-message-bytes.
+    pub fn on_client_overlong_eof(&mut self) {
+        self.end_overlong(true);
+    }
+
+    fn end_overlong(&mut self, unterminated: bool) {
+        let Some(overlong) = self.overlong.take() else {
+            return;
+        };
+        if self.policy.audit == super::AuditRequests::None {
+            return;
+        }
+        let mut irregular = vec![Irregular::OverMaxMessageBytes];
+        if unterminated {
+            irregular.push(Irregular::Unterminated);
+        }
+        self.audit.push(Audit::Request {
+            id: None,
+            method: None,
+            name: None,
+            params_sha256: None,
+            line_sha256: Some(hex(&overlong.hash.finalize())),
+            irregular,
+        });
+    }
+
+    fn note_line_end(&mut self, line: &[u8], out: &[u8], out_at: u64) {
+        let end = out_at + out.len() as u64;
+        // A batch may lose elements answered here: then only its first
+        // byte's place is sure, and "not written" is never said wrongly.
+        self.line_ends_at = match line.iter().find(|b| !b.is_ascii_whitespace()) {
+            Some(b'[') => end + 1,
+            _ => end + line.len() as u64,
+        };
+    }
+
+    fn client_line(&mut self, now: Instant, line: &[u8], out: &mut Vec<u8>, mut form: Form<'_>) {
+        let lossy;
+        let text = match std::str::from_utf8(line) {
+            Ok(text) => text,
+            Err(_) => {
+                form.invalid_utf8 = true;
+                lossy = String::from_utf8_lossy(line);
+                &*lossy
+            }
+        };
+        if let Some(ids) = split_by_cr(text) {
+            let ids: Vec<Option<&str>> = ids.into_iter().map(Some).collect();
+            self.refuse(
+                &ids,
+                "a carriage return splits this line into several messages",
+            );
+            return;
+        }
+        let reading = match text
+            .trim_start_matches([' ', '\t', '\r', '\n'])
+            .as_bytes()
+            .first()
+        {
+            Some(b'{') => match super::scan::object(text) {
+                Some(fields) => Reading::One(Object {
+                    fields,
+                    ..Object::default()
+                }),
+                None => self.read_leniently(text, &mut form),
+            },
+            _ => self.read_leniently(text, &mut form),
+        };
+        match reading {
+            Reading::NotJson => {
+                self.facts.client.non_jsonrpc_lines += 1;
+                out.extend_from_slice(line);
+            }
+            Reading::One(object) => {
+                if self.client_message(now, message::read(object), &mut form) {
+                    out.extend_from_slice(line);
+                }
+            }
+            Reading::Batch(elements) if form.invalid_utf8 => {
+                // Its elements cannot be passed on as they came one by one.
+                let ids: Vec<Option<&str>> = elements
+                    .iter()
+                    .filter_map(|(_, object)| {
+                        let fields = &object.as_ref()?.fields;
+                        fields.method.as_ref().and(fields.id).map(Some)
+                    })
+                    .collect();
+                self.refuse(&ids, "a batch that is not UTF-8");
+            }
+            Reading::Batch(elements) => {
+                let total = elements.len();
+                let kept: Vec<&str> = elements
+                    .into_iter()
+                    .filter_map(|(raw, object)| {
+                        let message = object.map_or(Message::Invalid, message::read);
+                        self.client_message(now, message, &mut form).then_some(raw)
+                    })
+                    .collect();
+                join_batch(line, total, &kept, out);
+            }
+        }
+    }
+
+    fn read_leniently<'t>(&mut self, text: &'t str, form: &mut Form<'_>) -> Reading<'t> {
+        let (reading, reach) = lenient::read(text);
+        form.not_strict |= reach.nonstandard;
+        reading
+    }
+
+    /// Answer -32600 for each of `ids` (the requests of what is refused;
+    /// None: one whose id cannot be told, answered with null), and send
+    /// nothing of it to the server.
+    fn refuse(&mut self, ids: &[Option<&str>], why: &str) {
+        self.facts.refused += 1;
+        let mut answered: Vec<Option<Key>> = Vec::new();
+        for id in ids {
+            // An id strict JSON cannot carry is answered with null too.
+            let id = id.and_then(RequestId::new);
+            let key = id.as_ref().map(|id| {
+                request_id::key(id.get()).map_or_else(|| Key::new(id.get()), |k| Key::new(&*k))
+            });
+            if answered.contains(&key) {
+                continue;
+            }
+            answered.push(key);
+            self.to_client.extend(answer::invalid_request(
+                id.as_ref().map(RequestId::get),
+                why,
+            ));
+            self.facts.synthesized.invalid_request += 1;
+        }
+    }
+
+    /// One client message: true to pass it on.
+    fn client_message(&mut self, now: Instant, message: Message<'_>, form: &mut Form<'_>) -> bool {
+        match message {
+            Message::Request { id, method, params } => {
+                self.client_request(now, id, &method, params, form)
+            }
+            Message::Ambiguous { id, key } => {
+                let why = format!("the key \"{key}\" is given twice");
+                // Which id a server keeps is just as unsure: null, as
+                // JSON-RPC answers when the id cannot be told.
+                let ids = match (key, id) {
+                    ("id", _) => vec![None],
+                    (_, Some(id)) => vec![Some(id)],
+                    (_, None) => Vec::new(),
+                };
+                self.refuse(&ids, &why);
+                false
+            }
+            Message::Notification { method, params } => {
+                self.facts.client.notifications += 1;
+                if method == "notifications/cancelled"
+                    && let Some(key) = message::cancelled_id(params)
+                    && let Some((id, entry)) = self.remove(&key)
+                {
+                    self.facts.cancelled_by_client += 1;
+                    self.finish(now, id, entry, RequestOutcome::Cancelled, None, 0);
+                }
+                true
+            }
+            Message::Response { .. } => {
+                self.facts.client.responses += 1;
+                true
+            }
+            Message::Invalid => {
+                self.facts.client.non_jsonrpc_lines += 1;
+                true
+            }
+        }
+    }
+
+    fn client_request(
+        &mut self,
+        now: Instant,
+        id: &str,
+        method: &str,
+        params: Option<&str>,
+        form: &mut Form<'_>,
+    ) -> bool {
+        self.facts.client.requests += 1;
+        if let Some(gone) = &self.gone {
+            // Answered here, never written anywhere.
+            self.to_client.extend(answer::server_exited(
+                id,
+                gone.exit.as_ref(),
+                &gone.stderr_tail,
+                &self.call_id,
+                false,
+            ));
+            self.facts.synthesized.server_exited += 1;
+            return false;
+        }
+        let name = if matches!(method, "tools/call" | "prompts/get") {
+            match tool_name(params) {
+                Some(name) => name,
+                None => {
+                    self.refuse(&[Some(id)], "the key \"name\" is given twice in params");
+                    return false;
+                }
+            }
+        } else {
+            None
+        };
+        let fits = id.len() <= MAX_TRACKED && method.len() <= MAX_TRACKED;
+        let key = fits.then(|| request_id::key(id)).flatten();
+        let mut irregular = form.irregular();
+        let tracked = match &key {
+            None => {
+                irregular.push(Irregular::UntrackedId);
+                false
+            }
+            Some(key) if self.in_flight.contains_key(&**key) => {
+                irregular.push(Irregular::DuplicateId);
+                false
+            }
+            Some(_) => true,
+        };
+        if tracked && self.in_flight.len() >= self.policy.max_in_flight {
+            self.to_client
+                .extend(answer::too_many_in_flight(id, self.policy.max_in_flight));
+            self.facts.synthesized.too_many_in_flight += 1;
+            return false;
+        }
+        let audited = self.policy.audit.covers(method);
+        if audited {
+            let line_sha256 = (!irregular.is_empty()).then(|| form.line_sha256());
+            self.audit.push(Audit::Request {
+                id: (id.len() <= MAX_TRACKED && RequestId::new(id).is_some())
+                    .then(|| id.to_string()),
+                method: (method.len() <= MAX_TRACKED).then(|| method.to_string()),
+                name: name.clone(),
+                params_sha256: params.map(|p| hex(&Sha256::digest(p.as_bytes()))),
+                line_sha256,
+                irregular,
+            });
+        }
+        let Some(key) = key.filter(|_| tracked) else {
+            return true;
+        };
+        self.replay.on_client_request(&key, method, params);
+        let timeout = self.policy.timeout_for(method);
+        let progress_token = if self.policy.resets_on_progress && timeout.is_some() {
+            message::request_progress_token(params)
+        } else {
+            None
+        };
+        self.seq += 1;
+        let entry = InFlight {
+            spelled: (*key != *id).then(|| id.to_string()),
+            method: Key::new(method),
+            name,
+            started: now,
+            seq: self.seq,
+            timeout,
+            deadline: timeout.and_then(|t: Duration| now.checked_add(t)),
+            progress_token,
+            audited,
+            ends_at: self.line_ends_at,
+        };
+        let key = Key::new(&key);
+        if let Some(at) = entry.deadline {
+            self.deadlines.insert((at, entry.seq), key.clone());
+        }
+        if let Some(token) = &entry.progress_token {
+            self.progress.insert(token.clone(), key.clone());
+        }
+        self.in_flight.insert(key, entry);
+        self.facts.peak_in_flight = self.facts.peak_in_flight.max(self.in_flight.len() as u64);
+        true
+    }
+}
+
+/// `params.name`: Some(the name, if any), or None when `name` is given
+/// twice. The strict parse first; when it cannot tell, the permissive one.
+fn tool_name(params: Option<&str>) -> Option<Option<String>> {
+    let Some(params) = params else {
+        return Some(None);
+    };
+    match message::name(params) {
+        Ok(name) => Some(name),
+        Err(()) => match lenient::name(params) {
+            Some((_, true)) => None,
+            Some((name, false)) => Some(name),
+            None => Some(None),
+        },
+    }
+}
+
+/// A line that a reader splitting lines on a carriage return too (as
+/// Python's universal newlines do) would read as two or more pieces, one
+/// of them a message: the ids of every request in the line and in its
+/// pieces. None for a line with no such CR (the common case: one memchr).
+fn split_by_cr(text: &str) -> Option<Vec<&str>> {
+    let body = text.strip_suffix('\n').unwrap_or(text);
+    let body = body.strip_suffix('\r').unwrap_or(body);
+    memchr::memchr(b'\r', body.as_bytes())?;
+    let blank = |piece: &str| piece.trim_matches([' ', '\t', '\r', '\n']).is_empty();
+    let pieces: Vec<&str> = body.split('\r').filter(|piece| !blank(piece)).collect();
+    if pieces.len() < 2 {
+        return None;
+    }
+    let mut ids = Vec::new();
+    let mut any_message = false;
+    for (i, piece) in pieces
+        .iter()
+        .copied()
+        .chain(std::iter::once(body))
+        .enumerate()
+    {
+        let reading = lenient::read(piece).0;
+        let objects: Vec<Object<'_>> = match reading {
+            Reading::One(object) => vec![object],
+            Reading::Batch(elements) => elements.into_iter().filter_map(|(_, o)| o).collect(),
+            Reading::NotJson => Vec::new(),
+        };
+        for object in objects {
+            let is_piece = i < pieces.len();
+            let message = object.fields.method.is_some() || object.fields.id.is_some();
+            any_message |= is_piece && message;
+            if object.fields.method.is_some() {
+                ids.extend(object.fields.id);
+            }
+        }
+    }
+    any_message.then_some(ids)
+}
