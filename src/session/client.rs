@@ -52,6 +52,10 @@ impl<'l> Form<'l> {
         }
     }
 
+    fn regular(&self) -> bool {
+        !(self.invalid_utf8 || self.not_strict || self.unterminated)
+    }
+
     fn irregular(&self) -> Vec<Irregular> {
         [
             (self.invalid_utf8, Irregular::InvalidUtf8),
@@ -172,7 +176,15 @@ impl Session {
                 &*lossy
             }
         };
-        if let Some(ids) = split_by_cr(text) {
+        // The fast path, when it is sure; it says whether it saw a CR.
+        let first = text
+            .bytes()
+            .find(|b| !matches!(b, b' ' | b'\t' | b'\r' | b'\n'));
+        let scanned = (first == Some(b'{'))
+            .then(|| super::scan::object_and_cr(text))
+            .flatten();
+        let cr = scanned.as_ref().is_none_or(|(_, cr)| *cr);
+        if let Some(ids) = cr.then(|| split_by_cr(text)).flatten() {
             let ids: Vec<Option<&str>> = ids.into_iter().map(Some).collect();
             self.refuse(
                 &ids,
@@ -180,19 +192,12 @@ impl Session {
             );
             return;
         }
-        let reading = match text
-            .trim_start_matches([' ', '\t', '\r', '\n'])
-            .as_bytes()
-            .first()
-        {
-            Some(b'{') => match super::scan::object(text) {
-                Some(fields) => Reading::One(Object {
-                    fields,
-                    ..Object::default()
-                }),
-                None => self.read_leniently(text, &mut form),
-            },
-            _ => self.read_leniently(text, &mut form),
+        let reading = match scanned {
+            Some((fields, _)) => Reading::One(Object {
+                fields,
+                ..Object::default()
+            }),
+            None => self.read_leniently(text, &mut form),
         };
         match reading {
             Reading::NotJson => {
@@ -333,7 +338,11 @@ impl Session {
         };
         let fits = id.len() <= MAX_TRACKED && method.len() <= MAX_TRACKED;
         let key = fits.then(|| request_id::key(id)).flatten();
-        let mut irregular = form.irregular();
+        let mut irregular = if form.regular() {
+            Vec::new()
+        } else {
+            form.irregular()
+        };
         let tracked = match &key {
             None => {
                 irregular.push(Irregular::UntrackedId);

@@ -44,9 +44,17 @@ pub(crate) struct Fields<'a> {
 /// `text` as one JSON object (whitespace around it allowed), or None:
 /// not JSON, or not sure (then ask serde_json).
 pub(crate) fn object(text: &str) -> Option<Fields<'_>> {
+    object_and_cr(text).map(|(fields, _)| fields)
+}
+
+/// As [`object`], and whether a carriage return was seen. In an object the
+/// scan takes, a CR can only be whitespace between tokens (a raw one in a
+/// string is refused), so false means the line holds none at all.
+pub(crate) fn object_and_cr(text: &str) -> Option<(Fields<'_>, bool)> {
     let mut scan = Scanner {
         bytes: text.as_bytes(),
         at: 0,
+        cr: false,
     };
     if scan.token()? != b'{' {
         return None;
@@ -103,7 +111,7 @@ pub(crate) fn object(text: &str) -> Option<Fields<'_>> {
         }
     }
     scan.space();
-    (scan.at == scan.bytes.len()).then_some(fields)
+    (scan.at == scan.bytes.len()).then_some((fields, scan.cr))
 }
 
 /// A `method` value: a string without escapes, or null.
@@ -138,6 +146,8 @@ fn first_stop(word: u64) -> Option<usize> {
 struct Scanner<'a> {
     bytes: &'a [u8],
     at: usize,
+    /// A carriage return was seen (whitespace is the only place one can be).
+    cr: bool,
 }
 
 impl Scanner<'_> {
@@ -177,7 +187,8 @@ impl Scanner<'_> {
     }
 
     fn space(&mut self) {
-        while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+        while let Some(byte @ (b' ' | b'\t' | b'\n' | b'\r')) = self.peek() {
+            self.cr |= byte == b'\r';
             self.at += 1;
         }
     }
