@@ -182,21 +182,29 @@ impl Redactor {
 
     /// Mask a piece of text cut out of a longer stream: `cut_before` and
     /// `cut_after` say whether bytes were dropped right before or after
-    /// it. A token-like fragment at a cut edge is masked, since half a
-    /// secret matches no pattern.
+    /// it. Half a secret matches no pattern, and a cut inside a label
+    /// (`…orization: Basic c3Vw…`) leaves a value none knows: so what sits
+    /// between the cut and the nearest line break is masked, at most
+    /// [`CUT_FRAGMENT_MAX`] bytes of it (a 10 MB one-line stderr still
+    /// shows the rest), and none when it is too short to be a secret.
     pub fn redact_piece(&self, text: &str, cut_before: bool, cut_after: bool) -> String {
         let mut piece = text;
         let mut prefix = "";
         let mut suffix = "";
         if cut_before {
-            let end = token_run_end(piece);
+            let line_end = piece.find('\n').unwrap_or(piece.len());
+            let end = if piece[..line_end].ends_with('\r') {
+                line_end - 1
+            } else {
+                line_end
+            };
             if end >= CUT_FRAGMENT_MIN {
                 piece = &piece[floor_boundary(piece, end.min(CUT_FRAGMENT_MAX))..];
                 prefix = CUT_MASK;
             }
         }
         if cut_after {
-            let start = token_run_start(piece);
+            let start = piece.rfind('\n').map_or(0, |i| i + 1);
             if piece.len() - start >= CUT_FRAGMENT_MIN {
                 let start = start.max(piece.len().saturating_sub(CUT_FRAGMENT_MAX));
                 piece = &piece[..ceil_boundary(piece, start)];
@@ -223,20 +231,6 @@ fn ceil_boundary(text: &str, mut i: usize) -> usize {
     i
 }
 
-fn is_token_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '+' | '/' | '=' | '.' | '~' | ':')
-}
-
-fn token_run_end(text: &str) -> usize {
-    text.find(|c: char| !is_token_char(c)).unwrap_or(text.len())
-}
-
-fn token_run_start(text: &str) -> usize {
-    text.rfind(|c: char| !is_token_char(c)).map_or(0, |i| {
-        i + text[i..].chars().next().map_or(1, char::len_utf8)
-    })
-}
-
 /// Streaming redaction for live stderr: whole lines are masked; a partial
 /// line waits for its newline (up to `MAX_CARRY` bytes, then it is masked
 /// and let through). A private key block is masked across its lines.
@@ -248,6 +242,9 @@ pub struct LineRedactor {
     /// After bytes were dropped, skip to the next line start: the rest of a
     /// cut line could be half a secret.
     skip_to_newline: bool,
+    /// The carry continues a line whose start was let through (the carry
+    /// filled): its start is masked as at a cut.
+    continued: bool,
 }
 
 /// Longest partial line held back before it is let through.
@@ -260,6 +257,7 @@ impl LineRedactor {
             carry: Vec::new(),
             in_private_key: false,
             skip_to_newline: false,
+            continued: false,
         }
     }
 
@@ -270,6 +268,7 @@ impl LineRedactor {
         let discarded = self.carry.len();
         self.carry.clear();
         self.skip_to_newline = !at_line_end;
+        self.continued = false;
         discarded
     }
 
@@ -298,12 +297,14 @@ impl LineRedactor {
         {
             self.carry.extend_from_slice(&chunk[..=i]);
             chunk = &chunk[i + 1..];
-            self.emit_carry(out);
+            self.emit_carry(out, false);
         }
         // The whole lines after it in one piece, when nothing in them can
-        // need masking (the common case, and a flood's): as they are.
+        // need masking (the common case, and a flood's): as they are. Not
+        // the rest of a line let through in part: its start is a cut.
         if let Some(last) = memchr::memrchr(b'\n', chunk)
             && !self.in_private_key
+            && !self.continued
             && std::str::from_utf8(&chunk[..=last]).is_ok()
             && !self.redactor.might_mask(&chunk[..=last])
         {
@@ -313,11 +314,13 @@ impl LineRedactor {
         while let Some(i) = memchr::memchr(b'\n', chunk) {
             self.carry.extend_from_slice(&chunk[..=i]);
             chunk = &chunk[i + 1..];
-            self.emit_carry(out);
+            self.emit_carry(out, false);
         }
         self.carry.extend_from_slice(chunk);
         if self.carry.len() > MAX_CARRY {
-            self.emit_carry(out);
+            // Let the line's start through; where it stops is a cut, on
+            // both sides (a secret may sit across it).
+            self.emit_carry(out, true);
         }
         skipped
     }
@@ -325,13 +328,15 @@ impl LineRedactor {
     /// The stream ended: let the last partial line through, masked.
     pub fn flush(&mut self, out: &mut Vec<u8>) {
         if !self.carry.is_empty() {
-            self.emit_carry(out);
+            self.emit_carry(out, false);
         }
     }
 
-    fn emit_carry(&mut self, out: &mut Vec<u8>) {
+    /// `cut`: the line goes on past the carry (it filled).
+    fn emit_carry(&mut self, out: &mut Vec<u8>, cut: bool) {
         let line = String::from_utf8_lossy(&self.carry).into_owned();
         self.carry.clear();
+        let continued = std::mem::replace(&mut self.continued, cut);
         let begins = line.contains("-----BEGIN ") && line.contains("PRIVATE KEY-----");
         let ends = line.contains("-----END ") && line.contains("PRIVATE KEY-----");
         if self.in_private_key || begins {
@@ -341,7 +346,12 @@ impl LineRedactor {
             }
             return;
         }
-        out.extend_from_slice(self.redactor.redact(&line).as_bytes());
+        if continued || cut {
+            let masked = self.redactor.redact_piece(&line, continued, cut);
+            out.extend_from_slice(masked.as_bytes());
+        } else {
+            out.extend_from_slice(self.redactor.redact(&line).as_bytes());
+        }
     }
 }
 
@@ -426,11 +436,11 @@ mod tests {
         let redactor = Redactor::default();
         assert_eq!(
             redactor.redact_piece("aaaaaaaaaaaaaaa1234 rest\nnext", true, false),
-            "[cut] rest\nnext"
+            "[cut]\nnext"
         );
         assert_eq!(
-            redactor.redact_piece("head ghp_aaaaaaaaaa", false, true),
-            "head [cut]"
+            redactor.redact_piece("before\nhead ghp_aaaaaaaaaa", false, true),
+            "before\n[cut]"
         );
         assert_eq!(redactor.redact_piece("ab cd", true, true), "ab cd");
     }
@@ -447,8 +457,61 @@ mod tests {
         // A secret split by the cut (its second half) is still masked.
         assert_eq!(
             redactor.redact_piece("SECRETHALF0123456789 visible", true, false),
-            "[cut] visible"
+            "[cut]"
         );
+    }
+
+    /// A cut inside a credential's label leaves a value no pattern knows:
+    /// everything from the cut to the line break is masked (within the
+    /// bound), not only the first run of token characters.
+    #[test]
+    fn a_cut_inside_a_label_masks_the_value_after_it() {
+        let redactor = Redactor::default();
+        for (piece, expected) in [
+            (
+                "orization: Basic c3VwZXJzZWNyZXQ=\nnext line",
+                "[cut]\nnext line",
+            ),
+            ("ization:   Bearer abc.def-ghi\n", "[cut]\n"),
+            ("word=hunter2 more\r\nok", "[cut]\r\nok"),
+        ] {
+            assert_eq!(
+                redactor.redact_piece(piece, true, false),
+                expected,
+                "{piece}"
+            );
+        }
+        // At the other end: from the line's start to the cut.
+        assert_eq!(
+            redactor.redact_piece("ok\nProxy-Authorization: Basic dXNlcjpw", false, true),
+            "ok\n[cut]"
+        );
+        // The bound holds: a long line shows past its first 64 bytes.
+        let long = format!("rization: Basic {}\n", "x".repeat(200));
+        let cut = redactor.redact_piece(&long, true, false);
+        assert_eq!(cut, format!("[cut]{}\n", "x".repeat(200 + 16 - 64)));
+    }
+
+    /// Live output lets a long line through once the carry fills: a
+    /// secret split at that point is masked on both sides of it.
+    #[test]
+    fn a_secret_split_where_a_long_line_is_let_through_is_masked() {
+        for label in ["Authorization: Basic ", "password=", "Bearer "] {
+            let mut live = LineRedactor::new(Redactor::default());
+            let mut out = Vec::new();
+            let mut line = "x ".repeat(MAX_CARRY);
+            line.truncate(MAX_CARRY - label.len() - 3);
+            line.push_str(label);
+            line.push_str("c3VwZXJzZWNyZXQxMjM0NTY3ODkw secret-tail rest\n");
+            // As reads deliver it: the carry fills in the secret's middle.
+            let (first, rest) = line.as_bytes().split_at(MAX_CARRY + 10);
+            live.feed(first, &mut out);
+            live.feed(rest, &mut out);
+            let out = String::from_utf8(out).unwrap();
+            assert!(!out.contains("c3VwZXJ"), "{label}: the secret's head leaks");
+            assert!(!out.contains("NTY3ODkw"), "{label}: its tail leaks: {out}");
+            assert!(out.ends_with('\n'), "the line still ends");
+        }
     }
 
     #[test]

@@ -99,7 +99,7 @@ fn extra_patterns_private_keys_and_cut_tokens() {
         .run();
     let excerpt = done.field("/stderr/excerpt").as_str().unwrap();
     done.check(
-        excerpt.ends_with("]\n[cut] tail"),
+        excerpt.ends_with("]\n[cut]"),
         "the fragment at the cut is masked",
     );
     no_secret(&done, "the record", done.record_text.as_deref().unwrap());
@@ -342,4 +342,149 @@ fn a_cut_masks_a_bounded_fragment_and_the_rest_stays_visible() {
         done.stderr_text().contains(&"a".repeat(512)),
         "the echo shows the retained text",
     );
+}
+
+/// A truncation cut inside a credential's label (`…orization: Basic
+/// c3Vw…`) leaves a value no pattern knows. It must not reach the record's
+/// excerpt, the journal's terminal entry, or the crash answer's
+/// stderr_tail: everything from the cut to the line break is masked.
+#[test]
+fn a_cut_inside_a_label_leaks_nothing() {
+    // The capture's tail, the journal's excerpt and the crash answer all
+    // keep the last 2048 bytes: each cut lands right after "Proxy-Auth".
+    let value = "c3VwZXJzZWNyZXQxMjM0NTY3ODkw";
+    let kept = format!("orization: Basic {value}\n");
+    let filler = "z".repeat(2048 - kept.len() - 1);
+    let stderr = format!("{}\nProxy-Auth{kept}{filler}\n", "x".repeat(3000));
+    let call = util::server(&[]).opt(&[
+        "--mcp",
+        "--tail-bytes",
+        "2048",
+        "--journal-excerpt-bytes",
+        "2048",
+        "--journal",
+    ]);
+    let journal = call.path("audit.jsonl");
+    let mut run = call.opt(&[journal.to_str().unwrap()]).start();
+    run.send(&util::rpc_request(
+        1,
+        "crash",
+        json!({"stderr": stderr, "code": 3}),
+    ));
+    let answer = util::parse_message(&run.read_line());
+    run.close_stdin();
+    let done = run.finish();
+    let tail = answer["error"]["data"]["mcp_bound"]["stderr_tail"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let excerpt = done
+        .field("/stderr/excerpt")
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let terminal = text
+        .lines()
+        .find(|l| l.contains("\"kind\":\"terminal\""))
+        .unwrap_or_default();
+    for (where_, text) in [
+        ("stderr_tail", &tail),
+        ("the record's excerpt", &excerpt),
+        ("the journal", &terminal.to_string()),
+    ] {
+        done.check(
+            text.contains("[cut]") && !text.contains(&value[..8]) && !text.contains(&value[8..]),
+            &format!(
+                "{where_} masks the value after the cut: {:?}",
+                &text[..text.len().min(200)]
+            ),
+        );
+        done.check(
+            text.contains("zzzz"),
+            &format!("{where_} keeps the next line"),
+        );
+    }
+}
+
+/// Live stderr and the stderr log let a long line's start through once
+/// the 4 KiB carry fills; a credential split at that point is masked on
+/// both sides of it, in both outputs.
+#[test]
+fn a_secret_split_where_a_long_line_is_let_through_is_masked() {
+    let call =
+        Call::sh("printf '%s' \"$FIRST\" >&2; read x < \"$GO\"; printf '%s\\n' \"$REST\" >&2");
+    let (log, go) = (call.path("stderr.log"), call.path("go"));
+    util::mkfifo(&go);
+    // The line's first 4096+ bytes end inside the value.
+    let value = "c3VwZXJzZWNyZXQxMjM0NTY3ODkw";
+    let mut first = "x ".repeat(2100);
+    first.truncate(4100 - 24);
+    first.push_str("Authorization: Basic ");
+    first.push_str(&value[..14]);
+    // What follows the cut is masked up to 64 bytes, then shows again.
+    let rest = format!("{} {} and the line ends here", &value[14..], "y".repeat(60));
+    let mut run = call
+        .env("FIRST", &first)
+        .env("REST", &rest)
+        .env("GO", go.to_str().unwrap())
+        .opt(&["--live", "--stderr-log", log.to_str().unwrap()])
+        .start();
+    // A handshake: the start of the line is in the log, so it was let
+    // through; then the rest may come.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::fs::metadata(&log).map_or(0, |m| m.len()) < 4000 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the line's start never reached the log"
+        );
+        std::thread::yield_now();
+    }
+    std::fs::write(&go, "go\n").unwrap();
+    let _ = &mut run;
+    let done = run.finish();
+    done.expect_state("completed", 0);
+    let logged = std::fs::read_to_string(&log).unwrap();
+    for (where_, text) in [
+        ("live stderr", done.stderr_text()),
+        ("the stderr log", logged),
+    ] {
+        done.check(
+            !text.contains(&value[..14]) && !text.contains(&value[14..]),
+            &format!("{where_} masks both halves of the value"),
+        );
+        done.check(
+            text.contains("and the line ends here\n"),
+            &format!("{where_} shows the line's end"),
+        );
+    }
+}
+
+/// --help never prints an environment variable's value (the host config
+/// sets secrets there), nor `VAR=` for one that is unset.
+#[test]
+fn help_never_shows_environment_values() {
+    for flag in ["--help", "-h"] {
+        let output = Command::new(util::BIN)
+            .arg(flag)
+            .env("MCP_BOUND_REDACT", "sk-proj-supersecretvalue1234567890")
+            .env("MCP_BOUND_TAIL_BYTES", "12345")
+            .env_remove("MCP_BOUND_TIMEOUT")
+            .output()
+            .unwrap();
+        let help = String::from_utf8_lossy(&output.stdout);
+        assert!(output.status.success(), "{flag}");
+        assert!(
+            help.contains("MCP_BOUND_REDACT"),
+            "{flag}: the variable is named"
+        );
+        for leak in [
+            "supersecretvalue",
+            "12345",
+            "MCP_BOUND_TIMEOUT=",
+            "MCP_BOUND_REDACT=",
+        ] {
+            assert!(!help.contains(leak), "{flag} shows {leak}:\n{help}");
+        }
+    }
 }

@@ -316,20 +316,21 @@ fn invalid_utf8_and_a_line_far_larger_than_the_limit() {
 
 #[test]
 fn ten_megabyte_single_line_with_head_and_tail() {
-    // '#' is not a token character, so no cut edge is masked here (see
-    // the redaction tests for that).
+    // Both cuts fall inside the one line: 64 bytes next to each are
+    // masked, and the rest of what was kept shows.
     let done = Call::sh("head -c 10000000 /dev/zero | tr '\\0' '#' >&2; printf 'END' >&2")
-        .opt(&["--head-bytes", "10", "--tail-bytes", "10"])
+        .opt(&["--head-bytes", "100", "--tail-bytes", "100"])
         .run();
+    let (head, tail) = ("#".repeat(36), "#".repeat(33));
     done.expect_state("completed", 0)
         .expect("/stderr/bytes_seen", json!(10_000_003))
-        .expect("/stderr/bytes_retained", json!(20))
+        .expect("/stderr/bytes_retained", json!(200))
         .expect(
             "/stderr/excerpt",
-            json!(
-                "[stderr truncated: kept first 10 and last 10 of 10000003 bytes]\n\
-                 ##########\n[stderr: 9999983 bytes dropped here]\n#######END"
-            ),
+            json!(format!(
+                "[stderr truncated: kept first 100 and last 100 of 10000003 bytes]\n\
+                 {head}[cut]\n[stderr: 9999803 bytes dropped here]\n[cut]{tail}END"
+            )),
         );
 }
 

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::builder::BoolishValueParser;
-use clap::{Args, CommandFactory, Parser, Subcommand, ValueEnum};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 
 use crate::error::Error;
 use crate::units;
@@ -350,8 +350,17 @@ fn parse_id(text: &str) -> Result<String, String> {
     Ok(text.to_string())
 }
 
+/// The clap definition, as --help and the generated documents show it.
+/// An environment variable is named, never its value: host configs set
+/// secrets there (`MCP_BOUND_REDACT`), and `VAR=` for an unset one reads
+/// as if it were set to nothing.
 pub fn command() -> clap::Command {
-    Cli::command()
+    fn hide_values(command: clap::Command) -> clap::Command {
+        command
+            .mut_args(|arg| arg.hide_env_values(true))
+            .mut_subcommands(hide_values)
+    }
+    hide_values(Cli::command())
 }
 
 /// What the command line asks for.
@@ -372,7 +381,10 @@ where
 {
     let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
     let verifying = args.get(1).is_some_and(|arg| arg == "verify");
-    match Cli::try_parse_from(&args) {
+    let parsed = command()
+        .try_get_matches_from(&args)
+        .and_then(|matches| Cli::from_arg_matches(&matches));
+    match parsed {
         Ok(Cli {
             subcommand: Some(Sub::Verify(verify)),
             ..

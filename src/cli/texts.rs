@@ -234,7 +234,10 @@ intact (warnings allowed), 1 integrity failure, 2 usage or I/O error.",
         "A safety net, not a guarantee: helpers must not print credentials. Captured text is masked \
 when it is written out (record, echo, journal, live stderr, argv): Authorization headers, Bearer \
 tokens, private key blocks, AWS/GitHub/GitLab/Slack/sk- tokens, password=/token=/secret= pairs, \
-and --redact patterns. A token cut in two by truncation is masked as [cut] (at most 64 bytes at the cut). \
+and --redact patterns. At a truncation cut, what sits between the cut and the nearest line break is \
+masked as [cut] (at most 64 bytes at the cut), so half a token, or the value after a cut label, never \
+shows; live stderr and the stderr log treat the point where a line over 4 KiB is let through as such \
+a cut on both sides. --help names environment variables, never their values. \
 Error text and every line mcp-bound prints about a call are masked too. Masking cannot undo a \
 secret that already reached a terminal or another log. The environment is never recorded.",
     ),
