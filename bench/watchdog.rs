@@ -34,7 +34,7 @@ fn main() {
     let (mut waiter, mut fork) = (Vec::new(), Vec::new());
     for _ in 0..rounds {
         let start = Instant::now();
-        let mut w = sys::Waiter::start(sys::Orphaned {
+        let w = sys::Waiter::start(sys::Orphaned {
             kill: None,
             exe: c("/bin/true"),
             argv0: c("true"),
@@ -43,7 +43,7 @@ fn main() {
         })
         .expect("start a waiter");
         touch(&mut heap);
-        w.tell(b"P0\n");
+        let _ = std::io::Write::write_all(&mut w.writer(), b"P0\n");
         w.finish();
         waiter.push(start.elapsed().as_secs_f64() * 1e6);
 

@@ -302,3 +302,112 @@ fn usage_in_a_cgroup_has_its_cpu_total_and_memory_peak() {
         done.check(peak.is_null(), "null without the memory controller");
     }
 }
+
+/// strace, when the machine has it (.ci/run installs it); a test that
+/// needs it says so when it is missing.
+fn strace() -> Option<String> {
+    let found = std::process::Command::new("sh")
+        .args(["-c", "command -v strace"])
+        .output()
+        .ok()?;
+    let path = String::from_utf8_lossy(&found.stdout).trim().to_string();
+    (!path.is_empty()).then_some(path)
+}
+
+/// The in-flight record's `mcp_bound.pid`, once it is written (under a
+/// wrapper, the child the harness holds is not mcp-bound).
+fn mcp_bound_pid(record: &std::path::Path) -> u32 {
+    util::watchdog_of(record);
+    let text = std::fs::read_to_string(record).unwrap();
+    let record: Value = serde_json::from_str(&text).unwrap();
+    record["mcp_bound"]["pid"].as_u64().unwrap() as u32
+}
+
+/// Where a SIGKILL lands during the final writes: while the final record
+/// is being synced (before its rename), or while the journal's terminal
+/// entry is (after its write).
+#[derive(Clone, Copy, Debug)]
+enum Moment {
+    RecordSync,
+    TerminalSync,
+}
+
+/// The watchdog learns the final words before they are written. A SIGKILL
+/// in the middle of writing them (a host that SIGKILLs right after its
+/// TERM, as Codex does, lands there; strace widens the window by delaying
+/// each fdatasync) must leave one terminal, not a second
+/// `supervisor_killed` one, and the true record: what mcp-bound had not
+/// written yet, the watchdog writes as mcp-bound would have.
+#[test]
+fn a_sigkill_during_the_final_writes_leaves_one_true_end() {
+    let Some(strace) = strace() else {
+        eprintln!("SKIPPED: strace is not installed (.ci/run installs it)");
+        return;
+    };
+    for moment in [Moment::RecordSync, Moment::TerminalSync] {
+        let call = Call::sh("touch \"$DONE\"; exit 3");
+        let (journal, record, done_file) = (
+            call.path("journal.jsonl"),
+            call.record_path(),
+            call.path("helper-done"),
+        );
+        let dir = call.path("");
+        let delay = "inject=fdatasync:delay_exit=700000";
+        let run = call
+            .env("DONE", done_file.to_str().unwrap())
+            .opt(&["--journal", journal.to_str().unwrap()])
+            .via(&[
+                &strace,
+                "-f",
+                "-qq",
+                "-o",
+                "/dev/null",
+                "-e",
+                "trace=fdatasync",
+                "-e",
+                delay,
+            ])
+            .start();
+        let pid = mcp_bound_pid(&record);
+        let watchdog = util::watchdog_of(&record);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let reached = || match moment {
+            // A temporary record file once the helper is done: the final
+            // record, being synced before its rename.
+            Moment::RecordSync => {
+                util::exists(&done_file)
+                    && std::fs::read_dir(&dir)
+                        .unwrap()
+                        .flatten()
+                        .any(|e| e.file_name().to_string_lossy().ends_with(".tmp"))
+            }
+            Moment::TerminalSync => std::fs::read_to_string(&journal)
+                .unwrap_or_default()
+                .contains("\"kind\":\"terminal\""),
+        };
+        while !reached() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{moment:?} never came"
+            );
+            std::thread::yield_now();
+        }
+        util::send_signal(pid, "KILL");
+        util::wait_gone(watchdog);
+        let done = run.finish();
+        done.expect("/state", json!("completed"))
+            .expect("/exit", json!({"code": 3}))
+            .expect("/exit_code", json!(3));
+        let text = std::fs::read_to_string(&journal).unwrap();
+        let terminals: Vec<&str> = text
+            .lines()
+            .filter(|l| l.contains("\"kind\":\"terminal\""))
+            .collect();
+        done.check(
+            terminals.len() == 1 && terminals[0].contains("\"state\":\"completed\""),
+            &format!("{moment:?}: one terminal, the true one: {terminals:?}"),
+        );
+        let (ok, report) = util::verify_report(&journal);
+        done.check(ok, &format!("{moment:?}: verify passes: {report}"));
+    }
+}

@@ -86,7 +86,9 @@ process group, and every process of it carries MCP_BOUND_TREE in its environment
 before dispatch in a session of its own and holding only a pipe from mcp-bound, sees mcp-bound die: \
 it kills the cgroup (cgroup.kill, or each pid of cgroup.procs) or the group and every process with \
 the mark, writes the journal's terminal entry and the record with state supervisor_killed (exit \
-null), and exits. With --journal or --record it is a fork of mcp-bound; without, a waiter that shares \
+null), and exits. It hears the final words before mcp-bound writes them: if mcp-bound dies while \
+writing them, the watchdog completes them as they were (the true state; no second terminal, no \
+final record overwritten). With --journal or --record it is a fork of mcp-bound; without, a waiter that shares \
 mcp-bound's memory and costs next to nothing, and which on mcp-bound's death strikes once and execs \
 mcp-bound as mcp-bound-watchdog to end the rest. --contain cgroup where no cgroup can be made is exit 125, and nothing runs. --memory-max, --pids-max and \
 --cpu-max write the cgroup's memory.max, pids.max and cpu.max (enabling the controller in the parent); \

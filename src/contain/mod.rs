@@ -24,6 +24,7 @@ use crate::sys;
 mod watchdog;
 
 use watchdog::Watchdog;
+pub(crate) use watchdog::{FinalWords, LastWords, Link};
 pub use watchdog::{ORPHANED, orphaned};
 
 /// How the tree is contained.

@@ -12,6 +12,19 @@
 //!   strikes once (cgroup.kill, or KILL to the group), then execs
 //!   mcp-bound as `mcp-bound-watchdog MODE TARGET PGID` ([`orphaned`]),
 //!   which ends the rest and removes the cgroup.
+//!
+//! What mcp-bound tells it, a line each (the waiter reads `P` and `D`):
+//! - `P<pgid>`: the helper's process group, after each spawn; `P0` just
+//!   before mcp-bound reaps the helper, since from then on that number may
+//!   name a stranger's group;
+//! - `S<json>`: a milestone, what mcp-bound knows of the call now (at the
+//!   dispatch, each restart, the host's signal or hang-up): a fork's last
+//!   words carry it;
+//! - `R<record>`, `T<terminal>`, `F<journal length>`: the final words,
+//!   about to be written; should mcp-bound die while writing them, the
+//!   watchdog completes them, never adding a terminal that is there;
+//! - `W`: the final words are written: nothing is left to say;
+//! - `D`: done, the tree is gone.
 
 use std::io::Write;
 use std::os::fd::AsRawFd;
@@ -30,15 +43,86 @@ pub(super) enum Watchdog {
     Waiter(sys::Waiter),
 }
 
+/// What the watchdog heard before mcp-bound went away: the latest
+/// milestone, and the final words if mcp-bound had begun writing them.
+#[derive(Debug, Default)]
+pub(crate) struct LastWords {
+    pub milestone: Option<String>,
+    pub final_words: Option<FinalWords>,
+}
+
+/// The call's final words, as mcp-bound was about to write them.
+#[derive(Debug)]
+pub(crate) struct FinalWords {
+    /// The record, one JSON line.
+    pub record: String,
+    /// The journal's terminal entry's fields, one JSON object.
+    pub terminal: String,
+    /// The journal's length before the terminal was appended.
+    pub journal_len: Option<u64>,
+    /// mcp-bound said they were all written.
+    pub written: bool,
+}
+
+/// The call's line to its watchdog: the loop tells it of each new server
+/// and each reap, the ending tells it the final words.
+pub(crate) struct Link {
+    writer: std::fs::File,
+    /// A fork, which writes last words (a waiter only ends the tree).
+    speaks: bool,
+}
+
+impl Link {
+    fn tell(&self, line: &[u8]) {
+        let _ = (&self.writer).write_all(line);
+    }
+
+    /// A helper was spawned in its own group.
+    pub fn dispatched(&self, pgid: i32) {
+        self.tell(format!("P{pgid}\n").as_bytes());
+    }
+
+    /// The final words, before they are written.
+    pub fn final_words(&self, record_line: &str, terminal: &str, journal_len: Option<u64>) {
+        if self.speaks {
+            let len = journal_len.map_or(String::new(), |len| len.to_string());
+            let text = format!("R{}\nT{terminal}\nF{len}\n", record_line.trim_end());
+            self.tell(text.as_bytes());
+        }
+    }
+
+    /// The final words are written.
+    pub fn written(&self) {
+        if self.speaks {
+            self.tell(b"W\n");
+        }
+    }
+}
+
 impl Contain {
+    /// The call's line to the watchdog, once it runs.
+    pub fn link(&self) -> Option<Link> {
+        let (writer, speaks) = match self.watchdog.as_ref()? {
+            Watchdog::Forked { writer, .. } => (writer, true),
+            Watchdog::Waiter(waiter) => (waiter.writer(), false),
+        };
+        Some(Link {
+            writer: writer.try_clone().ok()?,
+            speaks,
+        })
+    }
+
     /// Start the watchdog. With `last_words` it is a fork, which runs them
     /// after the tree was killed when mcp-bound died before saying it was
     /// done; without, a waiter (where the system has one).
-    pub fn start_watchdog(&mut self, last_words: Option<impl FnOnce()>) -> std::io::Result<()> {
+    pub fn start_watchdog(
+        &mut self,
+        last_words: Option<impl FnOnce(LastWords)>,
+    ) -> std::io::Result<()> {
         let watchdog = match last_words {
             None => match self.start_waiter() {
                 Ok(waiter) => Watchdog::Waiter(waiter),
-                Err(_) => self.fork_watchdog(|| {})?,
+                Err(_) => self.fork_watchdog(|_| {})?,
             },
             Some(last_words) => self.fork_watchdog(last_words)?,
         };
@@ -73,7 +157,7 @@ impl Contain {
         })
     }
 
-    fn fork_watchdog(&self, last_words: impl FnOnce()) -> std::io::Result<Watchdog> {
+    fn fork_watchdog(&self, last_words: impl FnOnce(LastWords)) -> std::io::Result<Watchdog> {
         let (reader, writer) = sys::pipe_cloexec()?;
         match sys::fork_process()? {
             Some(pid) => Ok(Watchdog::Forked { pid, writer }),
@@ -84,27 +168,11 @@ impl Contain {
                 let watched = watch(reader.as_raw_fd());
                 if !watched.done {
                     // mcp-bound died: end what it left, then say so.
-                    kill_tree(
-                        self.cgroup.as_deref(),
-                        &self.mark,
-                        watched.dead.unwrap_or(0),
-                    );
-                    last_words();
+                    kill_tree(self.cgroup.as_deref(), &self.mark, watched.pgid);
+                    last_words(watched.words);
                 }
                 sys::exit_now(0)
             }
-        }
-    }
-
-    /// The helper's process group, for the watchdog (after spawn).
-    pub fn dispatched(&mut self, pgid: i32) {
-        let line = format!("P{pgid}\n");
-        match self.watchdog.as_mut() {
-            Some(Watchdog::Forked { writer, .. }) => {
-                let _ = writer.write_all(line.as_bytes());
-            }
-            Some(Watchdog::Waiter(waiter)) => waiter.tell(line.as_bytes()),
-            None => {}
         }
     }
 
@@ -185,42 +253,60 @@ pub fn orphaned(args: &[std::ffi::OsString]) -> i32 {
 }
 
 struct Watched {
-    /// mcp-bound died; the helper's group when it had been dispatched.
-    dead: Option<i32>,
+    /// The helper's group, as last told (0: none to signal).
+    pgid: i32,
     done: bool,
+    words: LastWords,
 }
 
 /// Block until mcp-bound says done or goes away.
 fn watch(fd: std::os::fd::RawFd) -> Watched {
-    let mut pgid = 0;
+    let mut watched = Watched {
+        pgid: 0,
+        done: false,
+        words: LastWords::default(),
+    };
+    let (mut record, mut terminal) = (None, None);
     let mut text = Vec::new();
-    let mut buf = [0u8; 64];
+    let mut buf = vec![0u8; 64 << 10];
     loop {
         match sys::read_blocking(fd, &mut buf) {
-            Ok(0) | Err(_) => {
-                return Watched {
-                    dead: (pgid > 0).then_some(pgid),
-                    done: false,
-                };
-            }
+            Ok(0) | Err(_) => return watched,
             Ok(n) => text.extend_from_slice(&buf[..n]),
         }
-        while let Some(end) = text.iter().position(|b| *b == b'\n') {
-            let line: Vec<u8> = text.drain(..=end).collect();
-            match line.first() {
-                Some(b'D') => {
-                    return Watched {
-                        dead: None,
-                        done: true,
-                    };
+        let mut start = 0;
+        while let Some(end) = text[start..].iter().position(|b| *b == b'\n') {
+            let line = &text[start..start + end];
+            start += end + 1;
+            let Some((&kind, body)) = line.split_first() else {
+                continue;
+            };
+            let body = String::from_utf8_lossy(body);
+            match kind {
+                b'D' => {
+                    watched.done = true;
+                    return watched;
                 }
-                Some(b'P') => {
-                    pgid = String::from_utf8_lossy(&line[1..line.len() - 1])
-                        .parse()
-                        .unwrap_or(0);
+                b'P' => watched.pgid = body.parse().unwrap_or(0),
+                b'S' => watched.words.milestone = Some(body.into_owned()),
+                b'R' => record = Some(body.into_owned()),
+                b'T' => terminal = Some(body.into_owned()),
+                b'F' => {
+                    watched.words.final_words = Some(FinalWords {
+                        record: record.take().unwrap_or_default(),
+                        terminal: terminal.take().unwrap_or_default(),
+                        journal_len: body.parse().ok(),
+                        written: false,
+                    });
+                }
+                b'W' => {
+                    if let Some(words) = watched.words.final_words.as_mut() {
+                        words.written = true;
+                    }
                 }
                 _ => {}
             }
         }
+        text.drain(..start);
     }
 }

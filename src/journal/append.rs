@@ -44,6 +44,30 @@ impl Journal {
         self.append_all(&[entry])
     }
 
+    /// Whether a terminal entry of `call_id` stands at or past `offset`
+    /// (read without the lock: a line being written is not one yet).
+    pub fn has_terminal_after(&self, call_id: &str, offset: u64) -> io::Result<bool> {
+        #[derive(serde::Deserialize)]
+        struct Probe<'a> {
+            #[serde(borrow)]
+            kind: std::borrow::Cow<'a, str>,
+            #[serde(default, borrow)]
+            call_id: Option<std::borrow::Cow<'a, str>>,
+        }
+        let mut file = File::open(&self.path)?;
+        std::io::Seek::seek(&mut file, std::io::SeekFrom::Start(offset))?;
+        for line in io::BufRead::split(io::BufReader::new(file), b'\n') {
+            let line = line?;
+            if let Ok(probe) = serde_json::from_slice::<Probe>(&line)
+                && probe.kind == "terminal"
+                && probe.call_id.as_deref() == Some(call_id)
+            {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
     /// Append entries in order with one write and one sync (a group
     /// commit): all are durable when this returns. Returns the last.
     pub fn append_all(&self, entries: &[Entry<'_>]) -> io::Result<Appended> {

@@ -176,6 +176,10 @@ pub enum Entry<'a> {
     Terminal(&'a Terminal),
     McpRequest(&'a McpRequest),
     McpResponse(&'a McpResponse),
+    /// A terminal entry's fields as one JSON object's text (a serialized
+    /// [`Terminal`]): what mcp-bound handed its watchdog to write if it
+    /// died while writing them itself.
+    RawTerminal(&'a str),
 }
 
 impl Entry<'_> {
@@ -187,6 +191,7 @@ impl Entry<'_> {
             Entry::Terminal(body) => format_line(key, seq, prev, "terminal", ts, body),
             Entry::McpRequest(body) => format_line(key, seq, prev, "mcp_request", ts, body),
             Entry::McpResponse(body) => format_line(key, seq, prev, "mcp_response", ts, body),
+            Entry::RawTerminal(body) => format_raw_line(key, seq, prev, "terminal", ts, body),
         }
     }
 }
@@ -198,6 +203,28 @@ pub struct Appended {
     pub h: String,
 }
 
+/// As [`format_line`], for a body that is already one JSON object's text
+/// (`{"a":1,…}`): its fields follow the header as they are.
+fn format_raw_line(
+    key: &Key,
+    seq: u64,
+    prev: &str,
+    kind: &str,
+    ts: &str,
+    body: &str,
+) -> (Vec<u8>, String) {
+    #[derive(Serialize)]
+    struct Nothing {}
+    let mut line = header_and(seq, prev, kind, ts, &Nothing {});
+    line.pop();
+    let fields = body.trim().strip_prefix('{').unwrap_or(body).trim_start();
+    if !fields.starts_with('}') {
+        line.push(b',');
+    }
+    line.extend_from_slice(fields.as_bytes());
+    seal(key, line)
+}
+
 /// Format one line: header, body, then `h` over the exact bytes before it.
 pub(crate) fn format_line<B: Serialize>(
     key: &Key,
@@ -207,6 +234,11 @@ pub(crate) fn format_line<B: Serialize>(
     ts: &str,
     body: &B,
 ) -> (Vec<u8>, String) {
+    seal(key, header_and(seq, prev, kind, ts, body))
+}
+
+/// The header and the body's fields, as one JSON object.
+fn header_and<B: Serialize>(seq: u64, prev: &str, kind: &str, ts: &str, body: &B) -> Vec<u8> {
     #[derive(Serialize)]
     struct Header<'a, B> {
         v: u64,
@@ -225,7 +257,12 @@ pub(crate) fn format_line<B: Serialize>(
         ts,
         body,
     };
-    let mut line = serde_json::to_vec(&header).expect("entries always serialize");
+    serde_json::to_vec(&header).expect("entries always serialize")
+}
+
+/// A line's object (`{…}`) sealed: `h` over its bytes before the closing
+/// brace, then `"h"` itself and the newline.
+fn seal(key: &Key, mut line: Vec<u8>) -> (Vec<u8>, String) {
     debug_assert_eq!(line.last(), Some(&b'}'));
     line.pop();
     let h = key.digest(&line);

@@ -125,6 +125,41 @@ mod tests {
         assert!(line("decision", decision).is_ok());
     }
 
+    /// A terminal handed over as text (to the watchdog) makes the same
+    /// line as the entry itself, and the journal verifies.
+    #[test]
+    fn a_raw_terminal_is_the_same_entry() {
+        let terminal = Terminal {
+            call_id: "c1".into(),
+            state: crate::record::State::Completed,
+            exit: Some(crate::record::Exit::Code { code: 3 }),
+            exit_code: Some(3),
+            cancel_reason: None,
+            cancel_signal: None,
+            signals: Vec::new(),
+            stream_end: None,
+            descendants_signalled: 0,
+            duration_ms: Some(5),
+            streams: StreamFacts {
+                stdout_bytes: 0,
+                stderr_bytes_seen: 0,
+                stderr_bytes_retained: 0,
+                stderr_truncated: false,
+            },
+            excerpt: Some("x".into()),
+            usage: None,
+        };
+        let text = serde_json::to_string(&terminal).unwrap();
+        let ts = "2026-01-01T00:00:00.000Z";
+        let typed = Entry::Terminal(&terminal).format(&Key::Plain, 3, ZERO_HASH, ts);
+        let raw = Entry::RawTerminal(&text).format(&Key::Plain, 3, ZERO_HASH, ts);
+        assert_eq!(
+            String::from_utf8(raw.0).unwrap(),
+            String::from_utf8(typed.0).unwrap()
+        );
+        assert_eq!(raw.1, typed.1);
+    }
+
     #[test]
     fn hmac_differs_from_plain_and_needs_the_key() {
         let key = Key::Hmac {

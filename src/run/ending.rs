@@ -41,6 +41,9 @@ pub(super) struct Ending<'a> {
     /// The record path already refused the in-flight record, and said so:
     /// the final record is still tried, but a second refusal is not news.
     pub(super) record_refused: std::cell::Cell<bool>,
+    /// The line to the watchdog, once it runs: it hears the final words
+    /// before they are written, and that they were.
+    pub(super) watchdog: std::cell::OnceCell<crate::contain::Link>,
 }
 
 impl Ending<'_> {
@@ -165,8 +168,25 @@ impl Ending<'_> {
             text.push_str(&summary(&record));
             self.say(text);
         }
+        let line = record.to_line();
+        let terminal = self
+            .journal
+            .map(|_| journal::Terminal::from_record(&record, journal_excerpt));
+        // The watchdog hears the final words before they are written: if
+        // mcp-bound dies while writing them, it completes them (and never
+        // adds a terminal that is there already).
+        if let Some(link) = self.watchdog.get() {
+            let body = terminal
+                .as_ref()
+                .map(|terminal| serde_json::to_string(terminal).expect("entries serialize"));
+            let journal_len = self
+                .journal
+                .and_then(|journal| fs::metadata(&journal.path).ok())
+                .map(|meta| meta.len());
+            link.final_words(&line, body.as_deref().unwrap_or("{}"), journal_len);
+        }
         if let Some(path) = &settings.record.path
-            && let Err(err) = write_record_file(path, &record)
+            && let Err(err) = write_record_text(path, &line)
             && !self.record_refused.get()
         {
             self.say(format!(
@@ -174,17 +194,18 @@ impl Ending<'_> {
                 path.display()
             ));
         }
-        if let Some(journal) = self.journal {
-            let terminal = journal::Terminal::from_record(&record, journal_excerpt);
-            if let Err(err) = journal.append(journal::Entry::Terminal(&terminal)) {
-                self.say(format!(
-                    "mcp-bound: --journal {}: cannot write the terminal entry: {err}\n",
-                    journal.path.display()
-                ));
-            }
+        if let (Some(journal), Some(terminal)) = (self.journal, &terminal)
+            && let Err(err) = journal.append(journal::Entry::Terminal(terminal))
+        {
+            self.say(format!(
+                "mcp-bound: --journal {}: cannot write the terminal entry: {err}\n",
+                journal.path.display()
+            ));
+        }
+        if let Some(link) = self.watchdog.get() {
+            link.written();
         }
         if let Some(fd) = settings.record.fd {
-            let line = record.to_line();
             if let Err(err) = Sink::for_fd(fd).write_all_within(line.as_bytes(), EXIT_WRITE_LIMIT) {
                 self.say(format!(
                     "mcp-bound: --record-fd {fd}: cannot write the record: {err}\n"
@@ -268,6 +289,11 @@ fn summary(record: &Record) -> String {
 /// same directory, synced, then renamed over. A symlink at `path` is
 /// refused rather than followed or replaced.
 pub(super) fn write_record_file(path: &Path, record: &Record) -> io::Result<()> {
+    write_record_text(path, &record.to_line())
+}
+
+/// As [`write_record_file`], for a record already written out as a line.
+pub(super) fn write_record_text(path: &Path, line: &str) -> io::Result<()> {
     if let Ok(meta) = fs::symlink_metadata(path) {
         if meta.file_type().is_symlink() {
             return Err(io::Error::new(
@@ -294,7 +320,7 @@ pub(super) fn write_record_file(path: &Path, record: &Record) -> io::Result<()> 
     ));
     let result = (|| {
         let mut file = sys::create_private(&temp)?;
-        file.write_all(record.to_line().as_bytes())?;
+        file.write_all(line.as_bytes())?;
         file.sync_data()?;
         fs::rename(&temp, path)
     })();

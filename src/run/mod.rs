@@ -26,6 +26,7 @@ use crate::units::limit_millis;
 
 mod approval;
 mod ending;
+mod last_words;
 
 use ending::Ending;
 
@@ -71,6 +72,7 @@ pub fn run(settings: Settings) -> Result<i32, Error> {
         redactor: &redactor,
         journal: None,
         record_refused: std::cell::Cell::new(false),
+        watchdog: std::cell::OnceCell::new(),
     };
     let mut stderr_log = None;
     if let Some(log_settings) = &settings.capture.log {
@@ -135,24 +137,18 @@ pub fn run(settings: Settings) -> Result<i32, Error> {
     // Without a journal or a record file there is nothing to say, and the
     // watchdog can be the cheap kind that only ends the tree.
     let speaks = call.journal.is_some() || settings.record.path.is_some();
-    let last_words = speaks.then(|| record.clone());
-    let watchdog = contain.start_watchdog(last_words.map(|mut record| {
-        move || {
-            record.lifecycle.state = State::SupervisorKilled;
-            record.times.ended_at = Some(rfc3339(SystemTime::now()));
-            if let Some(journal) = call.journal {
-                let _ = journal.append(journal::Entry::Terminal(&journal::Terminal::from_record(
-                    &record, None,
-                )));
-            }
-            if let Some(path) = &settings.record.path {
-                let _ = ending::write_record_file(path, &record);
-            }
-        }
-    }));
+    let base = speaks.then(|| record.clone());
+    let journal_for_words = call.journal;
+    let watchdog = contain.start_watchdog(
+        base.map(|base| move |words| last_words::speak(settings, journal_for_words, base, words)),
+    );
     if let Err(err) = watchdog {
         let error = format!("cannot start the watchdog: {err}; the helper was not started");
         return Ok(call.fail_before_dispatch(record, error, code::OWN_FAILURE));
+    }
+    // The final words are told to it before they are written.
+    if let Some(link) = contain.link() {
+        let _ = call.watchdog.set(link);
     }
     // The in-flight record names the watchdog (one more write, --record only).
     record.contain = Some(contain.facts.clone());
@@ -208,7 +204,9 @@ pub fn run(settings: Settings) -> Result<i32, Error> {
         }
     };
     record.invocation.pid = Some(helper.pid as u32);
-    contain.dispatched(helper.pid);
+    if let Some(link) = call.watchdog.get() {
+        link.dispatched(helper.pid);
+    }
     if let Some(log) = stderr_log.as_mut() {
         let argv = serde_json::to_string(&record.invocation.argv).unwrap_or_default();
         log.marker(&format!(

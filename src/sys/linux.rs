@@ -177,8 +177,12 @@ impl Waiter {
         })
     }
 
-    /// One line to the waiter (`P<pgid>`).
-    pub fn tell(&mut self, line: &[u8]) {
+    /// The pipe's write end (a line to the waiter: `P<pgid>`, `D`).
+    pub fn writer(&self) -> &File {
+        &self.writer
+    }
+
+    fn tell(&mut self, line: &[u8]) {
         use std::io::Write;
         let _ = self.writer.write_all(line);
     }
