@@ -152,6 +152,7 @@ fn by_command(
         }
     };
     let config = supervise::Config {
+        watchdog: None,
         session: None,
         stderr_log: None,
         policy: Policy {

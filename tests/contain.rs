@@ -411,3 +411,106 @@ fn a_sigkill_during_the_final_writes_leaves_one_true_end() {
         done.check(ok, &format!("{moment:?}: verify passes: {report}"));
     }
 }
+
+/// Put a process of no call's at pid `target`, in a session and group of
+/// its own (pgid = target), through /proc/sys/kernel/ns_last_pid (root
+/// only). Its pid, or why it could not be placed.
+fn place_stranger(target: u32) -> Result<u32, String> {
+    let script = r#"
+import os, signal, sys
+target = int(sys.argv[1])
+for _ in range(500):
+    try:
+        with open('/proc/sys/kernel/ns_last_pid', 'w') as f:
+            f.write(str(target - 1))
+    except OSError as e:
+        print('NO', e, flush=True)
+        sys.exit(0)
+    pid = os.fork()
+    if pid == 0:
+        os.setsid()
+        os.closerange(0, 3)
+        while True:
+            signal.pause()
+    if pid == target:
+        print('PLACED', pid, flush=True)
+        os._exit(0)
+    os.kill(pid, 9)
+    os.waitpid(pid, 0)
+print('MISSED', flush=True)
+"#;
+    let output = std::process::Command::new("python3")
+        .args(["-c", script, &target.to_string()])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| e.to_string())?;
+    let text = String::from_utf8_lossy(&output.stdout).trim().to_string();
+    match text.strip_prefix("PLACED ") {
+        Some(pid) => pid.parse().map_err(|_| text.clone()),
+        None => Err(text),
+    }
+}
+
+/// Whether `pid` runs (and is not a zombie).
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| Some(!stat[stat.rfind(')')? + 2..].starts_with('Z')))
+        .unwrap_or(false)
+}
+
+/// In group containment with --restart, the first server is reaped at the
+/// restart and its number is free: a stranger may then own that process
+/// group. The watchdog must know each new server, and never signal a group
+/// that mcp-bound has reaped.
+#[test]
+fn after_a_restart_the_watchdog_never_signals_a_reaped_group() {
+    let call = util::server(&[]).opt(&[
+        "--mcp",
+        "--contain",
+        "group",
+        "--restart",
+        "on-failure",
+        "--restart-backoff",
+        "10ms",
+    ]);
+    let record = call.record_path();
+    let mut run = call.start();
+    let pid_of = |run: &mut util::Started, id: u64| {
+        run.send(&util::rpc_request(id, "pid", json!({})));
+        util::parse_message(&run.read_line())["result"]["pid"]
+            .as_u64()
+            .unwrap() as u32
+    };
+    let first = pid_of(&mut run, 1);
+    run.send(&util::rpc_request(2, "crash", json!({"code": 1})));
+    assert_eq!(
+        util::parse_message(&run.read_line())["error"]["code"],
+        -32000
+    );
+    let second = pid_of(&mut run, 3);
+    assert_ne!(first, second, "a new server answers");
+    let stranger = match place_stranger(first) {
+        Ok(pid) => pid,
+        Err(why) => {
+            eprintln!("SKIPPED: no process could be placed at pid {first} ({why})");
+            run.close_stdin();
+            run.finish();
+            return;
+        }
+    };
+    let watchdog = util::watchdog_of(&record);
+    run.signal("KILL");
+    util::wait_gone(watchdog);
+    let alive = running(stranger);
+    let _ = std::process::Command::new("kill")
+        .args(["-9", &stranger.to_string()])
+        .status();
+    let done = run.finish();
+    done.expect("/state", json!("supervisor_killed"));
+    done.check(
+        alive,
+        &format!("the stranger at the reaped group {first} was signalled"),
+    );
+    done.check(!running(second), "the second server was ended");
+}

@@ -88,7 +88,9 @@ it kills the cgroup (cgroup.kill, or each pid of cgroup.procs) or the group and 
 the mark, writes the journal's terminal entry and the record with state supervisor_killed (exit \
 null), and exits. It hears the final words before mcp-bound writes them: if mcp-bound dies while \
 writing them, the watchdog completes them as they were (the true state; no second terminal, no \
-final record overwritten). With --journal or --record it is a fork of mcp-bound; without, a waiter that shares \
+final record overwritten). It is told each server's process group, a restart's too, and before \
+each reap that the number is no longer the call's: a reaped group's number is never signalled. \
+With --journal or --record it is a fork of mcp-bound; without, a waiter that shares \
 mcp-bound's memory and costs next to nothing, and which on mcp-bound's death strikes once and execs \
 mcp-bound as mcp-bound-watchdog to end the rest. --contain cgroup where no cgroup can be made is exit 125, and nothing runs. --memory-max, --pids-max and \
 --cpu-max write the cgroup's memory.max, pids.max and cpu.max (enabling the controller in the parent); \

@@ -82,6 +82,12 @@ impl Link {
         self.tell(format!("P{pgid}\n").as_bytes());
     }
 
+    /// The helper is about to be reaped: its group's number is free from
+    /// then on, and must never be signalled.
+    pub fn reaping(&self) {
+        self.tell(b"P0\n");
+    }
+
     /// The final words, before they are written.
     pub fn final_words(&self, record_line: &str, terminal: &str, journal_len: Option<u64>) {
         if self.speaks {

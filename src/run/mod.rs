@@ -216,6 +216,7 @@ pub fn run(settings: Settings) -> Result<i32, Error> {
     }
 
     let config = supervise::Config {
+        watchdog: contain.link(),
         policy: settings.policy,
         head_bytes: settings.capture.head_bytes,
         tail_bytes: settings.capture.tail_bytes,

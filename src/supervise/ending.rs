@@ -39,7 +39,7 @@ impl Loop<'_> {
             live.drain_at_exit(live_out::EXIT_LIMIT);
         }
         if self.exit.is_some() {
-            child::reap(self.tree.family.helper);
+            self.reap_helper();
         }
         child::reap_orphans(self.tree.family.helper);
         let log = self.intake.log.take();

@@ -110,6 +110,7 @@ struct Loop<'a> {
     /// A restart opened new pipes, perhaps under numbers just closed:
     /// the wait must not trust what it registered before.
     renewed: bool,
+    watchdog: Option<crate::contain::Link>,
 }
 
 /// Supervise a spawned helper to the end. If mcp-bound itself cannot go
@@ -201,6 +202,7 @@ pub(crate) fn supervise_with(
         session,
         host_hung_up: false,
         renewed: false,
+        watchdog: config.watchdog.take(),
     };
     state.event(
         dispatched_at,
@@ -238,6 +240,15 @@ fn push(interests: &mut Vec<Interest>, interest: Interest) -> usize {
 }
 
 impl Loop<'_> {
+    /// Reap the helper, once the watchdog knows its group's number is
+    /// not the call's any more.
+    fn reap_helper(&self) {
+        if let Some(link) = &self.watchdog {
+            link.reaping();
+        }
+        child::reap(self.tree.family.helper);
+    }
+
     fn event(&mut self, at: Instant, kind: EventKind) {
         let t_ms = crate::units::millis(at.saturating_duration_since(self.origin));
         self.events.push(Event { t_ms, kind });
@@ -553,6 +564,7 @@ mod tests {
 
     fn config() -> Config<'static> {
         Config {
+            watchdog: None,
             session: None,
             stderr_log: None,
             policy: crate::termination::Policy {

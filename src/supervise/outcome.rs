@@ -38,6 +38,9 @@ pub struct SessionConfig<'j> {
 }
 
 pub struct Config<'j> {
+    /// The call's line to its watchdog: each new server's group, and each
+    /// reap (after which that group's number may be a stranger's).
+    pub watchdog: Option<crate::contain::Link>,
     pub policy: Policy,
     pub head_bytes: usize,
     pub tail_bytes: usize,

@@ -133,7 +133,7 @@ impl Loop<'_> {
         else {
             return false;
         };
-        child::reap(self.tree.family.helper);
+        self.reap_helper();
         let helper = match child::spawn(&argv, StdinFrom::Pipe, &restarter_confine) {
             Ok(helper) => helper,
             Err(err) => {
@@ -142,6 +142,9 @@ impl Loop<'_> {
             }
         };
         self.renewed = true;
+        if let Some(link) = &self.watchdog {
+            link.dispatched(helper.pid);
+        }
         self.tree = self.tree.next(helper.family.clone());
         self.stdout.reattach(File::from(helper.stdout));
         self.stderr = StderrDrain::new(File::from(helper.stderr));
