@@ -15,13 +15,13 @@
 
 use std::borrow::Cow;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 /// A request id exactly as the client wrote it: its JSON text, written
 /// into the journal and the record as it came (never through f64, so
 /// `1e400` stays `1e400` and a 30-digit integer keeps its last digit).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct RequestId(Box<RawValue>);
 

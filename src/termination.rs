@@ -41,6 +41,19 @@ pub enum Cancellation {
     StdinClosed,
 }
 
+impl Cancellation {
+    /// The signal received, for a cancellation by one (its name is the
+    /// record's `cancel_signal`).
+    pub fn signal(self) -> Option<i32> {
+        match self {
+            Cancellation::Signal(signo) => Some(signo),
+            Cancellation::Timeout
+            | Cancellation::ClientDisconnected
+            | Cancellation::StdinClosed => None,
+        }
+    }
+}
+
 /// Why a termination started: a cancellation, or clean-up after the
 /// helper already exited, or mcp-bound's own failure. The means (which
 /// signal, to whom) are the caller's [`Action`]s.

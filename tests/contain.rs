@@ -514,3 +514,82 @@ fn after_a_restart_the_watchdog_never_signals_a_reaped_group() {
     );
     done.check(!running(second), "the second server was ended");
 }
+
+/// A host that SIGKILLs mcp-bound during its shutdown, before it could
+/// write (Codex: 20-80 ms after its TERM, with a server slower than that
+/// to exit): the watchdog's record carries what mcp-bound last knew, not
+/// the facts from before dispatch. The state stays supervisor_killed; the
+/// host's signal and the request it cut off are said.
+#[test]
+fn a_fast_host_kill_leaves_a_record_of_what_was_known() {
+    let call = util::server(&["--log-term"]).opt(&["--mcp", "--journal"]);
+    let (journal, log) = (call.path("journal.jsonl"), call.path("stderr.log"));
+    let mut run = call
+        .opt(&[
+            journal.to_str().unwrap(),
+            "--stderr-log",
+            log.to_str().unwrap(),
+        ])
+        .start();
+    for id in 1..=3 {
+        run.send(&util::rpc_request(id, "tools/call", json!({"name": "t"})));
+        util::parse_message(&run.read_line());
+    }
+    run.send(&util::rpc_request(4, "sleep", json!({"ms": 60_000})));
+    run.send(&util::rpc_request(5, "pid", json!({})));
+    let server = util::parse_message(&run.read_line())["result"]["pid"]
+        .as_u64()
+        .unwrap();
+    let watchdog = util::watchdog_of(&run.call().record_path());
+    run.signal("TERM");
+    // The server got the TERM mcp-bound forwarded: mcp-bound has handled
+    // the host's signal. Then the host's SIGKILL.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !std::fs::read_to_string(&log)
+        .unwrap_or_default()
+        .contains("GOT TERM")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the server never got a TERM"
+        );
+        std::thread::yield_now();
+    }
+    run.signal("KILL");
+    util::wait_gone(watchdog);
+    let done = run.finish();
+    done.expect("/state", json!("supervisor_killed"))
+        .expect("/exit", Value::Null)
+        .expect("/pid", json!(server))
+        .expect("/cancel_reason", json!("signal"))
+        .expect("/cancel_signal", json!("TERM"))
+        .expect("/mcp/client/requests", json!(5))
+        .expect("/mcp/in_flight_at_exit", json!(1))
+        .expect(
+            "/mcp/interrupted",
+            json!([{"id": 4, "method": "sleep", "name": null}]),
+        );
+    done.check(
+        done.events("dispatched").len() == 1 && !done.events("cancel_requested").is_empty(),
+        "the events mcp-bound saw",
+    );
+    let killed = done.events("supervisor_killed");
+    done.check(
+        killed.len() == 1 && killed[0]["facts_t_ms"].as_u64() <= killed[0]["t_ms"].as_u64(),
+        &format!("the watchdog says when what it wrote was known: {killed:?}"),
+    );
+    done.check(
+        done.field("/stderr/bytes_seen").as_u64() > Some(0),
+        "stderr was counted",
+    );
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    done.check(
+        last["kind"] == "terminal"
+            && last["state"] == "supervisor_killed"
+            && last["cancel_signal"] == "TERM",
+        &format!("the journal's terminal: {last}"),
+    );
+    let (ok, report) = util::verify_report(&journal);
+    done.check(ok, &format!("verify: {report}"));
+}

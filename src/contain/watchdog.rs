@@ -88,6 +88,19 @@ impl Link {
         self.tell(b"P0\n");
     }
 
+    /// Whether the watchdog writes last words (a fork; a waiter only
+    /// ends the tree).
+    pub fn speaks(&self) -> bool {
+        self.speaks
+    }
+
+    /// What mcp-bound knows of the call now, as one JSON line.
+    pub fn milestone(&self, json: &str) {
+        if self.speaks {
+            self.tell(format!("S{json}\n").as_bytes());
+        }
+    }
+
     /// The final words, before they are written.
     pub fn final_words(&self, record_line: &str, terminal: &str, journal_len: Option<u64>) {
         if self.speaks {

@@ -4,10 +4,10 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Lines in one direction, by kind.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Traffic {
     pub requests: u64,
     pub notifications: u64,
@@ -19,7 +19,7 @@ pub struct Traffic {
 }
 
 /// Error responses mcp-bound wrote to the client itself, by reason.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Synthesized {
     /// -32001: no response within --request-timeout.
     pub request_timeout: u64,
@@ -34,7 +34,7 @@ pub struct Synthesized {
 }
 
 /// The client's bytes through our stdin.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClientBytes {
     /// Read from our stdin.
     pub read: u64,
@@ -46,7 +46,7 @@ pub struct ClientBytes {
 }
 
 /// A request the end of the session cut off.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Interrupted {
     /// The request's id, as the client sent it.
     pub id: crate::request_id::RequestId,
@@ -56,7 +56,7 @@ pub struct Interrupted {
 }
 
 /// When to start a server again.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum RestartMode {
     #[default]
@@ -68,7 +68,7 @@ pub enum RestartMode {
 }
 
 /// Why a server that went away was not started again.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum NoRestart {
     /// --restart never.
@@ -84,14 +84,14 @@ pub enum NoRestart {
 }
 
 /// Why restarting stopped, and what mcp-bound saw.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RestartStop {
     pub reason: NoRestart,
     pub detail: Option<String>,
 }
 
 /// One run of the server: the first, and one per restart.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Incarnation {
     pub pid: u32,
     /// Milliseconds since mcp-bound started, as the events have them.
@@ -105,7 +105,7 @@ pub struct Incarnation {
 }
 
 /// The limits the session layer ran under.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionLimits {
     /// --request-timeout for any method without its own; null: none.
     pub request_timeout_ms: Option<u64>,
@@ -118,7 +118,7 @@ pub struct SessionLimits {
     pub restart_window_ms: u64,
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct McpFacts {
     pub limits: SessionLimits,
     /// From the client (our stdin) to the server.

@@ -5,11 +5,14 @@
 //! observed; `exit_code` is `None` while the call is in flight; the reason a
 //! termination started and the signals that carried it out are separate.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::termination::{Cancellation, Reason};
 
 pub mod mcp;
+mod milestone;
+
+pub use milestone::Milestone;
 
 pub const SCHEMA: &str = "mcp-bound/record/v1";
 
@@ -40,7 +43,7 @@ pub enum State {
     SupervisorKilled,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CancelReason {
     Timeout,
@@ -51,7 +54,7 @@ pub enum CancelReason {
 }
 
 /// Why mcp-bound signalled processes: a cancellation or clean-up.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SignalReason {
     Timeout,
@@ -103,14 +106,14 @@ pub enum StreamEnd {
     ClosedWhileHeld,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Exit {
     Code { code: i32 },
     Signal { signal: String, core_dumped: bool },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Target {
     /// The helper's process group, with killpg.
@@ -122,7 +125,7 @@ pub enum Target {
     Cgroup,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Event {
     /// Milliseconds since mcp-bound started, on the monotonic clock.
     pub t_ms: u64,
@@ -130,7 +133,7 @@ pub struct Event {
     pub kind: EventKind,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum EventKind {
     Dispatched {
@@ -164,10 +167,17 @@ pub enum EventKind {
     StdinClosed,
     /// mcp-bound stopped waiting for EOF after the final KILL.
     StreamsAbandoned,
+    /// mcp-bound died (SIGKILL) before its final words; its watchdog ended
+    /// the tree and wrote this record, with what mcp-bound knew at
+    /// `facts_t_ms` (its last milestone: the dispatch, a restart, the
+    /// host's signal or hang-up).
+    SupervisorKilled {
+        facts_t_ms: u64,
+    },
 }
 
 /// Whether stdout was guarded as JSON-RPC lines.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum StdoutGuard {
     #[default]
@@ -185,7 +195,7 @@ impl StdoutGuard {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StdoutFacts {
     pub bytes_seen: u64,
     pub bytes_forwarded: u64,

@@ -4,28 +4,38 @@
 //! - it had begun to write them (the watchdog heard them first): what is
 //!   missing of them, the record if the file does not hold a final one yet,
 //!   the journal's terminal entry if none stands past where it was to go;
-//! - it died before: `supervisor_killed`, in the record and the journal.
+//! - it died before: `supervisor_killed`, in the record and the journal,
+//!   with what its last milestone knew.
 
 use std::path::Path;
-use std::time::SystemTime;
+use std::time::{Instant, SystemTime};
 
 use super::ending::{write_record_file, write_record_text};
 use crate::contain::{FinalWords, LastWords};
 use crate::ids::rfc3339;
 use crate::journal::{self, Journal};
-use crate::record::{Record, State};
+use crate::record::{Milestone, Record};
 use crate::settings::Settings;
+use crate::units::millis;
 
+/// `base`: the record as it was before dispatch; `origin`: when the call
+/// started (the events' zero).
 pub(super) fn speak(
     settings: &Settings,
     journal: Option<&Journal>,
     base: Record,
+    origin: Instant,
     words: LastWords,
 ) {
     match words.final_words {
         Some(FinalWords { written: true, .. }) => {}
         Some(final_words) => complete(settings, journal, &base.ids.call_id, &final_words),
-        None => killed(settings, journal, base),
+        None => {
+            let milestone = words
+                .milestone
+                .and_then(|text| serde_json::from_str::<Milestone>(&text).ok());
+            killed(settings, journal, base, milestone, millis(origin.elapsed()));
+        }
     }
 }
 
@@ -60,9 +70,15 @@ fn holds_final_record(path: &Path) -> bool {
         .is_some_and(|record| !matches!(record.state.as_str(), "dispatched" | "awaiting_approval"))
 }
 
-/// mcp-bound died before its final words: say so.
-fn killed(settings: &Settings, journal: Option<&Journal>, mut record: Record) {
-    record.lifecycle.state = State::SupervisorKilled;
+/// mcp-bound died before its final words: say so, with what it knew.
+fn killed(
+    settings: &Settings,
+    journal: Option<&Journal>,
+    mut record: Record,
+    milestone: Option<Milestone>,
+    t_ms: u64,
+) {
+    record.supervisor_killed(milestone, t_ms);
     record.times.ended_at = Some(rfc3339(SystemTime::now()));
     if let Some(journal) = journal {
         let _ = journal.append(journal::Entry::Terminal(&journal::Terminal::from_record(

@@ -139,9 +139,9 @@ pub fn run(settings: Settings) -> Result<i32, Error> {
     let speaks = call.journal.is_some() || settings.record.path.is_some();
     let base = speaks.then(|| record.clone());
     let journal_for_words = call.journal;
-    let watchdog = contain.start_watchdog(
-        base.map(|base| move |words| last_words::speak(settings, journal_for_words, base, words)),
-    );
+    let watchdog = contain.start_watchdog(base.map(|base| {
+        move |words| last_words::speak(settings, journal_for_words, base, origin, words)
+    }));
     if let Err(err) = watchdog {
         let error = format!("cannot start the watchdog: {err}; the helper was not started");
         return Ok(call.fail_before_dispatch(record, error, code::OWN_FAILURE));
@@ -450,13 +450,7 @@ fn decide(settings: &Settings, outcome: &Outcome, record: &mut Record) -> i32 {
     record.lifecycle.state = state;
     record.error = outcome.failure.clone();
     record.lifecycle.cancel_reason = cancel.map(CancelReason::from);
-    record.lifecycle.cancel_signal = match cancel {
-        Some(Cancellation::Signal(signo)) => Some(signals::name(signo)),
-        Some(
-            Cancellation::Timeout | Cancellation::ClientDisconnected | Cancellation::StdinClosed,
-        )
-        | None => None,
-    };
+    record.lifecycle.cancel_signal = cancel.and_then(Cancellation::signal).map(signals::name);
     record.lifecycle.exit = outcome.exit.map(ExitObs::to_record);
     record.lifecycle.stream_end = Some(outcome.stream_end);
     record.lifecycle.descendants_signalled = outcome.descendants_signalled;

@@ -152,6 +152,24 @@ impl Session {
         self.gone.is_some()
     }
 
+    /// The requests in flight now, oldest first (the first 32), as the
+    /// record lists what an end cut off.
+    pub fn in_flight_now(&self) -> Vec<Interrupted> {
+        let mut entries: Vec<(&Key, &InFlight)> = self.in_flight.iter().collect();
+        entries.sort_by_key(|(_, entry)| entry.seq);
+        entries
+            .into_iter()
+            .take(MAX_INTERRUPTED_LISTED)
+            .filter_map(|(key, entry)| {
+                Some(Interrupted {
+                    id: request_id::RequestId::new(entry.spelled.as_deref().unwrap_or(key))?,
+                    method: entry.method.to_string(),
+                    name: entry.name.clone(),
+                })
+            })
+            .collect()
+    }
+
     /// A restarted server (`attempt` counts restarts): requests may come
     /// again; the line to bring it to the first server's state, if any.
     pub fn on_restarted(&mut self, attempt: u64) -> Option<Vec<u8>> {

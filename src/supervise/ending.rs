@@ -51,6 +51,7 @@ impl Loop<'_> {
             StreamEnd::Eof
         };
         let live = self.intake.live_counts();
+        let mcp = self.session.as_ref().map(|s| self.session_facts(s));
         Outcome {
             exit: self.exit,
             cancelled_while_running: self.term.cancelled_while_running(),
@@ -67,15 +68,7 @@ impl Loop<'_> {
             descendants_signalled: self.tree.descendants_signalled(),
             failure: None,
             host_hung_up: self.host_hung_up,
-            mcp: self.session.as_ref().map(|s| {
-                let mut facts = s.table.facts();
-                facts.client_bytes = crate::record::mcp::ClientBytes {
-                    read: s.stdin.bytes_read,
-                    to_server: s.stdin.bytes_written,
-                    discarded: s.stdin.bytes_discarded,
-                };
-                facts
-            }),
+            mcp,
             stderr_log: log,
         }
     }

@@ -13,6 +13,7 @@
 
 mod ending;
 mod live_out;
+mod milestone;
 mod outcome;
 mod restart;
 mod session;
@@ -211,6 +212,7 @@ pub(crate) fn supervise_with(
             pgid: helper.pid,
         },
     );
+    state.milestone(dispatched_at);
     let failure = state.run(poll).err().map(|err| {
         state.end_after_failure();
         format!("{err}; the helper's tree was killed")
@@ -457,6 +459,7 @@ impl Loop<'_> {
         }
         self.term.on_stdin_closed(now);
         self.event(now, EventKind::StdinClosed);
+        self.milestone(now);
     }
 
     fn on_signals(&mut self, now: Instant) {
@@ -476,11 +479,15 @@ impl Loop<'_> {
             }
             child::reap_orphans(self.tree.family.helper);
         }
+        let host_signalled = !pending.terminating.is_empty();
         for (signo, count) in pending.terminating {
             for action in self.term.on_signals(now, signo, count) {
                 self.perform(now, action);
             }
             self.record_cancel_events(now);
+        }
+        if host_signalled {
+            self.milestone(now);
         }
     }
 
@@ -488,12 +495,7 @@ impl Loop<'_> {
     /// them: a signal storm is not a log).
     fn record_cancel_events(&mut self, now: Instant) {
         while let Some(cancellation) = self.term.take_cancel_event() {
-            let signal = match cancellation {
-                Cancellation::Signal(signo) => Some(signals::name(signo)),
-                Cancellation::Timeout
-                | Cancellation::ClientDisconnected
-                | Cancellation::StdinClosed => None,
-            };
+            let signal = cancellation.signal().map(signals::name);
             self.event(
                 now,
                 EventKind::CancelRequested {

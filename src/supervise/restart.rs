@@ -179,6 +179,7 @@ impl Loop<'_> {
             restarter.at = None;
             restarter.replay_by = replay.is_some().then(|| now + REPLAY_LIMIT);
         }
+        self.milestone(now);
         true
     }
 

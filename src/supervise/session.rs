@@ -12,7 +12,7 @@ use super::stdin::{Read0, StdinRelay};
 use super::{Loop, SessionConfig};
 use crate::child::ExitObs;
 use crate::journal::{self, Journal};
-use crate::record::mcp::RestartMode;
+use crate::record::mcp::{ClientBytes, McpFacts, RestartMode};
 use crate::request_id::RequestId;
 use crate::session::{Audit, Restarts, Session};
 use crate::sys::Interest;
@@ -68,6 +68,17 @@ impl<'a> SessionParts<'a> {
 }
 
 impl Loop<'_> {
+    /// The session layer's facts, with the client's bytes the relay counted.
+    pub(super) fn session_facts(&self, session: &SessionParts<'_>) -> McpFacts {
+        let mut facts = session.table.facts();
+        facts.client_bytes = ClientBytes {
+            read: session.stdin.bytes_read,
+            to_server: session.stdin.bytes_written,
+            discarded: session.stdin.bytes_discarded,
+        };
+        facts
+    }
+
     /// Our stdin, read for the client. While our stdout holds back
     /// answers the client has not read, the client is not read either:
     /// what we owe it stays bounded.
