@@ -87,6 +87,9 @@ pub struct Confine {
     /// An environment entry every process of the tree inherits: how the
     /// watchdog finds what left the group once mcp-bound is gone.
     pub tree_mark: Option<(String, String)>,
+    /// Join the cgroup by writing `cgroup.procs`, never by being cloned
+    /// into it (after a cgroup.kill, see `supervise::Tree`).
+    pub join_by_moving: bool,
 }
 
 /// Start the helper: its own process group, stdin inherited, a given
@@ -137,6 +140,7 @@ pub fn spawn(argv: &[OsString], stdin: StdinFrom, confine: &Confine) -> Result<H
         cgroup: cgroup
             .as_ref()
             .map(|(dir, procs)| (dir.as_fd(), procs.as_c_str())),
+        move_into_cgroup: confine.join_by_moving,
     };
     let (pid, _entry) = sys::spawn(&exec, &setup).map_err(|err| {
         if err.kind() == io::ErrorKind::NotFound {

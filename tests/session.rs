@@ -861,3 +861,53 @@ fn a_crash_answer_says_whether_the_request_was_written_to_the_server() {
     done.expect("/exit", json!({"code": 1}))
         .expect("/mcp/in_flight_at_exit", json!(2));
 }
+
+/// Once the server is gone and a restart may follow, the client waits:
+/// a request sent while the crashed server's leftovers are still being
+/// ended (here one that ignores TERM, so that takes the whole --grace)
+/// goes to the new server, not to a -32000 for a server about to return.
+/// In a cgroup that leftover is killed through cgroup.kill, after which
+/// Linux 6.18 kills at birth whatever is cloned into that cgroup: the new
+/// server must still live.
+#[test]
+fn a_request_sent_while_a_restart_is_decided_goes_to_the_new_server() {
+    for mode in ["group", "cgroup"] {
+        let probe = Call::new(&["true"]).opt(&["--contain", mode]).run();
+        if probe.code() != 0 {
+            eprintln!("SKIPPED --contain {mode}: {}", probe.stderr_text().trim());
+            continue;
+        }
+        let mut run = server(&[])
+            .opt(&[
+                "--mcp",
+                "--contain",
+                mode,
+                "--restart",
+                "on-failure",
+                "--restart-backoff",
+                "10ms",
+            ])
+            .start();
+        run.send(&request(json!(1), "pid", json!({})));
+        let first = parse(&run.read_line())["result"]["pid"].clone();
+        run.send(&request(
+            json!(2),
+            "crash",
+            json!({"code": 1, "linger": true}),
+        ));
+        let crashed = parse(&run.read_line());
+        assert_eq!(crashed["error"]["code"], -32000, "{crashed}");
+        run.send(&request(json!(3), "pid", json!({})));
+        let answer = parse(&run.read_line());
+        assert!(
+            answer["result"]["pid"].is_u64() && answer["result"]["pid"] != first,
+            "--contain {mode}: the new server answers: {answer}"
+        );
+        run.close_stdin();
+        let done = run.finish();
+        done.expect_state("shut_down", 0)
+            .expect("/mcp/restarts", json!(1))
+            .expect("/mcp/synthesized/server_exited", json!(1))
+            .expect("/contain/method", json!(mode));
+    }
+}

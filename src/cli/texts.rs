@@ -158,8 +158,8 @@ tracked. \
 With --restart on-failure (a non-zero exit or a signal) or always (any exit), a server that went away \
 on its own is started again after --restart-backoff, doubled for each restart within --restart-window, \
 at most --max-restarts times in the window (never is the default). Never after our stdin closed, a \
-signal from the host, our stdout's reader going away, or --timeout. While it restarts, the client's \
-messages wait in our stdin; if the client hangs up while a restart waits, none follows, and what it \
+signal from the host, our stdout's reader going away, or --timeout. From the moment the server is \
+gone until the restart is under way, the client's messages wait in our stdin; if the client hangs up while a restart waits, none follows, and what it \
 sent is read and answered (no server runs); a hang-up during the replay means no restart after it. The \
 new server first gets the client's initialize again under mcp-bound's \
 own id, and its answer is consumed: the same protocolVersion and capabilities, and \

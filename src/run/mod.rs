@@ -185,6 +185,7 @@ pub fn run(settings: Settings) -> Result<i32, Error> {
         rlimits: settings.rlimits.clone(),
         cgroup: contain.cgroup_dir().map(ToOwned::to_owned),
         tree_mark: Some(contain.mark()),
+        join_by_moving: false,
     };
     let helper = match child::spawn(&settings.command, stdin, &confine) {
         Ok(helper) => helper,

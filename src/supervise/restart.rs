@@ -125,7 +125,7 @@ impl Loop<'_> {
 
     /// Start the next incarnation. False if it could not be started.
     fn respawn(&mut self, now: Instant) -> bool {
-        let Some((argv, restarter_confine)) = self
+        let Some((argv, mut restarter_confine)) = self
             .session
             .as_ref()
             .and_then(|s| s.restarter.as_ref())
@@ -133,6 +133,7 @@ impl Loop<'_> {
         else {
             return false;
         };
+        restarter_confine.join_by_moving = self.tree.cgroup_killed;
         self.reap_helper();
         let helper = match child::spawn(&argv, StdinFrom::Pipe, &restarter_confine) {
             Ok(helper) => helper,
@@ -245,6 +246,7 @@ impl Tree {
         let mut tree = Tree::new(family);
         tree.earlier = self.descendants_signalled();
         tree.signalled_holders = self.signalled_holders;
+        tree.cgroup_killed = self.cgroup_killed;
         tree
     }
 }

@@ -164,6 +164,12 @@ impl Loop<'_> {
         let written = session.stdin.written_up_to();
         session.table.on_server_gone(now, exit, tail, written);
         session.stdin.server_gone();
+        // A restart may follow: the client waits for it to be decided
+        // (its leftovers ended first), not answered for a server that is
+        // about to come back. No restart, and the session ends anyway.
+        if session.restarter.as_ref().is_some_and(|r| !r.stopped) {
+            session.stdin.pause();
+        }
     }
 
     /// Move what the session produced to where it goes: audit entries to

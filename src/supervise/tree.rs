@@ -16,6 +16,12 @@ pub(crate) struct Tree {
     pub signalled_holders: bool,
     /// Descendants earlier incarnations signalled (a restarted server).
     pub earlier: u32,
+    /// KILL went through the cgroup's cgroup.kill (this incarnation or an
+    /// earlier one). Linux 6.18 then kills at birth every process cloned
+    /// into that cgroup (CLONE_INTO_CGROUP; a kill_seq mismatch), while
+    /// one that writes itself into cgroup.procs lives: a restart must join
+    /// it that way.
+    pub cgroup_killed: bool,
 }
 
 impl Tree {
@@ -25,6 +31,7 @@ impl Tree {
             descendants: HashSet::new(),
             signalled_holders: false,
             earlier: 0,
+            cgroup_killed: false,
         }
     }
 
@@ -34,6 +41,7 @@ impl Tree {
     pub fn signal(&mut self, signo: i32, reason: SignalReason, holders: bool) -> Vec<EventKind> {
         let before = self.descendants.len();
         let sweep = child::sweep(&self.family, signo, &mut self.descendants);
+        self.cgroup_killed |= sweep.cgroup_killed;
         let signal = signals::name(signo);
         // Each target reached, with how many signals went to it.
         let sent = [

@@ -217,6 +217,8 @@ pub struct Setup<'a> {
     pub rlimits: &'a [crate::rlimit::Rlimit],
     /// The cgroup to start in: its directory and its `cgroup.procs`.
     pub cgroup: Option<(BorrowedFd<'a>, &'a std::ffi::CStr)>,
+    /// Fork and write `cgroup.procs`, rather than clone into the cgroup.
+    pub move_into_cgroup: bool,
 }
 
 /// How the helper got into its cgroup.
@@ -239,6 +241,7 @@ pub enum Entry {
 pub fn spawn(exec: &Exec, setup: &Setup<'_>) -> io::Result<(i32, Entry)> {
     let (report_read, report_write) = super::pipe_cloexec()?;
     let forked = match setup.cgroup {
+        Some(_) if setup.move_into_cgroup => fork_process().map(|forked| (forked, Entry::Moved)),
         Some((dir, _)) => match os::clone_into_cgroup(dir) {
             Ok(forked) => Ok((forked, Entry::Born)),
             Err(_) => fork_process().map(|forked| (forked, Entry::Moved)),
@@ -439,6 +442,7 @@ mod tests {
             die_with: std::process::id() as i32,
             rlimits: &[],
             cgroup: None,
+            move_into_cgroup: false,
         }
     }
 
