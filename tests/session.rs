@@ -911,3 +911,47 @@ fn a_request_sent_while_a_restart_is_decided_goes_to_the_new_server() {
             .expect("/contain/method", json!(mode));
     }
 }
+
+/// What a crash cut off belongs to its incarnation; `mcp.interrupted`
+/// lists only what the end of the session cut off. After a crash and a
+/// restart, a clean end lists nothing, and a host's signal during the
+/// restart's backoff interrupted nothing either: both are shut_down.
+#[test]
+fn what_a_crash_cut_off_belongs_to_its_incarnation() {
+    for end in ["close", "INT during the backoff"] {
+        let backoff = if end == "close" { "10ms" } else { "10m" };
+        let mut run = restarting_on_failure(backoff);
+        run.send(&request(json!("slow"), "sleep", json!({"ms": 60_000})));
+        run.send(&request(json!("boom"), "crash", json!({"code": 1})));
+        let answers: Vec<Value> = (0..2).map(|_| parse(&run.read_line())).collect();
+        assert!(
+            answers.iter().all(|a| a["error"]["code"] == -32000),
+            "{answers:?}"
+        );
+        let stdin = if end == "close" {
+            run.send(&request(json!(3), "echo", json!({})));
+            assert_eq!(parse(&run.read_line())["id"], 3, "the new server answers");
+            run.close_stdin();
+            None
+        } else {
+            // The backoff is ten minutes: the signal comes during it.
+            let stdin = run.take_stdin();
+            run.signal("INT");
+            Some(stdin)
+        };
+        let done = run.finish();
+        drop(stdin);
+        let code = if end == "close" { 0 } else { 130 };
+        done.expect_state("shut_down", code)
+            .expect("/mcp/interrupted", json!([]))
+            .expect("/mcp/in_flight_at_exit", json!(0))
+            .expect("/mcp/incarnations/0/in_flight_at_exit", json!(2))
+            .expect(
+                "/mcp/incarnations/0/interrupted",
+                json!([
+                    {"id": "slow", "method": "sleep", "name": null},
+                    {"id": "boom", "method": "crash", "name": null}
+                ]),
+            );
+    }
+}

@@ -59,11 +59,12 @@ resident set of any one process; with a cgroup, cgroup_cpu_ms from its cpu.stat 
 memory.peak, null where there is none; also in the summary line and the journal's terminal entry), \
 stderr_log (null without --stderr-log: path, bytes_written, bytes_dropped, rotations, error), \
 mcp (null unless the session layer ran: limits, client and server {requests, notifications, responses, \
-non_jsonrpc_lines}, client_bytes {read, to_server, discarded}, synthesized {request_timeout, server_exited, too_many_in_flight}, cancelled_by_client, \
+non_jsonrpc_lines}, client_bytes {read, to_server, discarded}, synthesized {request_timeout, server_exited, too_many_in_flight, invalid_request}, refused, cancelled_by_client, \
 late_responses_dropped, unmatched_responses, cancellations_sent, in_flight_at_exit, peak_in_flight, \
 restarts, restart_stopped {reason: limit, clean_exit, protocol_changed, spawn_failed or never; detail}, \
-incarnations [{pid, dispatched_t_ms, exited_t_ms, exit, stderr_bytes_seen, in_flight_at_exit}], \
-interrupted [{id, method, name}]), the limits in force, \
+incarnations [{pid, dispatched_t_ms, exited_t_ms, exit, stderr_bytes_seen, in_flight_at_exit, \
+interrupted: what its end cut off}], interrupted [{id, method, name}]: what the end of the session cut \
+off, not what an earlier crash did), the limits in force, \
 and events: dispatched (again for each restarted server), restart_scheduled (attempt, backoff_ms), \
 cancel_requested, signal_sent (signal, target group, descendants or cgroup (KILL through cgroup.kill), count, \
 reason: timeout, signal, client_disconnected, stdin_closed, pipes_held, leftovers, supervisor_failure, \

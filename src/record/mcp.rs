@@ -102,6 +102,8 @@ pub struct Incarnation {
     pub stderr_bytes_seen: u64,
     /// Client requests it left unanswered, answered by mcp-bound.
     pub in_flight_at_exit: u64,
+    /// Those requests (the first 32).
+    pub interrupted: Vec<Interrupted>,
 }
 
 /// The limits the session layer ran under.
@@ -140,7 +142,8 @@ pub struct McpFacts {
     pub unmatched_responses: u64,
     /// notifications/cancelled sent to the server on a timeout.
     pub cancellations_sent: u64,
-    /// Client requests still waiting when the (last) server went away.
+    /// Client requests the end of the session cut off (what a crash that
+    /// a restart followed cut off is its incarnation's).
     pub in_flight_at_exit: u64,
     /// The most client requests ever waiting at once.
     pub peak_in_flight: u64,
@@ -150,7 +153,7 @@ pub struct McpFacts {
     pub restart_stopped: Option<RestartStop>,
     /// Each run of the server, in order.
     pub incarnations: Vec<Incarnation>,
-    /// Requests in flight when a server went away (the first 32).
+    /// The requests the end of the session cut off (the first 32).
     pub interrupted: Vec<Interrupted>,
 }
 

@@ -336,15 +336,19 @@ impl Session {
     /// The server is gone (exited, its stdout closed): answer every
     /// request in flight, oldest first, and any that comes later at once.
     /// `written`: how far the stream for its stdin had been written.
+    /// What the server's going cut off: how many requests, and the first
+    /// 32 (for the incarnation; the loop says whether the session's end
+    /// cut them off too).
     pub fn on_server_gone(
         &mut self,
         now: Instant,
         exit: Option<Exit>,
         stderr_tail: String,
         written: u64,
-    ) {
+    ) -> (u64, Vec<Interrupted>) {
+        let mut cut = Vec::new();
         if self.gone.is_some() {
-            return;
+            return (0, cut);
         }
         let mut left: Vec<(Key, InFlight)> = self
             .in_flight
@@ -354,7 +358,7 @@ impl Session {
         left.sort_by_key(|(_, e)| e.seq);
         self.deadlines.clear();
         self.progress.clear();
-        self.facts.in_flight_at_exit = left.len() as u64;
+        let count = left.len() as u64;
         for (id, entry) in left {
             let answer = answer::server_exited(
                 &id,
@@ -366,8 +370,8 @@ impl Session {
             let bytes = answer.len() as u64;
             self.to_client.extend(answer);
             self.facts.synthesized.server_exited += 1;
-            if self.facts.interrupted.len() < MAX_INTERRUPTED_LISTED {
-                self.facts.interrupted.push(Interrupted {
+            if cut.len() < MAX_INTERRUPTED_LISTED {
+                cut.push(Interrupted {
                     id: request_id::RequestId::new(&id).expect("a tracked id is strict JSON"),
                     method: entry.method.to_string(),
                     name: entry.name.clone(),
@@ -383,6 +387,7 @@ impl Session {
             );
         }
         self.gone = Some(Gone { exit, stderr_tail });
+        (count, cut)
     }
 
     /// A request out of the table: its id as sent, and its entry.

@@ -21,7 +21,7 @@ use super::stderr::StderrDrain;
 use super::tree::Tree;
 use crate::child::{self, ExitObs, StdinFrom};
 use crate::record::EventKind;
-use crate::record::mcp::{Incarnation, NoRestart, RestartStop};
+use crate::record::mcp::{Incarnation, Interrupted, NoRestart, RestartStop};
 use crate::session::Restarts;
 use crate::termination::Reason;
 use crate::units::millis;
@@ -218,8 +218,14 @@ impl Loop<'_> {
         }
     }
 
-    /// The incarnation that just went away, for the record.
-    pub(super) fn record_incarnation(&mut self, now: Instant, in_flight: u64) {
+    /// The incarnation that just went away, for the record, with the
+    /// requests its end cut off.
+    pub(super) fn record_incarnation(
+        &mut self,
+        now: Instant,
+        in_flight: u64,
+        interrupted: Vec<Interrupted>,
+    ) {
         let exit = self.exit.map(ExitObs::to_record);
         let t_ms = millis(now.saturating_duration_since(self.origin));
         let stderr_seen = self.intake.diagnostics.bytes_seen();
@@ -234,6 +240,7 @@ impl Loop<'_> {
             exit,
             stderr_bytes_seen: stderr_seen.saturating_sub(current.stderr_seen_at_start),
             in_flight_at_exit: in_flight,
+            interrupted,
         };
         session.table.facts_mut().incarnations.push(incarnation);
     }

@@ -35,6 +35,9 @@ pub(super) struct SessionParts<'a> {
     /// Some with --restart.
     pub(super) restarter: Option<Restarter>,
     pub(super) current: Current,
+    /// The session's end cut requests off (they are the record's
+    /// `mcp.interrupted`).
+    pub(super) end_cut: bool,
 }
 
 impl<'a> SessionParts<'a> {
@@ -63,6 +66,7 @@ impl<'a> SessionParts<'a> {
                 dispatched_t_ms,
                 stderr_seen_at_start: 0,
             },
+            end_cut: false,
         }
     }
 }
@@ -122,7 +126,21 @@ impl Loop<'_> {
         if self.session.is_none() {
             return;
         }
-        self.server_gone(Instant::now());
+        self.server_gone(Instant::now(), true);
+        // A server that went away on its own, with nothing of the host's
+        // after it (no restart, no signal, no hang-up): that crash was the
+        // session's end, and what it cut off is the session's too.
+        let ended_by_host = self.term.cancellation().is_some() || self.host_hung_up;
+        if let Some(session) = self.session.as_mut()
+            && !ended_by_host
+            && !session.end_cut
+        {
+            let facts = session.table.facts_mut();
+            if let Some(last) = facts.incarnations.last() {
+                facts.in_flight_at_exit = last.in_flight_at_exit;
+                facts.interrupted = last.interrupted.clone();
+            }
+        }
         let _ = self.route();
         if let Some(session) = self.session.as_mut() {
             session.stdin.stop();
@@ -139,20 +157,21 @@ impl Loop<'_> {
         };
         session.table.tick(now);
         if !session.table.server_gone() && self.exit.is_some() && !self.stdout.is_open() {
-            self.server_gone(now);
+            self.server_gone(now, false);
         }
         self.after_replay(now);
         self.route()
     }
 
     /// Answer every request in flight for a server that is gone, with
-    /// the end of its stderr (masked).
-    pub(super) fn server_gone(&mut self, now: Instant) {
-        let in_flight = match self.session.as_ref() {
-            Some(session) if !session.table.server_gone() => session.table.in_flight(),
-            Some(_) | None => return,
-        };
-        self.record_incarnation(now, in_flight as u64);
+    /// the end of its stderr (masked). What it cut off is its
+    /// incarnation's, and the session's too when the session's end made it
+    /// go (`ending`, or the host's signal, hang-up or --timeout under way).
+    pub(super) fn server_gone(&mut self, now: Instant, ending: bool) {
+        if self.session.as_ref().is_none_or(|s| s.table.server_gone()) {
+            return;
+        }
+        let by_end = ending || self.term.cancellation().is_some() || self.host_hung_up;
         let Some(session) = self.session.as_mut() else {
             return;
         };
@@ -162,14 +181,21 @@ impl Loop<'_> {
             .redact_piece(&String::from_utf8_lossy(&tail), cut, false);
         let exit = self.exit.map(ExitObs::to_record);
         let written = session.stdin.written_up_to();
-        session.table.on_server_gone(now, exit, tail, written);
+        let (count, cut) = session.table.on_server_gone(now, exit, tail, written);
         session.stdin.server_gone();
+        if by_end {
+            let facts = session.table.facts_mut();
+            facts.in_flight_at_exit = count;
+            facts.interrupted = cut.clone();
+            session.end_cut = true;
+        }
         // A restart may follow: the client waits for it to be decided
         // (its leftovers ended first), not answered for a server that is
         // about to come back. No restart, and the session ends anyway.
         if session.restarter.as_ref().is_some_and(|r| !r.stopped) {
             session.stdin.pause();
         }
+        self.record_incarnation(now, count, cut);
     }
 
     /// Move what the session produced to where it goes: audit entries to
