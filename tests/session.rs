@@ -955,3 +955,43 @@ fn what_a_crash_cut_off_belongs_to_its_incarnation() {
             );
     }
 }
+
+/// When the journal fails, nothing unjournaled reaches the server, and
+/// the answers still flow: every request in flight or refused gets its
+/// -32000, and the record counts only answers that were written.
+#[test]
+fn when_the_journal_fails_every_request_still_gets_an_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let (journal, received) = (dir.path().join("audit.jsonl"), dir.path().join("received"));
+    let call = Call::new(&["sh", "-c", "exec cat >> \"$0\"", received.to_str().unwrap()])
+        .opt(&["--mcp", "--journal", journal.to_str().unwrap()])
+        .stdin(Stdio::piped());
+    let mut run = call.start();
+    // Not audited, so it reaches the server: in flight, never answered.
+    let ping = request(json!("p"), "ping", json!({}));
+    run.send(&ping);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::fs::read(&received).unwrap_or_default() != ping {
+        assert!(Instant::now() < deadline, "the server never got the ping");
+        std::thread::yield_now();
+    }
+    std::fs::rename(&journal, call_path_moved(&journal)).unwrap();
+    std::fs::create_dir(&journal).unwrap();
+    run.send(&request(json!(1), "tools/call", json!({"name": "rm"})));
+    let mut ids: Vec<Value> = (0..2)
+        .map(|_| parse(&run.read_line()))
+        .map(|a| {
+            assert_eq!(a["error"]["code"], -32000, "{a}");
+            a["id"].clone()
+        })
+        .collect();
+    ids.sort_by_key(|id| id.to_string());
+    assert_eq!(ids, [json!("p"), json!(1)]);
+    let done = run.finish();
+    done.expect_state("failed_after_dispatch", 125)
+        .expect("/mcp/synthesized/server_exited", json!(2));
+    done.check(
+        std::fs::read(&received).unwrap() == ping,
+        "the request never reached the server",
+    );
+}

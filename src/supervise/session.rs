@@ -38,6 +38,9 @@ pub(super) struct SessionParts<'a> {
     /// The session's end cut requests off (they are the record's
     /// `mcp.interrupted`).
     pub(super) end_cut: bool,
+    /// An audit append failed: no more are tried, and nothing more is
+    /// written to the server.
+    pub(super) journal_failed: bool,
 }
 
 impl<'a> SessionParts<'a> {
@@ -67,6 +70,7 @@ impl<'a> SessionParts<'a> {
                 stderr_seen_at_start: 0,
             },
             end_cut: false,
+            journal_failed: false,
         }
     }
 }
@@ -206,14 +210,24 @@ impl Loop<'_> {
         let Some(session) = self.session.as_mut() else {
             return Ok(());
         };
+        let mut failed = Ok(());
         if session.table.has_audit() {
             let audit = session.table.take_audit();
-            if let Some(journal) = session.journal {
-                append_audit(journal, session.table.call_id(), &audit)?;
+            if let Some(journal) = session.journal.filter(|_| !session.journal_failed) {
+                failed = append_audit(journal, session.table.call_id(), &audit);
+                session.journal_failed = failed.is_err();
             }
         }
-        session.stdin.take_from(&mut session.table);
-        session.stdin.flush();
+        if session.journal_failed {
+            // Nothing more reaches the server: what waits for it was not
+            // journaled. The answers still flow (the loop ends, and every
+            // request left gets its -32000).
+            session.stdin.server_gone();
+            session.table.to_server.clear();
+        } else {
+            session.stdin.take_from(&mut session.table);
+            session.stdin.flush();
+        }
         if !session.table.to_client.is_empty() {
             let answers = std::mem::take(&mut session.table.to_client);
             if self.stdout.inject(&answers) {
@@ -221,7 +235,7 @@ impl Loop<'_> {
                 self.cancel(now, Cancellation::ClientDisconnected);
             }
         }
-        Ok(())
+        failed
     }
 }
 
