@@ -140,18 +140,28 @@ pub fn parse(text: &str) -> Result<Rlimit, String> {
     })
 }
 
-/// Whether `wanted` can be set where the current hard limit is `current`:
-/// raising a hard limit needs privilege (CAP_SYS_RESOURCE).
-pub fn check(wanted: &Rlimit, current_hard: Option<u64>, privileged: bool) -> Result<(), String> {
-    let raises = match (wanted.hard, current_hard) {
+/// Whether `wanted` raises the hard limit, where it is `current_hard`
+/// (None: unlimited). Only then is privilege needed (CAP_SYS_RESOURCE).
+pub fn raises_hard(wanted: &Rlimit, current_hard: Option<u64>) -> bool {
+    match (wanted.hard, current_hard) {
         (_, None) => false,
         (None, Some(_)) => true,
         (Some(want), Some(have)) => want > have,
-    };
-    if raises && !privileged {
+    }
+}
+
+/// Whether `wanted` can be set where the current hard limit is
+/// `current_hard`; `may_raise` says whether this process may raise it
+/// (asked only when it would).
+pub fn check(
+    wanted: &Rlimit,
+    current_hard: Option<u64>,
+    may_raise: impl FnOnce() -> bool,
+) -> Result<(), String> {
+    if raises_hard(wanted, current_hard) && !may_raise() {
         let have = current_hard.map_or("unlimited".to_string(), |v| v.to_string());
         return Err(format!(
-            "--rlimit {wanted}: cannot raise the hard limit above {have} without privilege"
+            "--rlimit {wanted}: cannot raise the hard limit above {have} without CAP_SYS_RESOURCE; nothing was started"
         ));
     }
     Ok(())
@@ -186,11 +196,18 @@ mod tests {
     }
 
     #[test]
-    fn raising_a_hard_limit_needs_privilege() {
+    fn raising_a_hard_limit_needs_privilege_and_only_then_is_it_asked() {
         let wanted = parse("nofile=100:5000").unwrap();
-        assert!(check(&wanted, Some(4096), false).is_err());
-        assert!(check(&wanted, Some(4096), true).is_ok());
-        assert!(check(&wanted, None, false).is_ok());
-        assert!(check(&parse("nofile=100:unlimited").unwrap(), Some(4096), false).is_err());
+        assert!(check(&wanted, Some(4096), || false).is_err());
+        assert!(check(&wanted, Some(4096), || true).is_ok());
+        let not_asked = || panic!("not raised: not asked");
+        assert!(check(&wanted, None, not_asked).is_ok());
+        assert!(check(&parse("nofile=10:4096").unwrap(), Some(4096), not_asked).is_ok());
+        assert!(
+            check(&parse("nofile=100:unlimited").unwrap(), Some(4096), || {
+                false
+            })
+            .is_err()
+        );
     }
 }

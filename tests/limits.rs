@@ -135,3 +135,61 @@ fn the_whole_tree_s_usage_is_recorded() {
     done.expect_state("failed_before_dispatch", 127)
         .expect("/usage", Value::Null);
 }
+
+/// Raising a hard limit takes CAP_SYS_RESOURCE, not uid 0: root without
+/// it (any container that drops it) is refused with one line and 125
+/// before anything runs, not blamed on the helper with a 126.
+#[test]
+fn raising_a_hard_limit_without_the_capability_is_refused_before_anything_runs() {
+    let hard =
+        util::python("import resource; print(resource.getrlimit(resource.RLIMIT_NOFILE)[1])");
+    let hard: u64 = String::from_utf8_lossy(&hard.stdout)
+        .trim()
+        .parse()
+        .unwrap();
+    let is_root = util::python("import os; print(os.geteuid())").stdout == b"0\n";
+    if !is_root {
+        eprintln!("SKIPPED: needs root (to drop CAP_SYS_RESOURCE from it)");
+        return;
+    }
+    let wanted = format!("nofile=64:{}", hard + 1);
+    let drop_cap = [
+        "setpriv",
+        "--inh-caps=-sys_resource",
+        "--bounding-set=-sys_resource",
+        "--",
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let ran = dir.path().join("ran");
+    let done = Call::new(&["sh", "-c", "touch \"$0\"", ran.to_str().unwrap()])
+        .opt(&["--rlimit", &wanted])
+        .via(&drop_cap)
+        .run();
+    done.expect_state("failed_before_dispatch", 125);
+    let stderr = done.stderr_text();
+    done.check(
+        stderr.lines().count() == 1
+            && stderr.contains("--rlimit")
+            && stderr.contains("nothing was started"),
+        "one line that says why",
+    );
+    done.check(!util::exists(&ran), "the helper never ran");
+    // With the capability, root may raise it (where root has it: this
+    // machine's may not).
+    let raise = format!(
+        "import resource\ntry:\n    resource.setrlimit(resource.RLIMIT_NOFILE, (64, {}))\n    print('yes')\nexcept (ValueError, OSError):\n    print('no')",
+        hard + 1
+    );
+    if util::python(&raise).stdout != b"yes\n" {
+        eprintln!("SKIPPED the raise: this root has no CAP_SYS_RESOURCE either");
+        return;
+    }
+    let done = Call::new(&["sh", "-c", "ulimit -Hn"])
+        .opt(&["--rlimit", &wanted])
+        .run();
+    done.expect_state("completed", 0);
+    done.check(
+        done.stdout == format!("{}\n", hard + 1).into_bytes(),
+        "raised",
+    );
+}

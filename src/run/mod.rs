@@ -103,7 +103,7 @@ pub fn run(settings: Settings) -> Result<i32, Error> {
     // A limit that cannot be set: refused before anything runs.
     for limit in &settings.rlimits {
         let current = sys::hard_rlimit(limit.resource);
-        if let Err(error) = crate::rlimit::check(limit, current, sys::privileged()) {
+        if let Err(error) = crate::rlimit::check(limit, current, || sys::may_set_rlimit(limit)) {
             return Ok(call.fail_before_dispatch(record, error, code::OWN_FAILURE));
         }
     }

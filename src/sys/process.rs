@@ -58,9 +58,23 @@ pub fn hard_rlimit(resource: crate::rlimit::Resource) -> Option<u64> {
     (rc == 0 && value.rlim_max != libc::RLIM_INFINITY).then_some(value.rlim_max)
 }
 
-/// Whether limits may be raised (root; CAP_SYS_RESOURCE is not asked).
-pub fn privileged() -> bool {
-    nix::unistd::geteuid().is_root()
+/// Whether this process may set `limit`. Raising a hard limit takes
+/// CAP_SYS_RESOURCE (in the user namespace that owns the machine), which
+/// neither the uid nor a container's root says: so it is tried, in a child
+/// that exits at once (only asked when a hard limit would be raised).
+pub fn may_set_rlimit(limit: &crate::rlimit::Rlimit) -> bool {
+    match fork_process() {
+        Ok(None) => super::exit_now(if set_rlimit(limit).is_ok() { 0 } else { 1 }),
+        Ok(Some(pid)) => {
+            let mut status = 0;
+            // SAFETY: waitpid on our own child.
+            while unsafe { libc::waitpid(pid, &mut status, 0) } < 0
+                && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted
+            {}
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
+        }
+        Err(_) => nix::unistd::geteuid().is_root(),
+    }
 }
 
 /// CPU and peak memory of every child reaped so far (the helper's whole
