@@ -479,10 +479,9 @@ fn helper_starts_with_a_clean_signal_state_in_its_own_group() {
     done.expect_state("completed", 0);
     // The same program started directly (the Rust runtime ignores SIGPIPE
     // here and resets it in what it starts, as mcp-bound must).
-    let direct = std::process::Command::new(signal_state[0])
-        .args(&signal_state[1..])
-        .output()
-        .unwrap();
+    let mut direct = std::process::Command::new(signal_state[0]);
+    util::with_default_signals(&mut direct);
+    let direct = direct.args(&signal_state[1..]).output().unwrap();
     let direct = String::from_utf8_lossy(&direct.stdout).into_owned();
     let out = String::from_utf8_lossy(&done.stdout).into_owned();
     done.check(
@@ -1163,4 +1162,22 @@ print(code)
         .filter_map(|e| e["reason"].as_str())
         .collect();
     assert!(reasons.contains(&"pipes_held"), "{context}");
+}
+
+/// The harness starts each run with the terminating signals at their
+/// defaults, whatever the caller of the test suite ignores (`nohup cargo
+/// test` ignores SIGHUP, and mcp-bound rightly passes an ignored signal on
+/// to its helper, as a direct start would).
+#[test]
+fn the_suite_does_not_depend_on_the_callers_signal_dispositions() {
+    use nix::sys::signal::{SigHandler, Signal, signal};
+    // SAFETY: SIG_IGN and back; no handler of ours runs.
+    let before = unsafe { signal(Signal::SIGHUP, SigHandler::SigIgn) }.unwrap();
+    let done = Call::new(&["sleep", "30"])
+        .opt(&["--signal", "HUP", "--timeout", "200ms"])
+        .run();
+    // SAFETY: as above.
+    unsafe { signal(Signal::SIGHUP, before) }.unwrap();
+    done.expect_state("timed_out", 124)
+        .expect("/exit", json!({"signal": "HUP", "core_dumped": false}));
 }

@@ -323,6 +323,7 @@ impl Call {
             }
             None => Command::new(BIN),
         };
+        with_default_signals(&mut command);
         command
             .args(self.argv())
             .env(TAG_VAR, &self.tag)
@@ -573,6 +574,34 @@ impl Started {
             check_journal_lines(&journal, done.call.journal_start);
         }
         done
+    }
+}
+
+/// Start `command` with the terminating signals at their defaults. The
+/// caller of the suite may ignore some (`nohup cargo test` ignores SIGHUP),
+/// and an ignored signal is inherited through exec: every program a test
+/// starts on its own (mcp-bound, or a direct start to compare with) starts
+/// as a test expects. A test that wants one ignored sets it up itself.
+pub fn with_default_signals(command: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: between fork and exec, only signal(2), which is
+    // async-signal-safe.
+    unsafe {
+        command.pre_exec(|| {
+            use nix::sys::signal::{SigHandler, Signal, signal};
+            for signo in [
+                Signal::SIGHUP,
+                Signal::SIGINT,
+                Signal::SIGQUIT,
+                Signal::SIGTERM,
+                Signal::SIGUSR1,
+                Signal::SIGUSR2,
+                Signal::SIGALRM,
+            ] {
+                let _ = signal(signo, SigHandler::SigDfl);
+            }
+            Ok(())
+        });
     }
 }
 
