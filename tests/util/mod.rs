@@ -216,6 +216,9 @@ pub struct Call {
     tag: String,
     record: bool,
     stdin: Option<Stdio>,
+    /// The test SIGKILLed mcp-bound's watchdog: nobody is left to remove
+    /// the call's cgroup, so the harness does.
+    killed_watchdog: bool,
 }
 
 impl Call {
@@ -230,6 +233,7 @@ impl Call {
             tag: unique_tag(),
             record: true,
             stdin: None,
+            killed_watchdog: false,
         }
     }
 
@@ -810,13 +814,39 @@ impl Done {
         loop {
             let left = tagged_processes(&self.tag);
             if left.is_empty() {
-                return;
+                break;
             }
             if Instant::now() > deadline {
                 kill_tagged(&self.tag);
                 panic!("processes left running after mcp-bound exited: {left:?}{self}");
             }
             thread::sleep(Duration::from_millis(20));
+        }
+        // The call's cgroup is removed too: by mcp-bound or its watchdog,
+        // or, when a test killed both, by the test that did.
+        let Some(cgroup) = self
+            .record
+            .as_ref()
+            .and_then(|r| r.pointer("/contain/cgroup"))
+            .and_then(Value::as_str)
+            .map(PathBuf::from)
+        else {
+            return;
+        };
+        if self.call.killed_watchdog {
+            let _ = std::fs::remove_dir(&cgroup);
+        }
+        while exists(&cgroup) {
+            if Instant::now() > deadline {
+                panic!(
+                    "the call's cgroup {} is left behind{self}",
+                    cgroup.display()
+                );
+            }
+            thread::sleep(Duration::from_millis(20));
+            if self.call.killed_watchdog {
+                let _ = std::fs::remove_dir(&cgroup);
+            }
         }
     }
 
@@ -1020,7 +1050,8 @@ impl Started {
     /// SIGKILL mcp-bound's watchdog first, then mcp-bound: a crash that
     /// takes both (the machine, an OOM kill of both), so nothing writes
     /// the call's last words.
-    pub fn kill_with_watchdog(&self) {
+    pub fn kill_with_watchdog(&mut self) {
+        self.call.killed_watchdog = true;
         let watchdog = watchdog_of(&self.call.record_path());
         send_signal(watchdog as u32, "KILL");
         wait_gone(watchdog);
