@@ -928,19 +928,12 @@ fn what_a_crash_cut_off_belongs_to_its_incarnation() {
             answers.iter().all(|a| a["error"]["code"] == -32000),
             "{answers:?}"
         );
-        let stdin = if end == "close" {
+        if end == "close" {
             run.send(&request(json!(3), "echo", json!({})));
             assert_eq!(parse(&run.read_line())["id"], 3, "the new server answers");
-            run.close_stdin();
-            None
-        } else {
-            // The backoff is ten minutes: the signal comes during it.
-            let stdin = run.take_stdin();
-            run.signal("INT");
-            Some(stdin)
-        };
-        let done = run.finish();
-        drop(stdin);
+        }
+        // The backoff is ten minutes: the signal comes during it.
+        let done = run.finish_by(if end == "close" { "close" } else { "INT" });
         let code = if end == "close" { 0 } else { 130 };
         done.expect_state("shut_down", code)
             .expect("/mcp/interrupted", json!([]))

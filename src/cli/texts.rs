@@ -134,7 +134,12 @@ recorded exactly as the client wrote them. \
 Client EOF closes the server's stdin, then --stdin-close-grace applies. \
 With --request-timeout, a request with no response in time gets error -32001 from mcp-bound, the \
 server gets notifications/cancelled, and the server's late response is dropped: a client never gets \
-two responses for one id. A client's own notifications/cancelled takes the request out of the table. \
+two responses for one id. A client's own notifications/cancelled takes the request out of the table, \
+and a late answer for it is dropped too (late_responses_dropped). The default --request-timeout times \
+calls, not a subscriptions/listen stream nor a 2025 tasks/result, which wait by design. A stream ends \
+by the client's cancel, a result, the server's exit (answered -32000), or the server's \
+notifications/cancelled naming it (nothing more is said for it; journal outcome ended); open when \
+the host ends the session, it ends unanswered and is not counted as cut off (outcome shut_down). \
 If the server exits with requests in flight, each gets error -32000 with the exit, the last 2 KiB \
 of its stderr (masked) and written_to_server (false: the server's stdin pipe never had the whole \
 request, so it cannot have acted on it); a request that arrives after that is answered at once. A request is never \

@@ -12,6 +12,10 @@ pub enum RequestOutcome {
     TimedOut,
     Cancelled,
     ServerExited,
+    /// A stream the server ended (`notifications/cancelled` naming it).
+    Ended,
+    /// A stream open when the host ended the session: ended, unanswered.
+    ShutDown,
 }
 
 /// What made a client line one the strict reading could not take as it

@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 use sha2::{Digest, Sha256};
 
 use super::audit::{Audit, Irregular, RequestOutcome};
+use super::kind::Kind;
 use super::lenient::{self, Object, Reading};
 use super::message::{self, Message, join_batch};
 use super::{InFlight, Key, MAX_TRACKED, Session, answer};
@@ -288,6 +289,10 @@ impl Session {
                     && let Some(key) = message::cancelled_id(params)
                     && let Some((id, entry)) = self.remove(&key)
                 {
+                    // The client no longer waits: a late answer is
+                    // dropped (some hosts drop the connection on an answer
+                    // for an id they no longer know).
+                    self.answered.insert(key);
                     self.facts.cancelled_by_client += 1;
                     self.finish(now, id, entry, RequestOutcome::Cancelled, None, 0);
                 }
@@ -377,7 +382,8 @@ impl Session {
             return true;
         };
         self.replay.on_client_request(&key, method, params);
-        let timeout = self.policy.timeout_for(method);
+        let kind = Kind::of(method);
+        let timeout = self.policy.timeout_for(method, kind);
         let progress_token = if self.policy.resets_on_progress && timeout.is_some() {
             message::request_progress_token(params)
         } else {
@@ -386,6 +392,7 @@ impl Session {
         self.seq += 1;
         let entry = InFlight {
             spelled: (*key != *id).then(|| id.to_string()),
+            kind,
             method: Key::new(method),
             name,
             started: now,

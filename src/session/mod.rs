@@ -17,6 +17,7 @@
 mod answer;
 mod audit;
 mod client;
+mod kind;
 mod late;
 mod lenient;
 mod message;
@@ -59,6 +60,7 @@ struct InFlight {
     /// The id's JSON text, as the client sent it, when it is not its key
     /// already (most ids are: a plain integer or string).
     spelled: Option<String>,
+    kind: kind::Kind,
     method: Key,
     name: Option<String>,
     started: Instant,
@@ -279,6 +281,18 @@ impl Session {
                     && let Some(key) = self.progress.get(&token).cloned()
                 {
                     self.extend_deadline(now, &key);
+                } else if method == "notifications/cancelled"
+                    && let Some(key) = message::cancelled_id(params)
+                    && self
+                        .in_flight
+                        .get(key.as_str())
+                        .is_some_and(|entry| entry.kind.ended_by_a_server_cancel())
+                    && let Some((id, entry)) = self.remove(&key)
+                {
+                    // The server ended a stream: nothing more is said for
+                    // it, and an answer after all would be a second end.
+                    self.answered.insert(key);
+                    self.finish(now, id, entry, RequestOutcome::Ended, None, 0);
                 }
                 true
             }
@@ -339,12 +353,15 @@ impl Session {
     /// What the server's going cut off: how many requests, and the first
     /// 32 (for the incarnation; the loop says whether the session's end
     /// cut them off too).
+    /// `host_ended`: the host ended the session (its hang-up or signal):
+    /// then streams end unanswered, and are not counted as cut off.
     pub fn on_server_gone(
         &mut self,
         now: Instant,
         exit: Option<Exit>,
         stderr_tail: String,
         written: u64,
+        host_ended: bool,
     ) -> (u64, Vec<Interrupted>) {
         let mut cut = Vec::new();
         if self.gone.is_some() {
@@ -358,6 +375,12 @@ impl Session {
         left.sort_by_key(|(_, e)| e.seq);
         self.deadlines.clear();
         self.progress.clear();
+        let (left, ended): (Vec<_>, Vec<_>) = left
+            .into_iter()
+            .partition(|(_, entry)| !host_ended || entry.kind.answered_at_the_hosts_end());
+        for (id, entry) in ended {
+            self.finish(now, id, entry, RequestOutcome::ShutDown, None, 0);
+        }
         let count = left.len() as u64;
         for (id, entry) in left {
             let answer = answer::server_exited(

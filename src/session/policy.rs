@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use super::RestartPolicy;
+use super::kind::Kind;
 use crate::record::mcp::SessionLimits;
 use crate::units::limit_millis;
 
@@ -42,12 +43,18 @@ pub struct SessionPolicy {
 }
 
 impl SessionPolicy {
-    pub(crate) fn timeout_for(&self, method: &str) -> Option<Duration> {
+    /// A request's deadline: its method's own timeout, else the default
+    /// for a kind that the default times.
+    pub(crate) fn timeout_for(&self, method: &str, kind: Kind) -> Option<Duration> {
+        let default = kind
+            .timed_by_default()
+            .then_some(self.default_timeout)
+            .flatten();
         self.method_timeouts
             .iter()
             .rev()
             .find(|(m, _)| m == method)
-            .map_or(self.default_timeout, |(_, t)| *t)
+            .map_or(default, |(_, t)| *t)
     }
 
     pub fn limits(&self) -> SessionLimits {

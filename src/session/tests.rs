@@ -238,7 +238,7 @@ fn a_server_that_goes_away_says_which_requests_it_was_given_whole() {
     session.on_client_line(t0, &first, &mut out, 1000);
     session.on_client_line(t0, &second, &mut out, 1000);
     let end_of_first = 1000 + first.len() as u64;
-    session.on_server_gone(t0, None, String::new(), end_of_first);
+    session.on_server_gone(t0, None, String::new(), end_of_first, false);
     client(&mut session, t0, &call(json!(3), "tools/call"));
     let written: Vec<(Value, Value)> = lines(&session.to_client)
         .iter()
@@ -266,8 +266,13 @@ fn a_server_that_goes_away_answers_for_every_request_in_flight_and_later_ones() 
     client(&mut session, t0, &call(json!(1), "tools/call"));
     client(&mut session, t0, &call(json!("two"), "ping"));
     let exit = Exit::Code { code: 1 };
-    let (count, cut) =
-        session.on_server_gone(t0, Some(exit.clone()), "Traceback: boom\n".into(), u64::MAX);
+    let (count, cut) = session.on_server_gone(
+        t0,
+        Some(exit.clone()),
+        "Traceback: boom\n".into(),
+        u64::MAX,
+        false,
+    );
     let answers = lines(&std::mem::take(&mut session.to_client));
     assert_eq!(answers.len(), 2);
     assert_eq!(
@@ -697,4 +702,127 @@ fn a_client_response_with_a_key_given_twice_passes() {
     assert_eq!(client(&mut session, t0, response), response);
     assert!(session.to_client.is_empty());
     assert_eq!(session.facts().client.responses, 1);
+}
+
+fn listen(id: Value) -> Vec<u8> {
+    line(
+        json!({"jsonrpc":"2.0","id":id,"method":"subscriptions/listen",
+        "params":{"notifications":{"toolsListChanged":true}}}),
+    )
+}
+
+/// A stream is no stuck call: --request-timeout times calls, not a
+/// `subscriptions/listen` nor a 2025 `tasks/result` (which blocks by
+/// design). A method's own timeout still applies to them.
+#[test]
+fn the_default_deadline_times_calls_not_streams_or_task_results() {
+    let t0 = Instant::now();
+    let mut session = timed(Duration::from_secs(1));
+    client(&mut session, t0, &listen(json!("l1")));
+    client(
+        &mut session,
+        t0,
+        &line(json!({"jsonrpc":"2.0","id":"r1","method":"tasks/result","params":{"taskId":"t"}})),
+    );
+    client(&mut session, t0, &call(json!("c1"), "tools/call"));
+    session.tick(t0 + Duration::from_secs(5));
+    let answered: Vec<Value> = lines(&std::mem::take(&mut session.to_client))
+        .iter()
+        .map(|a| a["id"].clone())
+        .collect();
+    assert_eq!(answered, [json!("c1")], "only the call timed out");
+    assert_eq!(session.in_flight(), 2);
+    // An explicit per-method value applies to a stream too.
+    let mut session = Session::new(
+        SessionPolicy {
+            default_timeout: Some(Duration::from_secs(1)),
+            method_timeouts: vec![("subscriptions/listen".into(), Some(Duration::from_secs(3)))],
+            ..policy()
+        },
+        "c1".into(),
+    );
+    client(&mut session, t0, &listen(json!(9)));
+    assert_eq!(session.deadline(), Some(t0 + Duration::from_secs(3)));
+}
+
+/// The server ends a stream with `notifications/cancelled` naming it:
+/// the stream leaves the table, and nothing is answered or cancelled for
+/// it afterwards. A server's cancel naming any other id is not about a
+/// client request (in the legacy era it cancels its own requests).
+#[test]
+fn a_server_that_ends_a_stream_takes_it_out_of_the_table() {
+    let t0 = Instant::now();
+    let mut session = Session::new(
+        SessionPolicy {
+            method_timeouts: vec![("subscriptions/listen".into(), Some(Duration::from_secs(1)))],
+            ..policy()
+        },
+        "c1".into(),
+    );
+    client(&mut session, t0, &listen(json!("l1")));
+    client(&mut session, t0, &call(json!("c1"), "tools/call"));
+    let ends = |id: &str| {
+        line(json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":id}}))
+    };
+    assert_eq!(
+        server(&mut session, t0, &ends("c1")),
+        ends("c1"),
+        "passed on"
+    );
+    assert_eq!(
+        session.in_flight(),
+        2,
+        "a call is not ended by a server's cancel"
+    );
+    assert_eq!(server(&mut session, t0, &ends("l1")), ends("l1"));
+    assert_eq!(session.in_flight(), 1);
+    session.tick(t0 + Duration::from_secs(2));
+    assert!(session.to_client.is_empty() && session.to_server.is_empty());
+    // Its answer, should one come after all, is dropped.
+    assert!(server(&mut session, t0, &result(json!("l1"))).is_empty());
+    assert_eq!(session.facts().late_responses_dropped, 1);
+}
+
+/// At a host's shutdown an open stream ends without an answer, and is
+/// not among what the end cut off; a call in flight is.
+#[test]
+fn at_a_host_shutdown_streams_end_without_an_answer() {
+    let t0 = Instant::now();
+    let mut session = Session::new(policy(), "c1".into());
+    client(&mut session, t0, &listen(json!("l1")));
+    client(&mut session, t0, &call(json!("c1"), "tools/call"));
+    let (count, cut) = session.on_server_gone(t0, None, String::new(), u64::MAX, true);
+    assert_eq!(count, 1);
+    assert_eq!(cut[0].id.get(), "\"c1\"");
+    let answered: Vec<Value> = lines(&session.to_client)
+        .iter()
+        .map(|a| a["id"].clone())
+        .collect();
+    assert_eq!(answered, [json!("c1")]);
+    // A crash, though, ends the stream with an answer: the client must
+    // know it has to listen again.
+    let mut session = Session::new(policy(), "c1".into());
+    client(&mut session, t0, &listen(json!("l1")));
+    let (count, _) = session.on_server_gone(t0, None, String::new(), u64::MAX, false);
+    assert_eq!(count, 1);
+    assert_eq!(lines(&session.to_client)[0]["id"], "l1");
+}
+
+/// A response for a request the client cancelled is dropped and counted,
+/// as after mcp-bound's own timeout: some hosts drop the connection on a
+/// response for an id they no longer know.
+#[test]
+fn an_answer_for_a_cancelled_request_is_dropped() {
+    let t0 = Instant::now();
+    let mut session = Session::new(policy(), "c1".into());
+    client(&mut session, t0, &call(json!(5), "tools/call"));
+    let cancel =
+        line(json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5}}));
+    client(&mut session, t0, &cancel);
+    assert!(server(&mut session, t0, &result(json!(5))).is_empty());
+    let facts = session.facts();
+    assert_eq!(
+        (facts.late_responses_dropped, facts.unmatched_responses),
+        (1, 0)
+    );
 }

@@ -175,7 +175,12 @@ impl Loop<'_> {
         if self.session.as_ref().is_none_or(|s| s.table.server_gone()) {
             return;
         }
-        let by_end = ending || self.term.cancellation().is_some() || self.host_hung_up;
+        let host_ended = self.host_hung_up
+            || matches!(
+                self.term.cancellation(),
+                Some(Cancellation::Signal(_) | Cancellation::StdinClosed)
+            );
+        let by_end = ending || self.term.cancellation().is_some() || host_ended;
         let Some(session) = self.session.as_mut() else {
             return;
         };
@@ -185,7 +190,9 @@ impl Loop<'_> {
             .redact_piece(&String::from_utf8_lossy(&tail), cut, false);
         let exit = self.exit.map(ExitObs::to_record);
         let written = session.stdin.written_up_to();
-        let (count, cut) = session.table.on_server_gone(now, exit, tail, written);
+        let (count, cut) = session
+            .table
+            .on_server_gone(now, exit, tail, written, host_ended);
         session.stdin.server_gone();
         if by_end {
             let facts = session.table.facts_mut();

@@ -530,6 +530,21 @@ impl Started {
         send_signal(self.child.id(), name);
     }
 
+    /// End the session as a host does, and run to the end: `"close"`
+    /// closes our stdin (the SDKs' shutdown); a signal's name sends it
+    /// with stdin kept open to the end (Claude Code's SIGINT).
+    pub fn finish_by(mut self, end: &str) -> Done {
+        if end == "close" {
+            self.close_stdin();
+            return self.finish();
+        }
+        let stdin = self.stdin.take();
+        self.signal(end);
+        let done = self.finish();
+        drop(stdin);
+        done
+    }
+
     pub fn finish(mut self) -> Done {
         self.stdin = None;
         let stdout_rx = self.stdout.take().map(read_all_in_thread);

@@ -1,0 +1,57 @@
+//! What kind of request a tracked one is, and each kind's rules, in one
+//! place. A kind is known by the request's method when it arrives:
+//! - a **call** (the default): one request, one answer, timed by
+//!   --request-timeout;
+//! - a **stream**, `subscriptions/listen` (MCP 2026-07-28): one long-lived
+//!   request that gets no response while it is open. It ends by the
+//!   client's cancel, the server's cancel naming it (the only use the spec
+//!   allows a server), a result, or the server's exit;
+//! - a **task's result**, a 2025-11-25 `tasks/result`, which blocks until
+//!   the task ends, by design.
+//!
+//! MRTR rounds and task creations are told by their response, not here.
+
+/// The kind of a tracked request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Call,
+    Stream,
+    TaskResult,
+}
+
+impl Kind {
+    pub fn of(method: &str) -> Kind {
+        match method {
+            "subscriptions/listen" => Kind::Stream,
+            "tasks/result" => Kind::TaskResult,
+            _ => Kind::Call,
+        }
+    }
+
+    /// Whether the default --request-timeout applies (a method's own
+    /// timeout always does): a stream and a task's result wait by design.
+    pub fn timed_by_default(self) -> bool {
+        match self {
+            Kind::Call => true,
+            Kind::Stream | Kind::TaskResult => false,
+        }
+    }
+
+    /// Whether the server may end it with `notifications/cancelled`.
+    pub fn ended_by_a_server_cancel(self) -> bool {
+        match self {
+            Kind::Stream => true,
+            Kind::Call | Kind::TaskResult => false,
+        }
+    }
+
+    /// Whether it is answered, and counted as cut off, when the host ends
+    /// the session (its hang-up or signal): a stream just ends, since the
+    /// host is going away; a call may have acted, and says so.
+    pub fn answered_at_the_hosts_end(self) -> bool {
+        match self {
+            Kind::Call | Kind::TaskResult => true,
+            Kind::Stream => false,
+        }
+    }
+}

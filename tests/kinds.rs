@@ -1,0 +1,129 @@
+//! What kind of request the session layer holds (issue 24): a stream
+//! (`subscriptions/listen`) is no stuck call, a server may end it, and a
+//! host's shutdown ends it without an answer; an answer for a request the
+//! client cancelled never reaches the client. Through the real binary,
+//! with the fixture server.
+
+mod util;
+
+use serde_json::{Value, json};
+use util::{parse_message as parse, rpc_request as request, server};
+
+/// A listen stream outlives --request-timeout (it gets no response while
+/// it is open), the server ends it with a cancel naming it, and nothing is
+/// said for it afterwards; a call beside it is still timed.
+#[test]
+fn a_stream_outlives_the_request_timeout_and_the_server_may_end_it() {
+    let mut run = server(&[])
+        .opt(&[
+            "--mcp",
+            "--request-timeout",
+            "300ms",
+            "--request-timeout",
+            "wait=0",
+        ])
+        .start();
+    run.send(&request(
+        "listen-1",
+        "subscriptions/listen",
+        json!({"notifications": {"toolsListChanged": true}}),
+    ));
+    let ack = parse(&run.read_line());
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+    // A call that takes longer than the deadline is timed; the stream,
+    // open all that time, is not.
+    run.send(&request(2, "sleep", json!({"ms": 60_000})));
+    let timed = parse(&run.read_line());
+    assert_eq!(
+        (timed["id"].clone(), timed["error"]["code"].clone()),
+        (json!(2), json!(-32001))
+    );
+    run.send(&request(3, "wait", json!({"ms": 600})));
+    let answer = parse(&run.read_line());
+    assert_eq!(
+        (answer["id"].clone(), answer["result"].is_object()),
+        (json!(3), true),
+        "no -32001 for the stream came first: {answer}"
+    );
+    // The server ends the stream: its cancel reaches the client, and no
+    // -32001 or cancel follows for it.
+    run.send(&request(4, "end_listen", json!({"listen": "listen-1"})));
+    let ended = parse(&run.read_line());
+    assert_eq!(ended["method"], "notifications/cancelled", "{ended}");
+    assert_eq!(parse(&run.read_line())["id"], 4);
+    run.send(&request(5, "wait", json!({"ms": 400})));
+    let answer = parse(&run.read_line());
+    assert_eq!(
+        (answer["id"].clone(), answer["result"].is_object()),
+        (json!(5), true),
+        "{answer}"
+    );
+    run.close_stdin();
+    let done = run.finish();
+    done.expect_state("shut_down", 0)
+        .expect("/mcp/synthesized/request_timeout", json!(1))
+        .expect("/mcp/cancellations_sent", json!(1))
+        .expect("/mcp/interrupted", json!([]));
+    let stderr = done
+        .field("/stderr/excerpt")
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    done.check(
+        !stderr.contains("NOTIFIED notifications/cancelled \"listen-1\""),
+        "the server got no cancel for the stream it ended",
+    );
+}
+
+/// A host that closes while listening has interrupted nothing: the state
+/// is shut_down, the stream is not listed, and no -32000 is written for
+/// it to a host that is going away.
+#[test]
+fn closing_while_listening_is_a_clean_shutdown() {
+    for how in ["close", "INT"] {
+        let mut run = server(&[]).opt(&["--mcp"]).start();
+        run.send(&request("l", "subscriptions/listen", json!({})));
+        assert_eq!(
+            parse(&run.read_line())["method"],
+            "notifications/subscriptions/acknowledged"
+        );
+        // INT: Claude Code's shutdown, stdin never closed.
+        let done = run.finish_by(how);
+        let code = if how == "close" { 0 } else { 130 };
+        done.expect_state("shut_down", code)
+            .expect("/mcp/interrupted", json!([]))
+            .expect("/mcp/in_flight_at_exit", json!(0))
+            .expect("/mcp/synthesized/server_exited", json!(0));
+        let stdout = String::from_utf8_lossy(&done.stdout);
+        done.check(
+            !stdout.contains("\"error\""),
+            &format!("{how}: nothing answered for the stream"),
+        );
+    }
+}
+
+/// An answer for a request the client cancelled itself is dropped and
+/// counted: Claude Code drops the connection on an answer for an id it no
+/// longer knows.
+#[test]
+fn an_answer_after_the_clients_own_cancel_is_dropped() {
+    let mut run = server(&[]).opt(&["--mcp"]).start();
+    run.send(&request(1, "sleep", json!({"ms": 300, "late": true})));
+    run.send(&util::json_line(
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 1, "reason": "the host timed it out"}}),
+    ));
+    // The fixture answers anyway, 300 ms later; a later call's answer
+    // comes after it, so whatever was written for 1 came first.
+    run.send(&request(2, "sleep", json!({"ms": 600})));
+    assert_eq!(parse(&run.read_line())["id"], 2, "nothing for 1 came first");
+    run.close_stdin();
+    let done = run.finish();
+    done.expect_state("shut_down", 0)
+        .expect("/mcp/cancelled_by_client", json!(1))
+        .expect("/mcp/late_responses_dropped", json!(1))
+        .expect("/mcp/unmatched_responses", Value::from(0));
+}
