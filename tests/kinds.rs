@@ -127,3 +127,53 @@ fn an_answer_after_the_clients_own_cancel_is_dropped() {
         .expect("/mcp/late_responses_dropped", json!(1))
         .expect("/mcp/unmatched_responses", Value::from(0));
 }
+
+/// An MRTR round trip is journaled as two rounds: the round answered
+/// `input_required` is not a final result, and the client's retry (a new
+/// id) is a request of its own with its own pair of entries.
+#[test]
+fn an_mrtr_round_trip_is_journaled_as_two_rounds() {
+    let call = server(&[]).opt(&["--mcp", "--journal"]);
+    let journal = call.path("audit.jsonl");
+    let mut run = call.opt(&[journal.to_str().unwrap()]).start();
+    run.send(&request(1, "tools/call", json!({"name": "confirm"})));
+    let round = parse(&run.read_line());
+    assert_eq!(round["result"]["resultType"], "input_required", "{round}");
+    run.send(&request(
+        2,
+        "tools/call",
+        json!({"name": "confirm", "requestState": "round-1",
+        "inputResponses": {"ok": {"action": "accept"}}}),
+    ));
+    let done_answer = parse(&run.read_line());
+    assert_eq!(done_answer["result"]["resultType"], "complete");
+    run.close_stdin();
+    let done = run.finish();
+    done.expect_state("shut_down", 0);
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let entries: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let rounds: Vec<(Value, Value, Value)> = entries
+        .iter()
+        .filter(|e| e["kind"] == "mcp_response")
+        .map(|e| {
+            (
+                e["request_id"].clone(),
+                e["outcome"].clone(),
+                e["result_type"].clone(),
+            )
+        })
+        .collect();
+    done.check(
+        rounds
+            == [
+                (json!(1), json!("result"), json!("input_required")),
+                (json!(2), json!("result"), json!("complete")),
+            ],
+        &format!("two rounds: {rounds:?}"),
+    );
+    let (ok, report) = util::verify_report(&journal);
+    done.check(ok, &format!("verify: {report}"));
+}

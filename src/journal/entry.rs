@@ -164,6 +164,11 @@ pub struct McpResponse {
     pub outcome: crate::session::RequestOutcome,
     /// The error's code, for an `error`, `timed_out` or `server_exited`.
     pub error_code: Option<i64>,
+    /// For a result: `complete`, `input_required` (an MRTR round: the
+    /// client's retry is a request of its own) or `task` (its end is an
+    /// `mcp_task` entry). Absent for other outcomes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result_type: Option<crate::session::ResultType>,
     pub duration_ms: u64,
     /// The response's bytes as the client got it (0 when cancelled).
     pub bytes: u64,

@@ -105,6 +105,8 @@ pub(crate) struct Parsed<'a> {
     #[serde(default)]
     pub(crate) error_code: Option<i64>,
     #[serde(default)]
+    pub(crate) result_type: Option<crate::session::ResultType>,
+    #[serde(default)]
     pub(crate) bytes: Option<u64>,
     // recover
     #[serde(default)]
@@ -163,7 +165,10 @@ impl<'a> Parsed<'a> {
             ),
             (
                 "mcp_response",
-                self.outcome.is_some() || self.error_code.is_some() || self.bytes.is_some(),
+                self.outcome.is_some()
+                    || self.error_code.is_some()
+                    || self.bytes.is_some()
+                    || self.result_type.is_some(),
             ),
             ("mcp_", self.request_id.is_some()),
         ];

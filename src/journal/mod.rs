@@ -277,6 +277,7 @@ mod tests {
             method: "tools/call".into(),
             outcome: crate::session::RequestOutcome::Error,
             error_code: Some(-32001),
+            result_type: Some(crate::session::ResultType::InputRequired),
             duration_ms: 1,
             bytes: 1,
         };
@@ -312,6 +313,7 @@ mod tests {
             method: "tools/call".into(),
             outcome: crate::session::RequestOutcome::Result,
             error_code: None,
+            result_type: Some(crate::session::ResultType::Complete),
             duration_ms: 0,
             bytes: 10,
         };

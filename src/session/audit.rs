@@ -18,6 +18,18 @@ pub enum RequestOutcome {
     ShutDown,
 }
 
+/// What a result says of its request (MCP 2026-07-28 `resultType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResultType {
+    /// The final result (a missing `resultType` reads as this).
+    Complete,
+    /// An MRTR round: the client retries under a new id, a request of its own.
+    InputRequired,
+    /// A task was created: its end is journaled as an `mcp_task` entry.
+    Task,
+}
+
 /// What made a client line one the strict reading could not take as it
 /// came. Such a request is still journaled before the server can act on
 /// it, read as the most permissive server parser reads it, with the
@@ -76,6 +88,8 @@ pub enum Audit {
         method: String,
         outcome: RequestOutcome,
         error_code: Option<i64>,
+        /// For a result: what it says of the request.
+        result_type: Option<ResultType>,
         duration_ms: u64,
         /// The response's bytes, as the client got it.
         bytes: u64,

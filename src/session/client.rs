@@ -28,7 +28,7 @@ use super::audit::{Audit, Irregular, RequestOutcome};
 use super::kind::Kind;
 use super::lenient::{self, Object, Reading};
 use super::message::{self, Message, join_batch};
-use super::{InFlight, Key, MAX_TRACKED, Session, answer};
+use super::{End, InFlight, Key, MAX_TRACKED, Session, answer};
 use crate::ids::hex;
 use crate::request_id::{self, RequestId};
 
@@ -294,7 +294,8 @@ impl Session {
                     // for an id they no longer know).
                     self.answered.insert(key);
                     self.facts.cancelled_by_client += 1;
-                    self.finish(now, id, entry, RequestOutcome::Cancelled, None, 0);
+                    let end = End::by(RequestOutcome::Cancelled, None);
+                    self.finish(now, id, entry, end, 0);
                 }
                 true
             }

@@ -24,6 +24,7 @@ mod message;
 mod policy;
 mod replay;
 mod restart;
+mod results;
 mod scan;
 
 use std::collections::BTreeMap;
@@ -39,7 +40,7 @@ pub(crate) use answer::{REQUEST_TIMEOUT, SERVER_ERROR};
 use late::Answered;
 use message::{Line, Message, join_batch};
 
-pub use audit::{Audit, Irregular, RequestOutcome};
+pub use audit::{Audit, Irregular, RequestOutcome, ResultType};
 pub use policy::{AuditRequests, SessionPolicy};
 use replay::{Replay, Replayed};
 pub use restart::RestartPolicy;
@@ -72,6 +73,36 @@ struct InFlight {
     /// Where its line ends in the stream of bytes for the server's stdin:
     /// once the relay has written up to here, the server's pipe had it all.
     ends_at: u64,
+}
+
+/// How a tracked request ended, for its audit.
+struct End {
+    outcome: RequestOutcome,
+    error_code: Option<i64>,
+    result_type: Option<ResultType>,
+}
+
+impl End {
+    /// Ended by mcp-bound or the client, with this code (if an error).
+    fn by(outcome: RequestOutcome, error_code: Option<i64>) -> End {
+        End {
+            outcome,
+            error_code,
+            result_type: None,
+        }
+    }
+
+    fn result(result_type: ResultType) -> End {
+        End {
+            outcome: RequestOutcome::Result,
+            error_code: None,
+            result_type: Some(result_type),
+        }
+    }
+
+    fn error(code: Option<i64>) -> End {
+        End::by(RequestOutcome::Error, code)
+    }
 }
 
 /// An entry out of the table: the id as the client sent it, and the rest.
@@ -256,11 +287,15 @@ impl Session {
                     });
                     false
                 } else if let Some((id, entry)) = self.remove(&key) {
-                    let (outcome, code) = match error {
-                        None => (RequestOutcome::Result, None),
-                        Some(code) => (RequestOutcome::Error, code),
+                    let end = match error {
+                        Some(code) => End::error(code),
+                        // Read only for the audit: most results are not.
+                        None if entry.audited => {
+                            End::result(results::read(&entry.method, result.unwrap_or_default()).0)
+                        }
+                        None => End::result(ResultType::Complete),
                     };
-                    self.finish(now, id, entry, outcome, code, bytes as u64);
+                    self.finish(now, id, entry, end, bytes as u64);
                     true
                 } else if self.answered.take(&key) {
                     self.facts.late_responses_dropped += 1;
@@ -292,7 +327,7 @@ impl Session {
                     // The server ended a stream: nothing more is said for
                     // it, and an answer after all would be a second end.
                     self.answered.insert(key);
-                    self.finish(now, id, entry, RequestOutcome::Ended, None, 0);
+                    self.finish(now, id, entry, End::by(RequestOutcome::Ended, None), 0);
                 }
                 true
             }
@@ -336,14 +371,8 @@ impl Session {
             self.to_client.extend(answer);
             self.facts.synthesized.request_timeout += 1;
             self.answered.insert(key.to_string());
-            self.finish(
-                now,
-                id,
-                entry,
-                RequestOutcome::TimedOut,
-                Some(REQUEST_TIMEOUT),
-                bytes,
-            );
+            let end = End::by(RequestOutcome::TimedOut, Some(REQUEST_TIMEOUT));
+            self.finish(now, id, entry, end, bytes);
         }
     }
 
@@ -379,7 +408,7 @@ impl Session {
             .into_iter()
             .partition(|(_, entry)| !host_ended || entry.kind.answered_at_the_hosts_end());
         for (id, entry) in ended {
-            self.finish(now, id, entry, RequestOutcome::ShutDown, None, 0);
+            self.finish(now, id, entry, End::by(RequestOutcome::ShutDown, None), 0);
         }
         let count = left.len() as u64;
         for (id, entry) in left {
@@ -400,14 +429,8 @@ impl Session {
                     name: entry.name.clone(),
                 });
             }
-            self.finish(
-                now,
-                id,
-                entry,
-                RequestOutcome::ServerExited,
-                Some(SERVER_ERROR),
-                bytes,
-            );
+            let end = End::by(RequestOutcome::ServerExited, Some(SERVER_ERROR));
+            self.finish(now, id, entry, end, bytes);
         }
         self.gone = Some(Gone { exit, stderr_tail });
         (count, cut)
@@ -425,21 +448,14 @@ impl Session {
         Some(taken(key, entry))
     }
 
-    fn finish(
-        &mut self,
-        now: Instant,
-        id: Key,
-        entry: InFlight,
-        outcome: RequestOutcome,
-        error_code: Option<i64>,
-        bytes: u64,
-    ) {
+    fn finish(&mut self, now: Instant, id: Key, entry: InFlight, end: End, bytes: u64) {
         if entry.audited {
             self.audit.push(Audit::Response {
                 id: id.to_string(),
                 method: entry.method.to_string(),
-                outcome,
-                error_code,
+                outcome: end.outcome,
+                error_code: end.error_code,
+                result_type: end.result_type,
                 duration_ms: millis(now.saturating_duration_since(entry.started)),
                 bytes,
             });

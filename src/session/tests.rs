@@ -116,6 +116,7 @@ fn a_request_and_its_response_pass_byte_exact_and_are_audited() {
             method: "tools/call".into(),
             outcome: RequestOutcome::Result,
             error_code: None,
+            result_type: Some(ResultType::Complete),
             duration_ms: 40,
             bytes: response.len() as u64,
         }
@@ -824,5 +825,59 @@ fn an_answer_for_a_cancelled_request_is_dropped() {
     assert_eq!(
         (facts.late_responses_dropped, facts.unmatched_responses),
         (1, 0)
+    );
+}
+
+fn result_of(id: Value, result: Value) -> Vec<u8> {
+    line(json!({"jsonrpc":"2.0","id":id,"result":result}))
+}
+
+/// Each result's type is journaled: an MRTR round (`input_required`) is
+/// not a final result; the client's retry is a request of its own, with
+/// its own pair of entries. Only a call that may be answered so has its
+/// result read.
+#[test]
+fn a_results_type_is_journaled_and_an_mrtr_round_is_not_a_final_result() {
+    let t0 = Instant::now();
+    let mut session = Session::new(policy(), "c1".into());
+    client(&mut session, t0, &call(json!(1), "tools/call"));
+    server(
+        &mut session,
+        t0,
+        &result_of(
+            json!(1),
+            json!({"resultType": "input_required",
+        "inputRequests": {"ok": {"method": "elicitation/create", "params": {}}}, "requestState": "s"}),
+        ),
+    );
+    client(&mut session, t0, &call(json!(2), "tools/call"));
+    server(
+        &mut session,
+        t0,
+        &result_of(json!(2), json!({"resultType": "complete", "content": []})),
+    );
+    client(&mut session, t0, &call(json!(3), "tools/call"));
+    server(
+        &mut session,
+        t0,
+        &result_of(json!(3), json!({"content": []})),
+    );
+    let types: Vec<(String, Option<ResultType>)> = session
+        .take_audit()
+        .into_iter()
+        .filter_map(|audit| match audit {
+            Audit::Response {
+                id, result_type, ..
+            } => Some((id, result_type)),
+            Audit::Request { .. } => None,
+        })
+        .collect();
+    assert_eq!(
+        types,
+        [
+            ("1".into(), Some(ResultType::InputRequired)),
+            ("2".into(), Some(ResultType::Complete)),
+            ("3".into(), Some(ResultType::Complete)),
+        ]
     );
 }
