@@ -54,9 +54,14 @@ pub fn render(report: &Report) -> String {
         );
     }
     for request in &report.unfinished_requests {
+        let what = if request.task {
+            "its task's end (mcp_task) never came; the task may still be running"
+        } else {
+            "no mcp_response entry; it may have acted"
+        };
         let _ = writeln!(
             out,
-            "WARNING: unfinished request {} {} of call {} (at {}, line {}): no mcp_response entry; it may have acted",
+            "WARNING: unfinished request {} {} of call {} (at {}, line {}): {what}",
             request.method, request.request_id, request.call_id, request.ts, request.line
         );
     }

@@ -177,3 +177,134 @@ fn an_mrtr_round_trip_is_journaled_as_two_rounds() {
     let (ok, report) = util::verify_report(&journal);
     done.check(ok, &format!("verify: {report}"));
 }
+
+/// The journal's entries of `kind`, as values.
+fn entries(journal: &std::path::Path, kind: &str) -> Vec<Value> {
+    std::fs::read_to_string(journal)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["kind"] == kind)
+        .collect()
+}
+
+/// A 2025-11-25 task: the tools/call is answered with a task at once, its
+/// tasks/result blocks past --request-timeout by design and gets the
+/// result, and the journal says what the tool call finally did, against
+/// the call (mcp_task), with verify pairing it.
+#[test]
+fn a_tasks_result_outlives_the_timeout_and_its_end_is_journaled() {
+    let call = server(&[]).opt(&["--mcp", "--request-timeout", "300ms", "--journal"]);
+    let journal = call.path("audit.jsonl");
+    let mut run = call.opt(&[journal.to_str().unwrap()]).start();
+    run.send(&request(
+        1,
+        "tools/call",
+        json!({"name": "long", "task": {"ttl": 60000}, "arguments": {"ms": 800}}),
+    ));
+    let created = parse(&run.read_line());
+    let task_id = created["result"]["task"]["taskId"].clone();
+    assert!(task_id.is_string(), "{created}");
+    run.send(&request(2, "tasks/result", json!({"taskId": task_id})));
+    let result = parse(&run.read_line());
+    assert_eq!(
+        (result["id"].clone(), result["result"]["ran"].clone()),
+        (json!(2), json!("long")),
+        "{result}"
+    );
+    run.close_stdin();
+    let done = run.finish();
+    done.expect_state("shut_down", 0)
+        .expect("/mcp/synthesized/request_timeout", json!(0));
+    let responses = entries(&journal, "mcp_response");
+    done.check(
+        responses.len() == 1 && responses[0]["result_type"] == "task",
+        &format!("the call was answered with a task: {responses:?}"),
+    );
+    let ends = entries(&journal, "mcp_task");
+    done.check(
+        ends.len() == 1
+            && ends[0]["request_id"] == 1
+            && ends[0]["task_id"] == task_id
+            && ends[0]["status"] == "completed",
+        &format!("the task's end, against the call: {ends:?}"),
+    );
+    let (ok, report) = util::verify_report(&journal);
+    done.check(
+        ok && report["unfinished_requests"] == json!([]),
+        &format!("verify: {report}"),
+    );
+}
+
+/// The tasks extension (2026-07-28): resultType task, then tasks/get
+/// polling until a terminal status, which is the task's journaled end.
+#[test]
+fn a_polled_tasks_end_is_journaled() {
+    let call = server(&[]).opt(&["--mcp", "--journal"]);
+    let journal = call.path("audit.jsonl");
+    let mut run = call.opt(&[journal.to_str().unwrap()]).start();
+    run.send(&request(
+        1,
+        "tools/call",
+        json!({"name": "long", "arguments": {"ms": 200}}),
+    ));
+    let created = parse(&run.read_line());
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    let task_id = created["result"]["task"]["taskId"].clone();
+    let mut id = 2;
+    loop {
+        run.send(&request(id, "tasks/get", json!({"taskId": task_id})));
+        let state = parse(&run.read_line());
+        if state["result"]["status"] == "completed" {
+            break;
+        }
+        id += 1;
+        assert!(id < 10_000, "the task never completed");
+    }
+    run.close_stdin();
+    let done = run.finish();
+    done.expect_state("shut_down", 0);
+    let ends = entries(&journal, "mcp_task");
+    done.check(
+        ends.len() == 1 && ends[0]["status"] == "completed" && ends[0]["request_id"] == 1,
+        &format!("{ends:?}"),
+    );
+    let (ok, report) = util::verify_report(&journal);
+    done.check(ok, &format!("verify: {report}"));
+}
+
+/// A crash loses the server's tasks (a restart does not bring them back):
+/// each is journaled as lost, and a tasks/result waiting on one is
+/// answered as any request in flight.
+#[test]
+fn a_crash_loses_the_servers_tasks() {
+    let call = server(&[]).opt(&["--mcp", "--journal"]);
+    let journal = call.path("audit.jsonl");
+    let mut run = call.opt(&[journal.to_str().unwrap()]).start();
+    run.send(&request(
+        1,
+        "tools/call",
+        json!({"name": "long", "task": {}, "arguments": {"ms": 60_000}}),
+    ));
+    let task_id = parse(&run.read_line())["result"]["task"]["taskId"].clone();
+    run.send(&request(2, "tasks/result", json!({"taskId": task_id})));
+    run.send(&request(3, "crash", json!({"code": 1})));
+    let answers: Vec<Value> = (0..2).map(|_| parse(&run.read_line())).collect();
+    assert!(
+        answers.iter().all(|a| a["error"]["code"] == -32000),
+        "both answered -32000: {answers:?}"
+    );
+    run.close_stdin();
+    let done = run.finish();
+    done.expect_state("completed", 1);
+    let ends = entries(&journal, "mcp_task");
+    done.check(
+        ends.len() == 1 && ends[0]["status"] == "lost",
+        &format!("{ends:?}"),
+    );
+    let (ok, report) = util::verify_report(&journal);
+    done.check(
+        ok && report["unfinished_requests"] == json!([]),
+        &format!("verify: {report}"),
+    );
+}

@@ -151,7 +151,10 @@ on a line of its own. With --journal, each request named by \
 --journal-requests gets an mcp_request entry, synced before the request reaches the server (requests \
 read together share one sync), and an mcp_response entry (outcome result, error, timed_out, cancelled \
 or server_exited; a result's result_type complete, input_required for an MRTR round, or task); \
-verify pairs them. The audit is never weaker than the server's parser: where the \
+verify pairs them. A task an audited call created (a 2025 CreateTaskResult or resultType task) is \
+linked to the call; its end (tasks/result, a terminal tasks/get, notifications/tasks/status) is an \
+mcp_task entry against that call (status completed, failed, cancelled, or lost when the server \
+went away), which verify pairs too. The audit is never weaker than the server's parser: where the \
 strict fast path is not sure, a client line is read as the most permissive server parser reads it \
 (Node's JSON.parse and Python's json.loads: the last of duplicate keys, NaN, Infinity, lone \
 surrogates, any depth; bad UTF-8 as U+FFFD; a lone CR ending a line; the last line with no newline). \

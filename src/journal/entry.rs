@@ -174,6 +174,22 @@ pub struct McpResponse {
     pub bytes: u64,
 }
 
+/// The end of a task an audited call created (a task-augmented
+/// tools/call): how the tool call finally went, against its request.
+#[derive(Debug, Clone, Serialize)]
+pub struct McpTask {
+    pub call_id: String,
+    /// The creating request's id, as the client sent it.
+    pub request_id: crate::request_id::RequestId,
+    pub method: String,
+    pub task_id: String,
+    pub status: crate::session::TaskStatus,
+    /// The error's code, for a failed task (when the server gave one).
+    pub error_code: Option<i64>,
+    /// Since the creating request came.
+    pub duration_ms: u64,
+}
+
 /// What a caller appends.
 pub enum Entry<'a> {
     Intent(&'a Intent),
@@ -181,6 +197,7 @@ pub enum Entry<'a> {
     Terminal(&'a Terminal),
     McpRequest(&'a McpRequest),
     McpResponse(&'a McpResponse),
+    McpTask(&'a McpTask),
     /// A terminal entry's fields as one JSON object's text (a serialized
     /// [`Terminal`]): what mcp-bound handed its watchdog to write if it
     /// died while writing them itself.
@@ -196,6 +213,7 @@ impl Entry<'_> {
             Entry::Terminal(body) => format_line(key, seq, prev, "terminal", ts, body),
             Entry::McpRequest(body) => format_line(key, seq, prev, "mcp_request", ts, body),
             Entry::McpResponse(body) => format_line(key, seq, prev, "mcp_response", ts, body),
+            Entry::McpTask(body) => format_line(key, seq, prev, "mcp_task", ts, body),
             Entry::RawTerminal(body) => format_raw_line(key, seq, prev, "terminal", ts, body),
         }
     }

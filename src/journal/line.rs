@@ -108,6 +108,11 @@ pub(crate) struct Parsed<'a> {
     pub(crate) result_type: Option<crate::session::ResultType>,
     #[serde(default)]
     pub(crate) bytes: Option<u64>,
+    // mcp_task (`method`, `error_code`, `duration_ms` shared)
+    #[serde(default)]
+    pub(crate) task_id: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    pub(crate) status: Option<crate::session::TaskStatus>,
     // recover
     #[serde(default)]
     pub(crate) torn_offset: Option<u64>,
@@ -165,11 +170,9 @@ impl<'a> Parsed<'a> {
             ),
             (
                 "mcp_response",
-                self.outcome.is_some()
-                    || self.error_code.is_some()
-                    || self.bytes.is_some()
-                    || self.result_type.is_some(),
+                self.outcome.is_some() || self.bytes.is_some() || self.result_type.is_some(),
             ),
+            ("mcp_task", self.task_id.is_some() || self.status.is_some()),
             ("mcp_", self.request_id.is_some()),
         ];
         let foreign = markers
@@ -199,6 +202,13 @@ impl<'a> Parsed<'a> {
                     && self.outcome.is_some()
                     && self.duration_ms.is_some()
                     && self.bytes.is_some()
+            }
+            "mcp_task" => {
+                call && self.request_id.is_some_and(|id| id.get() != "null")
+                    && self.method_str().is_some()
+                    && self.task_id.is_some()
+                    && self.status.is_some()
+                    && self.duration_ms.is_some()
             }
             "recover" => {
                 !call

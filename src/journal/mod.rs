@@ -34,8 +34,8 @@ mod verify;
 pub use crate::ids::hex;
 pub use append::Journal;
 pub use entry::{
-    Appended, DecisionEntry, Entry, Intent, McpRequest, McpResponse, SignalFact, StreamFacts,
-    Terminal,
+    Appended, DecisionEntry, Entry, Intent, McpRequest, McpResponse, McpTask, SignalFact,
+    StreamFacts, Terminal,
 };
 pub use key::Key;
 pub use verify::{Break, BreakKind, Head, Report, Unfinished, VerifyError, verify, verify_reader};
@@ -287,10 +287,32 @@ mod tests {
             .append_all(&[Entry::McpRequest(&request), Entry::McpResponse(&response)])
             .unwrap();
         assert_eq!(last.seq, 4, "a group commit numbers each entry");
+        let created = McpResponse {
+            result_type: Some(crate::session::ResultType::Task),
+            outcome: crate::session::RequestOutcome::Result,
+            error_code: None,
+            ..response.clone()
+        };
+        let task = McpTask {
+            call_id: "c_all".into(),
+            request_id: RequestId::new("\"r1\"").unwrap(),
+            method: "tools/call".into(),
+            task_id: "t1".into(),
+            status: crate::session::TaskStatus::Failed,
+            error_code: Some(-32603),
+            duration_ms: 3,
+        };
+        journal
+            .append_all(&[
+                Entry::McpRequest(&request),
+                Entry::McpResponse(&created),
+                Entry::McpTask(&task),
+            ])
+            .unwrap();
         journal.append(Entry::Terminal(&terminal)).unwrap();
         let report = verify(&path, None, None).unwrap();
         assert!(report.ok, "{:?}", report.broken);
-        assert_eq!(report.entries, 6);
+        assert_eq!(report.entries, 9);
         assert!(report.unfinished.is_empty());
         assert!(report.unfinished_requests.is_empty());
     }

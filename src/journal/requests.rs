@@ -1,7 +1,8 @@
 //! Verification's pairing of `mcp_request` with `mcp_response`, inside
 //! the call they belong to: a response needs an open request, a request
 //! needs an open call, and a request still open when its call ends never
-//! ended. Memory follows the requests in flight.
+//! ended. A response whose result is a task opens that task, which an
+//! `mcp_task` entry ends. Memory follows the requests and tasks in flight.
 
 use std::collections::HashMap;
 
@@ -19,12 +20,17 @@ pub struct UnfinishedRequest {
     pub request_id: String,
     pub method: String,
     pub ts: String,
+    /// The request was answered with a task, whose end (`mcp_task`) never
+    /// came.
+    pub task: bool,
 }
 
-/// Requests with no response yet, by call id and request id.
+/// Requests with no response yet, and tasks with no end yet, by call id
+/// and request id.
 #[derive(Default)]
 pub(crate) struct OpenRequests {
     open: HashMap<(String, String), UnfinishedRequest>,
+    tasks: HashMap<(String, String), UnfinishedRequest>,
 }
 
 impl OpenRequests {
@@ -57,7 +63,16 @@ impl OpenRequests {
         };
         let request_id = raw.to_string();
         let key = (call_id.to_string(), key.into_owned());
-        if parsed.kind == "mcp_request" {
+        if parsed.kind == "mcp_task" {
+            if self.tasks.remove(&key).is_none() {
+                return Err((
+                    BreakKind::OrphanTerminal,
+                    format!(
+                        "an mcp_task for request {request_id} of call {call_id}, which opened no task"
+                    ),
+                ));
+            }
+        } else if parsed.kind == "mcp_request" {
             if self.open.contains_key(&key) {
                 return Err((
                     BreakKind::DuplicateCall,
@@ -70,36 +85,51 @@ impl OpenRequests {
                 request_id,
                 method: parsed.method_str().unwrap_or_default(),
                 ts: parsed.ts.to_string(),
+                task: false,
             };
             self.open.insert(key, request);
-        } else if self.open.remove(&key).is_none() {
-            return Err((
-                BreakKind::OrphanTerminal,
-                format!("an mcp_response {request_id} of call {call_id} with no open mcp_request"),
-            ));
+        } else {
+            let Some(request) = self.open.remove(&key) else {
+                return Err((
+                    BreakKind::OrphanTerminal,
+                    format!(
+                        "an mcp_response {request_id} of call {call_id} with no open mcp_request"
+                    ),
+                ));
+            };
+            if parsed.result_type == Some(crate::session::ResultType::Task) {
+                let task = UnfinishedRequest {
+                    task: true,
+                    ..request
+                };
+                self.tasks.insert(key, task);
+            }
         }
         Ok(())
     }
 
     /// A call ended: its requests still open never ended.
     pub(crate) fn call_ended(&mut self, call_id: &str) -> Vec<UnfinishedRequest> {
-        if self.open.is_empty() {
-            return Vec::new();
+        let mut ended = Vec::new();
+        for open in [&mut self.open, &mut self.tasks] {
+            if open.is_empty() {
+                continue;
+            }
+            let keys: Vec<(String, String)> = open
+                .keys()
+                .filter(|(call, _)| call == call_id)
+                .cloned()
+                .collect();
+            ended.extend(keys.iter().filter_map(|key| open.remove(key)));
         }
-        let ended: Vec<(String, String)> = self
-            .open
-            .keys()
-            .filter(|(call, _)| call == call_id)
-            .cloned()
-            .collect();
         ended
-            .iter()
-            .filter_map(|key| self.open.remove(key))
-            .collect()
     }
 
     /// The end of the journal: whatever is still open.
     pub(crate) fn drain(&mut self) -> impl Iterator<Item = UnfinishedRequest> + '_ {
-        self.open.drain().map(|(_, request)| request)
+        self.open
+            .drain()
+            .chain(self.tasks.drain())
+            .map(|(_, request)| request)
     }
 }

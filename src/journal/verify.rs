@@ -393,7 +393,7 @@ impl Verifier<'_> {
                             );
                         }
                     }
-                } else if kind == "mcp_request" || kind == "mcp_response" {
+                } else if kind.starts_with("mcp_") {
                     let call_open = self.open.contains_key(call_id);
                     if let Err((kind, detail)) =
                         self.open_requests.on_entry(line_no, &parsed, call_open)

@@ -30,6 +30,17 @@ pub enum ResultType {
     Task,
 }
 
+/// How a task that an audited call created finally went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatus {
+    Completed,
+    Failed,
+    Cancelled,
+    /// The server that held it went away (a crash, a restart, the end).
+    Lost,
+}
+
 /// What made a client line one the strict reading could not take as it
 /// came. Such a request is still journaled before the server can act on
 /// it, read as the most permissive server parser reads it, with the
@@ -93,6 +104,17 @@ pub enum Audit {
         duration_ms: u64,
         /// The response's bytes, as the client got it.
         bytes: u64,
+    },
+    /// The end of a task an audited call created.
+    Task {
+        /// The creating request's id, as the client wrote it.
+        id: String,
+        method: String,
+        task_id: String,
+        status: TaskStatus,
+        error_code: Option<i64>,
+        /// Since the creating request came.
+        duration_ms: u64,
     },
 }
 

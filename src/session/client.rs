@@ -391,9 +391,15 @@ impl Session {
             None
         };
         self.seq += 1;
+        let task = method
+            .starts_with("tasks/")
+            .then(|| super::tasks::task_id_of(params))
+            .flatten()
+            .filter(|task_id| self.tasks.is_open(task_id));
         let entry = InFlight {
             spelled: (*key != *id).then(|| id.to_string()),
             kind,
+            task,
             method: Key::new(method),
             name,
             started: now,

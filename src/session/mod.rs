@@ -26,6 +26,7 @@ mod replay;
 mod restart;
 mod results;
 mod scan;
+mod tasks;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -40,7 +41,7 @@ pub(crate) use answer::{REQUEST_TIMEOUT, SERVER_ERROR};
 use late::Answered;
 use message::{Line, Message, join_batch};
 
-pub use audit::{Audit, Irregular, RequestOutcome, ResultType};
+pub use audit::{Audit, Irregular, RequestOutcome, ResultType, TaskStatus};
 pub use policy::{AuditRequests, SessionPolicy};
 use replay::{Replay, Replayed};
 pub use restart::RestartPolicy;
@@ -70,6 +71,9 @@ struct InFlight {
     deadline: Option<Instant>,
     progress_token: Option<String>,
     audited: bool,
+    /// The task (one an audited call created) this `tasks/*` request asks
+    /// about.
+    task: Option<String>,
     /// Where its line ends in the stream of bytes for the server's stdin:
     /// once the relay has written up to here, the server's pipe had it all.
     ends_at: u64,
@@ -139,6 +143,8 @@ pub(crate) struct Session {
     line_ends_at: u64,
     /// A client line over --max-message-bytes is streaming through.
     overlong: Option<client::Overlong>,
+    /// Tasks audited calls created, until their end is seen.
+    tasks: tasks::Tasks,
 }
 
 impl Session {
@@ -165,6 +171,7 @@ impl Session {
             line_ends_at: 0,
             replayed: None,
             overlong: None,
+            tasks: tasks::Tasks::new(max_in_flight),
         }
     }
 
@@ -287,11 +294,22 @@ impl Session {
                     });
                     false
                 } else if let Some((id, entry)) = self.remove(&key) {
+                    self.on_task_answer(now, &entry, result, error);
                     let end = match error {
                         Some(code) => End::error(code),
                         // Read only for the audit: most results are not.
                         None if entry.audited => {
-                            End::result(results::read(&entry.method, result.unwrap_or_default()).0)
+                            let (result_type, task) =
+                                results::read(&entry.method, result.unwrap_or_default());
+                            if let Some(task_id) = task {
+                                let created = tasks::Created {
+                                    id: id.to_string(),
+                                    method: entry.method.to_string(),
+                                    started: entry.started,
+                                };
+                                self.tasks.created(task_id, created);
+                            }
+                            End::result(result_type)
                         }
                         None => End::result(ResultType::Complete),
                     };
@@ -316,6 +334,10 @@ impl Session {
                     && let Some(key) = self.progress.get(&token).cloned()
                 {
                     self.extend_deadline(now, &key);
+                } else if method == "notifications/tasks/status"
+                    && let Some((Some(task_id), status, code)) = params.and_then(tasks::terminal)
+                {
+                    self.task_ended(now, &task_id, status, code);
                 } else if method == "notifications/cancelled"
                     && let Some(key) = message::cancelled_id(params)
                     && self
@@ -336,6 +358,47 @@ impl Session {
                 self.facts.server.non_jsonrpc_lines += 1;
                 true
             }
+        }
+    }
+
+    /// A `tasks/*` request about a task an audited call created was
+    /// answered: its end, if the answer tells one.
+    fn on_task_answer(
+        &mut self,
+        now: Instant,
+        entry: &InFlight,
+        result: Option<&str>,
+        error: Option<Option<i64>>,
+    ) {
+        let Some(task_id) = &entry.task else {
+            return;
+        };
+        let end = match (&*entry.method, result, error) {
+            // A 2025-11-25 tasks/result: what the call would have returned.
+            ("tasks/result", _, Some(code)) => Some((TaskStatus::Failed, code)),
+            ("tasks/result", Some(_), None) => Some((TaskStatus::Completed, None)),
+            ("tasks/get", Some(result), None) => {
+                tasks::terminal(result).map(|(_, status, code)| (status, code))
+            }
+            _ => None,
+        };
+        if let Some((status, code)) = end {
+            let task_id = task_id.clone();
+            self.task_ended(now, &task_id, status, code);
+        }
+    }
+
+    /// A task ended: journaled against the call that created it, once.
+    fn task_ended(&mut self, now: Instant, task_id: &str, status: TaskStatus, code: Option<i64>) {
+        if let Some(created) = self.tasks.ended(task_id) {
+            self.audit.push(Audit::Task {
+                id: created.id,
+                method: created.method,
+                task_id: task_id.to_string(),
+                status,
+                error_code: code,
+                duration_ms: millis(now.saturating_duration_since(created.started)),
+            });
         }
     }
 
@@ -432,6 +495,10 @@ impl Session {
             let end = End::by(RequestOutcome::ServerExited, Some(SERVER_ERROR));
             self.finish(now, id, entry, end, bytes);
         }
+        // The server held its tasks: they are lost with it.
+        for task_id in self.tasks.open_ids() {
+            self.task_ended(now, &task_id, TaskStatus::Lost, None);
+        }
         self.gone = Some(Gone { exit, stderr_tail });
         (count, cut)
     }
@@ -498,7 +565,7 @@ pub fn fuzz_client_line(
         .into_iter()
         .filter_map(|audit| match audit {
             Audit::Request { method, name, .. } => Some((method, name)),
-            Audit::Response { .. } => None,
+            Audit::Response { .. } | Audit::Task { .. } => None,
         })
         .collect();
     (out, requests)

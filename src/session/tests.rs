@@ -382,7 +382,7 @@ fn an_id_is_answered_as_the_client_spelled_it() {
         .into_iter()
         .map(|audit| match audit {
             Audit::Request { id, .. } => id.unwrap(),
-            Audit::Response { id, .. } => id,
+            Audit::Response { id, .. } | Audit::Task { id, .. } => id,
         })
         .collect();
     assert_eq!(ids, ["\"a\\u0062\"", "1e2", "\"a\\u0062\"", "1e2"]);
@@ -439,7 +439,7 @@ fn requests(session: &mut Session) -> Vec<Entry> {
                 irregular,
                 ..
             } => Some((id, method, name, irregular)),
-            Audit::Response { .. } => None,
+            Audit::Response { .. } | Audit::Task { .. } => None,
         })
         .collect()
 }
@@ -869,7 +869,7 @@ fn a_results_type_is_journaled_and_an_mrtr_round_is_not_a_final_result() {
             Audit::Response {
                 id, result_type, ..
             } => Some((id, result_type)),
-            Audit::Request { .. } => None,
+            Audit::Request { .. } | Audit::Task { .. } => None,
         })
         .collect();
     assert_eq!(
@@ -879,5 +879,144 @@ fn a_results_type_is_journaled_and_an_mrtr_round_is_not_a_final_result() {
             ("2".into(), Some(ResultType::Complete)),
             ("3".into(), Some(ResultType::Complete)),
         ]
+    );
+}
+
+/// The task entries the session made: (the creating call's id, task id,
+/// status, error code).
+fn task_ends(session: &mut Session) -> Vec<(String, String, TaskStatus, Option<i64>)> {
+    session
+        .take_audit()
+        .into_iter()
+        .filter_map(|audit| match audit {
+            Audit::Task {
+                id,
+                task_id,
+                status,
+                error_code,
+                ..
+            } => Some((id, task_id, status, error_code)),
+            Audit::Request { .. } | Audit::Response { .. } => None,
+        })
+        .collect()
+}
+
+fn request_of(id: Value, method: &str, params: Value) -> Vec<u8> {
+    line(json!({"jsonrpc":"2.0","id":id,"method":method,"params":params}))
+}
+
+/// An audited tools/call `id`, answered with a 2025 CreateTaskResult.
+fn created_task(session: &mut Session, t0: Instant, id: Value, task_id: &str) {
+    client(session, t0, &call(id.clone(), "tools/call"));
+    let created = json!({"task": {"taskId": task_id, "status": "working"}});
+    server(session, t0, &result_of(id, created));
+}
+
+/// A task created by an audited tools/call is linked to it by its id; its
+/// end, as tasks/get, tasks/result or a status notification tell it, is
+/// journaled against that call, once.
+#[test]
+fn a_tasks_end_is_journaled_against_the_call_that_created_it() {
+    let t0 = Instant::now();
+    let mut session = Session::new(policy(), "c1".into());
+    // 2025-11-25: a CreateTaskResult, then a tasks/result that blocks.
+    created_task(&mut session, t0, json!(1), "a");
+    client(
+        &mut session,
+        t0,
+        &request_of(json!(2), "tasks/result", json!({"taskId": "a"})),
+    );
+    server(
+        &mut session,
+        t0,
+        &result_of(json!(2), json!({"content": []})),
+    );
+    // The extension: resultType task, then tasks/get polling.
+    client(&mut session, t0, &call(json!(3), "tools/call"));
+    server(
+        &mut session,
+        t0,
+        &result_of(
+            json!(3),
+            json!({"resultType": "task", "task": {"taskId": "b", "status": "working"}}),
+        ),
+    );
+    client(
+        &mut session,
+        t0,
+        &request_of(json!(4), "tasks/get", json!({"taskId": "b"})),
+    );
+    server(
+        &mut session,
+        t0,
+        &result_of(json!(4), json!({"taskId": "b", "status": "working"})),
+    );
+    client(
+        &mut session,
+        t0,
+        &request_of(json!(5), "tasks/get", json!({"taskId": "b"})),
+    );
+    server(
+        &mut session,
+        t0,
+        &result_of(
+            json!(5),
+            json!({"taskId": "b", "status": "failed",
+        "error": {"code": -32603, "message": "boom"}}),
+        ),
+    );
+    // A status notification ends a third; a later poll says nothing more.
+    client(&mut session, t0, &call(json!(6), "tools/call"));
+    server(
+        &mut session,
+        t0,
+        &result_of(
+            json!(6),
+            json!({"task": {"taskId": "c", "status": "working"}}),
+        ),
+    );
+    let status = line(
+        json!({"jsonrpc":"2.0","method":"notifications/tasks/status",
+        "params": {"taskId": "c", "status": "cancelled"}}),
+    );
+    server(&mut session, t0, &status);
+    client(
+        &mut session,
+        t0,
+        &request_of(json!(7), "tasks/get", json!({"taskId": "c"})),
+    );
+    server(
+        &mut session,
+        t0,
+        &result_of(json!(7), json!({"taskId": "c", "status": "cancelled"})),
+    );
+    assert_eq!(
+        task_ends(&mut session),
+        [
+            ("1".into(), "a".into(), TaskStatus::Completed, None),
+            ("3".into(), "b".into(), TaskStatus::Failed, Some(-32603)),
+            ("6".into(), "c".into(), TaskStatus::Cancelled, None),
+        ]
+    );
+}
+
+/// A server that goes away loses its tasks: each is journaled as lost,
+/// and a tasks/result waiting on one is answered as any request in flight.
+#[test]
+fn a_server_that_goes_away_loses_its_tasks() {
+    let t0 = Instant::now();
+    let mut session = Session::new(policy(), "c1".into());
+    created_task(&mut session, t0, json!(1), "a");
+    client(
+        &mut session,
+        t0,
+        &request_of(json!(2), "tasks/result", json!({"taskId": "a"})),
+    );
+    session.take_audit();
+    session.on_server_gone(t0, None, String::new(), u64::MAX, false);
+    assert_eq!(lines(&session.to_client)[0]["id"], 2);
+    assert_eq!(
+        task_ends(&mut session),
+        [("1".into(), "a".into(), TaskStatus::Lost, None)]
     );
 }

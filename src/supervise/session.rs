@@ -251,6 +251,7 @@ fn append_audit(journal: &Journal, call_id: &str, audit: &[Audit]) -> Result<(),
     enum Owned {
         Request(journal::McpRequest),
         Response(journal::McpResponse),
+        Task(journal::McpTask),
     }
     let id = RequestId::new;
     let owned: Vec<Owned> = audit
@@ -290,6 +291,22 @@ fn append_audit(journal: &Journal, call_id: &str, audit: &[Audit]) -> Result<(),
                 duration_ms: *duration_ms,
                 bytes: *bytes,
             }),
+            Audit::Task {
+                id: request_id,
+                method,
+                task_id,
+                status,
+                error_code,
+                duration_ms,
+            } => Owned::Task(journal::McpTask {
+                call_id: call_id.to_string(),
+                request_id: id(request_id).expect("a tracked id is strict JSON"),
+                method: method.clone(),
+                task_id: task_id.clone(),
+                status: *status,
+                error_code: *error_code,
+                duration_ms: *duration_ms,
+            }),
         })
         .collect();
     let entries: Vec<journal::Entry<'_>> = owned
@@ -297,6 +314,7 @@ fn append_audit(journal: &Journal, call_id: &str, audit: &[Audit]) -> Result<(),
         .map(|entry| match entry {
             Owned::Request(request) => journal::Entry::McpRequest(request),
             Owned::Response(response) => journal::Entry::McpResponse(response),
+            Owned::Task(task) => journal::Entry::McpTask(task),
         })
         .collect();
     journal.append_all(&entries).map(|_| ()).map_err(|err| {
