@@ -32,9 +32,13 @@ pub struct CaptureSettings {
 /// Where the record goes, and the ids in it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecordSettings {
+    /// This run's record file (a --record template filled in).
     pub path: Option<PathBuf>,
+    /// The template and how many of its final records to keep.
+    pub keep: Option<(crate::record::RecordTemplate, usize)>,
     pub fd: Option<i32>,
-    pub call_id: Option<String>,
+    /// --call-id, or a random one made here (the record path may name it).
+    pub call_id: String,
     pub session_id: Option<String>,
 }
 
@@ -82,6 +86,11 @@ impl From<&Cli> for Settings {
     fn from(cli: &Cli) -> Settings {
         let mcp = cli.mcp_mode.mcp;
         let deadline = &cli.deadline;
+        let call_id = cli
+            .record
+            .call_id
+            .clone()
+            .unwrap_or_else(crate::ids::call_id);
         let policy = Policy {
             timeout: deadline.timeout.filter(|t| !t.is_zero()),
             signal: deadline.signal,
@@ -187,9 +196,19 @@ impl From<&Cli> for Settings {
                     }),
             },
             record: RecordSettings {
-                path: cli.record.record.clone(),
+                path: cli
+                    .record
+                    .record
+                    .as_ref()
+                    .map(|template| template.fill(&call_id, std::process::id())),
+                keep: cli
+                    .record
+                    .record
+                    .clone()
+                    .filter(|template| template.has_placeholder())
+                    .zip(cli.record.record_keep.map(|n| n as usize)),
                 fd: cli.record.record_fd,
-                call_id: cli.record.call_id.clone(),
+                call_id,
                 session_id: cli.record.session_id.clone(),
             },
             streams,

@@ -171,14 +171,19 @@ pub struct StderrLogArgs {
 /// Record options: where the record goes and the ids in it.
 #[derive(Args, Debug)]
 pub struct RecordArgs {
-    /// Write the record to PATH: "dispatched" before the helper starts, replaced atomically at the end (mode 0600; a symlink is refused).
+    /// Write the record to PATH: "dispatched" before the helper starts, replaced atomically at the end (mode 0600; a symlink is refused). In the file name, {call_id} is the call's id and {pid} mcp-bound's pid ({{ and }} are braces), so that each run writes its own (a host that starts the same command again, a client's probe sibling).
     #[arg(
         long,
         value_name = "PATH",
         env = "MCP_BOUND_RECORD",
+        value_parser = RecordPathParser,
         help_heading = "Record options"
     )]
-    pub record: Option<PathBuf>,
+    pub record: Option<crate::record::RecordTemplate>,
+
+    /// With a --record template: after each run, keep the newest N final records it made and remove the others (a record still in flight is never removed).
+    #[arg(long, value_name = "N", env = "MCP_BOUND_RECORD_KEEP", value_parser = clap::value_parser!(u32).range(1..), help_heading = "Record options")]
+    pub record_keep: Option<u32>,
 
     /// Write the record as one line to descriptor N at the end (not 0 or 1: stdout belongs to the helper).
     #[arg(long, value_name = "N", env = "MCP_BOUND_RECORD_FD", value_parser = clap::value_parser!(i32).range(2..), help_heading = "Record options")]
@@ -339,6 +344,33 @@ fn parse_regex(text: &str) -> Result<String, String> {
     crate::redact::Redactor::new(&[text.to_string()]).map(|_| text.to_string())
 }
 
+/// `--record`'s value: a path, or a template (placeholders in its file
+/// name). Read as an OsStr: a path need not be UTF-8.
+#[derive(Clone)]
+struct RecordPathParser;
+
+impl clap::builder::TypedValueParser for RecordPathParser {
+    type Value = crate::record::RecordTemplate;
+
+    fn parse_ref(
+        &self,
+        _command: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<Self::Value, clap::Error> {
+        crate::record::RecordTemplate::parse(value).map_err(|why| {
+            let arg = arg.map_or("--record <PATH>".to_string(), ToString::to_string);
+            clap::Error::raw(
+                clap::error::ErrorKind::ValueValidation,
+                format!(
+                    "invalid value '{}' for '{arg}': {why}\n",
+                    value.to_string_lossy()
+                ),
+            )
+        })
+    }
+}
+
 /// An id is printable and short: it ends up in file names and log lines.
 fn parse_id(text: &str) -> Result<String, String> {
     if text.is_empty() || text.len() > 256 {
@@ -381,19 +413,26 @@ where
 {
     let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
     let verifying = args.get(1).is_some_and(|arg| arg == "verify");
-    let parsed = command()
-        .try_get_matches_from(&args)
-        .and_then(|matches| Cli::from_arg_matches(&matches));
+    let parsed = command().try_get_matches_from(&args).and_then(|matches| {
+        let given = Given::from(&matches);
+        Cli::from_arg_matches(&matches).map(|cli| (cli, given))
+    });
     match parsed {
-        Ok(Cli {
-            subcommand: Some(Sub::Verify(verify)),
-            ..
-        }) => Ok(Parsed::Verify(verify)),
-        Ok(Cli {
-            generate: Some(what),
-            ..
-        }) => Ok(Parsed::Generate(what)),
-        Ok(cli) => match check(&cli) {
+        Ok((
+            Cli {
+                subcommand: Some(Sub::Verify(verify)),
+                ..
+            },
+            _,
+        )) => Ok(Parsed::Verify(verify)),
+        Ok((
+            Cli {
+                generate: Some(what),
+                ..
+            },
+            _,
+        )) => Ok(Parsed::Generate(what)),
+        Ok((cli, given)) => match check(&cli, &given) {
             Ok(()) => Ok(Parsed::Run(Box::new(cli))),
             Err(text) => Err(Error::Usage(text)),
         },
@@ -410,9 +449,30 @@ where
     }
 }
 
+/// Which options were given on the command line itself. An option that
+/// depends on another is an error only then: an `MCP_BOUND_*` variable is
+/// a default that host configs set broadly.
+struct Given {
+    record_keep: bool,
+}
+
+impl From<&clap::ArgMatches> for Given {
+    fn from(matches: &clap::ArgMatches) -> Given {
+        let on_the_line =
+            |id: &str| matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
+        Given {
+            record_keep: on_the_line("record_keep"),
+        }
+    }
+}
+
 /// What clap cannot say: options that would do nothing, or contradict
 /// each other, in this combination.
-fn check(cli: &Cli) -> Result<(), String> {
+fn check(cli: &Cli, given: &Given) -> Result<(), String> {
+    let template = cli.record.record.as_ref();
+    if given.record_keep && !template.is_some_and(|t| t.has_placeholder()) {
+        return Err("--record-keep keeps the newest records a --record template makes: give --record a placeholder in its file name ({call_id})".into());
+    }
     let server = &cli.mcp_mode;
     let guard_off = server.stdout_guard == Some(GuardMode::Off)
         || (server.stdout_guard.is_none() && !server.mcp);

@@ -11,8 +11,10 @@ use crate::termination::{Cancellation, Reason};
 
 pub mod mcp;
 mod milestone;
+mod template;
 
 pub use milestone::Milestone;
+pub use template::RecordTemplate;
 
 pub const SCHEMA: &str = "mcp-bound/record/v1";
 

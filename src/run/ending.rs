@@ -3,10 +3,9 @@
 //! bounded echo with its summary line, all masked, none able to hang us.
 
 use std::fs;
-use std::io::{self, Write};
-use std::path::Path;
 use std::time::{Duration, Instant, SystemTime};
 
+use super::records::{keep_newest, write_record_file, write_record_text};
 use crate::cli::Echo;
 use crate::error::code;
 use crate::ids::rfc3339;
@@ -17,7 +16,6 @@ use crate::settings::Settings;
 use crate::signals;
 use crate::sink::Sink;
 use crate::supervise::Outcome;
-use crate::sys;
 use crate::termination::Cancellation;
 use crate::units::millis;
 
@@ -185,14 +183,20 @@ impl Ending<'_> {
                 .map(|meta| meta.len());
             link.final_words(&line, body.as_deref().unwrap_or("{}"), journal_len);
         }
-        if let Some(path) = &settings.record.path
-            && let Err(err) = write_record_text(path, &line)
-            && !self.record_refused.get()
-        {
-            self.say(format!(
-                "mcp-bound: --record {}: cannot write the final record: {err}\n",
-                path.display()
-            ));
+        if let Some(path) = &settings.record.path {
+            match write_record_text(path, &line) {
+                Err(err) if !self.record_refused.get() => self.say(format!(
+                    "mcp-bound: --record {}: cannot write the final record: {err}\n",
+                    path.display()
+                )),
+                Err(_) => {}
+                // Records a template made do not pile up.
+                Ok(()) => {
+                    if let Some((template, keep)) = &settings.record.keep {
+                        keep_newest(template, *keep);
+                    }
+                }
+            }
         }
         if let (Some(journal), Some(terminal)) = (self.journal, &terminal)
             && let Err(err) = journal.append(journal::Entry::Terminal(terminal))
@@ -283,49 +287,4 @@ fn summary(record: &Record) -> String {
         stderr.bytes_seen,
         record.lifecycle.exit_code.unwrap_or(code::OWN_FAILURE),
     )
-}
-
-/// Replace the record at `path` atomically: a private temporary file in the
-/// same directory, synced, then renamed over. A symlink at `path` is
-/// refused rather than followed or replaced.
-pub(super) fn write_record_file(path: &Path, record: &Record) -> io::Result<()> {
-    write_record_text(path, &record.to_line())
-}
-
-/// As [`write_record_file`], for a record already written out as a line.
-pub(super) fn write_record_text(path: &Path, line: &str) -> io::Result<()> {
-    if let Ok(meta) = fs::symlink_metadata(path) {
-        if meta.file_type().is_symlink() {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "is a symlink; refusing to follow it",
-            ));
-        }
-        if !meta.is_file() {
-            // Renaming over a device or a FIFO would replace it.
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "is not a regular file; refusing to replace it",
-            ));
-        }
-    }
-    let name = path
-        .file_name()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "has no file name"))?;
-    let temp = sys::parent_dir(path).join(format!(
-        ".{}.{}.{}.tmp",
-        name.to_string_lossy(),
-        std::process::id(),
-        crate::ids::random_hex(4)
-    ));
-    let result = (|| {
-        let mut file = sys::create_private(&temp)?;
-        file.write_all(line.as_bytes())?;
-        file.sync_data()?;
-        fs::rename(&temp, path)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&temp);
-    }
-    result
 }

@@ -7,10 +7,9 @@
 //! - it died before: `supervisor_killed`, in the record and the journal,
 //!   with what its last milestone knew.
 
-use std::path::Path;
 use std::time::{Instant, SystemTime};
 
-use super::ending::{write_record_file, write_record_text};
+use super::records::{holds_final_record, write_record_file, write_record_text};
 use crate::contain::{FinalWords, LastWords};
 use crate::ids::rfc3339;
 use crate::journal::{self, Journal};
@@ -55,19 +54,6 @@ fn complete(settings: &Settings, journal: Option<&Journal>, call_id: &str, words
             let _ = journal.append(journal::Entry::RawTerminal(&words.terminal));
         }
     }
-}
-
-/// Whether the record file holds a call's final record (not the one
-/// written while it was in flight).
-fn holds_final_record(path: &Path) -> bool {
-    #[derive(serde::Deserialize)]
-    struct StateOnly {
-        state: String,
-    }
-    std::fs::read(path)
-        .ok()
-        .and_then(|text| serde_json::from_slice::<StateOnly>(&text).ok())
-        .is_some_and(|record| !matches!(record.state.as_str(), "dispatched" | "awaiting_approval"))
 }
 
 /// mcp-bound died before its final words: say so, with what it knew.

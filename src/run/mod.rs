@@ -27,6 +27,7 @@ use crate::units::limit_millis;
 mod approval;
 mod ending;
 mod last_words;
+mod records;
 
 use ending::Ending;
 
@@ -298,11 +299,7 @@ fn initial_record(settings: &Settings, started_at: SystemTime, redactor: &Redact
     Record {
         ids: Ids {
             schema: SCHEMA,
-            call_id: settings
-                .record
-                .call_id
-                .clone()
-                .unwrap_or_else(crate::ids::call_id),
+            call_id: settings.record.call_id.clone(),
             session_id: settings.record.session_id.clone(),
         },
         lifecycle: Lifecycle {

@@ -1,0 +1,94 @@
+//! The record file: replaced atomically, a final record told apart from
+//! one written while the call was in flight, and, with a `--record`
+//! template and `--record-keep N`, the oldest final records it made
+//! removed, so that a record per run does not pile up.
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::Path;
+
+use crate::record::{Record, RecordTemplate};
+use crate::sys;
+
+/// Replace the record at `path` atomically: a private temporary file in the
+/// same directory, synced, then renamed over. A symlink at `path` is
+/// refused rather than followed or replaced.
+pub(super) fn write_record_file(path: &Path, record: &Record) -> io::Result<()> {
+    write_record_text(path, &record.to_line())
+}
+
+/// As [`write_record_file`], for a record already written out as a line.
+pub(super) fn write_record_text(path: &Path, line: &str) -> io::Result<()> {
+    if let Ok(meta) = fs::symlink_metadata(path) {
+        if meta.file_type().is_symlink() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "is a symlink; refusing to follow it",
+            ));
+        }
+        if !meta.is_file() {
+            // Renaming over a device or a FIFO would replace it.
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "is not a regular file; refusing to replace it",
+            ));
+        }
+    }
+    let name = path
+        .file_name()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "has no file name"))?;
+    let temp = sys::parent_dir(path).join(format!(
+        ".{}.{}.{}.tmp",
+        name.to_string_lossy(),
+        std::process::id(),
+        crate::ids::random_hex(4)
+    ));
+    let result = (|| {
+        let mut file = sys::create_private(&temp)?;
+        file.write_all(line.as_bytes())?;
+        file.sync_data()?;
+        fs::rename(&temp, path)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&temp);
+    }
+    result
+}
+
+/// Whether the record file holds a call's final record (not the one
+/// written while it was in flight).
+pub(super) fn holds_final_record(path: &Path) -> bool {
+    #[derive(serde::Deserialize)]
+    struct StateOnly {
+        state: String,
+    }
+    std::fs::read(path)
+        .ok()
+        .and_then(|text| serde_json::from_slice::<StateOnly>(&text).ok())
+        .is_some_and(|record| !matches!(record.state.as_str(), "dispatched" | "awaiting_approval"))
+}
+
+/// Keep the newest `keep` final records `template` made (this run's
+/// among them), removing the others. A record still in flight (another
+/// run of the same command, a probe sibling) is never touched, nor is
+/// anything the template does not make. Best effort: a file that cannot
+/// be read or removed stays.
+pub(super) fn keep_newest(template: &RecordTemplate, keep: usize) {
+    let Ok(entries) = fs::read_dir(template.dir()) else {
+        return;
+    };
+    let mut finals: Vec<(std::time::SystemTime, std::path::PathBuf)> = entries
+        .flatten()
+        .filter(|entry| template.makes(&entry.file_name()))
+        .filter_map(|entry| {
+            let meta = entry.metadata().ok()?;
+            let path = entry.path();
+            let modified = meta.modified().ok()?;
+            (meta.is_file() && holds_final_record(&path)).then_some((modified, path))
+        })
+        .collect();
+    finals.sort_by_key(|(modified, _)| std::cmp::Reverse(*modified));
+    for (_, path) in finals.into_iter().skip(keep) {
+        let _ = fs::remove_file(path);
+    }
+}
