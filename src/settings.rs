@@ -139,6 +139,7 @@ impl From<&Cli> for Settings {
             resets_on_progress: server.request_timeout_resets_on_progress,
             max_in_flight: server.max_in_flight as usize,
             audit: cli.journal.journal_requests,
+            agent_excerpt_bytes: server.agent_excerpt_bytes,
             restart: RestartPolicy {
                 mode: server.restart,
                 max_restarts: server.max_restarts,

@@ -155,9 +155,12 @@ fn a_crash_mid_call_answers_with_32000_and_the_stderr_tail_at_once() {
     for (answer, id) in answers.iter().zip([1, 2]) {
         done.check(answer["id"] == id, &format!("an answer for {id}: {answer}"));
         done.check(answer["error"]["code"] == -32000, "-32000");
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
         done.check(
-            answer["error"]["message"] == "MCP server exited before responding (exit 3)",
-            "the message says how the server ended",
+            message.starts_with("MCP server exited before responding (exit 3)\n\n")
+                && message.contains("Traceback: KeyError")
+                && !message.contains("abc123secretvalue"),
+            "the message says how the server ended, and what it said last (masked)",
         );
         let data = &answer["error"]["data"]["mcp_bound"];
         done.check(data["reason"] == "server_exited", "the reason");
@@ -987,4 +990,44 @@ fn when_the_journal_fails_every_request_still_gets_an_answer() {
         std::fs::read(&received).unwrap() == ping,
         "the request never reached the server",
     );
+}
+
+/// Claude Code shows the model only `error.message`: a crash answer's
+/// message carries the server's last stderr lines (bounded, masked, whole
+/// lines), the record counts them, and `--agent-excerpt-bytes 0` leaves
+/// the message bare. `data.mcp_bound.stderr_tail` is whole either way.
+#[test]
+fn a_crash_answers_message_carries_the_servers_last_stderr_lines() {
+    let stderr = "loading config\nconnecting to db at 10.0.0.7\nFATAL: password=hunter2 rejected\n";
+    for (bytes, carried) in [("1K", true), ("0", false)] {
+        let mut run = server(&[])
+            .opt(&["--mcp", "--agent-excerpt-bytes", bytes])
+            .start();
+        run.send(&request(
+            json!(1),
+            "crash",
+            json!({"stderr": stderr, "code": 2}),
+        ));
+        let answer = parse(&run.read_line());
+        run.close_stdin();
+        let done = run.finish();
+        let message = answer["error"]["message"].as_str().unwrap_or_default();
+        let tail = answer["error"]["data"]["mcp_bound"]["stderr_tail"]
+            .as_str()
+            .unwrap_or_default();
+        done.check(
+            message.contains("connecting to db at 10.0.0.7\nFATAL: password=[REDACTED] rejected")
+                == carried,
+            &format!("--agent-excerpt-bytes {bytes}: {message:?}"),
+        );
+        done.check(
+            !message.contains("hunter2") && tail.contains("loading config"),
+            "masked; the tail whole",
+        );
+        done.expect("/mcp/agent_excerpts/answers", json!(u64::from(carried)))
+            .expect(
+                "/mcp/limits/agent_excerpt_bytes",
+                json!(if carried { 1024 } else { 0 }),
+            );
+    }
 }

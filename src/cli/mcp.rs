@@ -63,6 +63,10 @@ pub struct McpArgs {
     #[arg(long, env = "MCP_BOUND_REQUEST_TIMEOUT_RESETS_ON_PROGRESS", value_parser = BoolishValueParser::new(), default_value_t = false, num_args = 0, default_missing_value = "true", help_heading = "MCP session options")]
     pub request_timeout_resets_on_progress: bool,
 
+    /// Most bytes of the server's last stderr lines (masked) in the message of an error mcp-bound answers for it (the server gone, a request timed out: then what it wrote while the request ran), whole lines where possible; some hosts show the model only error.message. data.mcp_bound.stderr_tail is kept whole. 0: none; at most 2K.
+    #[arg(long, value_name = "BYTES", env = "MCP_BOUND_AGENT_EXCERPT_BYTES", default_value = "1024", value_parser = parse_agent_excerpt_bytes, help_heading = "MCP session options")]
+    pub agent_excerpt_bytes: usize,
+
     /// Most client requests waiting for the server at once; past it, a request is answered with an error at once (at least 1).
     #[arg(long, value_name = "N", env = "MCP_BOUND_MAX_IN_FLIGHT", default_value = "4096", value_parser = clap::value_parser!(u32).range(1..), help_heading = "MCP session options")]
     pub max_in_flight: u32,
@@ -110,6 +114,18 @@ pub struct RequestTimeout {
     pub method: Option<String>,
     /// Zero: no timeout.
     pub timeout: Duration,
+}
+
+/// Bytes of an answer's stderr excerpt: at most the tail a crash answer
+/// carries.
+fn parse_agent_excerpt_bytes(text: &str) -> Result<usize, String> {
+    let bytes = crate::units::parse_capture_bytes(text)?;
+    if bytes > 2048 {
+        return Err(format!(
+            "'{text}' is more than the 2K of stderr an answer carries"
+        ));
+    }
+    Ok(bytes)
 }
 
 fn parse_request_timeout(text: &str) -> Result<RequestTimeout, String> {

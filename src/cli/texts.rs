@@ -140,6 +140,9 @@ calls, not a subscriptions/listen stream nor a 2025 tasks/result, which wait by 
 by the client's cancel, a result, the server's exit (answered -32000), or the server's \
 notifications/cancelled naming it (nothing more is said for it; journal outcome ended); open when \
 the host ends the session, it ends unanswered and is not counted as cut off (outcome shut_down). \
+The message of an error mcp-bound answers carries the server's last stderr lines, masked, at most \
+--agent-excerpt-bytes (some hosts show the model only error.message; a -32001 carries what the \
+server wrote while the request ran); mcp.agent_excerpts counts them. \
 If the server exits with requests in flight, each gets error -32000 with the exit, the last 2 KiB \
 of its stderr (masked) and written_to_server (false: the server's stdin pipe never had the whole \
 request, so it cannot have acted on it); a request that arrives after that is answered at once. A request is never \

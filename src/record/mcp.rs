@@ -118,6 +118,17 @@ pub struct SessionLimits {
     pub restart: RestartMode,
     pub max_restarts: u64,
     pub restart_window_ms: u64,
+    /// --agent-excerpt-bytes.
+    pub agent_excerpt_bytes: u64,
+}
+
+/// The answers mcp-bound wrote whose message carried an excerpt of the
+/// server's stderr (for hosts that show the model only the message).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentExcerpts {
+    pub answers: u64,
+    /// The excerpts' bytes, all told.
+    pub bytes: u64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -129,6 +140,8 @@ pub struct McpFacts {
     /// From the server (its stdout, past the guard) to the client.
     pub server: Traffic,
     pub synthesized: Synthesized,
+    /// Of those answers, the ones that carried a stderr excerpt.
+    pub agent_excerpts: AgentExcerpts,
     /// Client lines or batch elements not sent to the server, because
     /// servers' parsers would not agree on what they say; each request
     /// among them was answered -32600 (`synthesized.invalid_request`).

@@ -36,14 +36,62 @@ fn spoken(timeout: Duration) -> String {
     }
 }
 
-pub(crate) fn timed_out(id: &str, method: &str, timeout: Duration) -> Vec<u8> {
+/// The last whole lines of `text` (masked stderr) that fit in `max`
+/// bytes, for an answer's message: some hosts show the model only
+/// `error.message` (Claude Code), so what the server said must be there.
+/// A last line longer than `max` is cut at its start, marked. None when
+/// nothing is left, or `max` is 0.
+pub(crate) fn agent_excerpt(text: &str, max: usize) -> Option<String> {
+    let text = text.trim_end_matches(['\n', '\r']);
+    if max == 0 || text.trim().is_empty() {
+        return None;
+    }
+    // Line starts, from the last line back to the first.
+    let starts = text
+        .rmatch_indices('\n')
+        .map(|(at, _)| at + 1)
+        .chain(std::iter::once(0));
+    let mut start = text.len();
+    for line_start in starts {
+        if text.len() - line_start > max {
+            break;
+        }
+        start = line_start;
+    }
+    if text.len() - start > max || start == text.len() {
+        // Even the last line does not fit: its end, marked.
+        let mut cut = text.len() - max.min(text.len()).saturating_sub(3);
+        while !text.is_char_boundary(cut) {
+            cut += 1;
+        }
+        return Some(format!("...{}", &text[cut..]));
+    }
+    Some(text[start..].to_string())
+}
+
+/// `message`, then the excerpt behind a line that says what it is.
+fn with_excerpt(message: String, label: &str, excerpt: Option<&str>) -> String {
+    match excerpt {
+        Some(excerpt) => format!("{message}\n\n{label} (masked):\n{excerpt}"),
+        None => message,
+    }
+}
+
+/// `excerpt`: what the server wrote to stderr while the request ran.
+pub(crate) fn timed_out(
+    id: &str,
+    method: &str,
+    timeout: Duration,
+    excerpt: Option<&str>,
+) -> Vec<u8> {
+    let message = format!(
+        "Request timed out after {} (mcp-bound --request-timeout)",
+        spoken(timeout)
+    );
     error_line(
         id,
         REQUEST_TIMEOUT,
-        &format!(
-            "Request timed out after {} (mcp-bound --request-timeout)",
-            spoken(timeout)
-        ),
+        &with_excerpt(message, "The server's stderr while it ran", excerpt),
         json!({
             "reason": "request_timeout",
             "method": method,
@@ -63,18 +111,21 @@ fn ended(exit: Option<&Exit>) -> String {
 
 /// `written`: whether every byte of the request had gone into the
 /// server's stdin pipe. False means the server cannot have read it whole,
-/// so it cannot have acted on it; true means it may have.
+/// so it cannot have acted on it; true means it may have. `excerpt`: the
+/// last stderr lines, for the message.
 pub(crate) fn server_exited(
     id: &str,
     exit: Option<&Exit>,
     stderr_tail: &str,
     call_id: &str,
     written: bool,
+    excerpt: Option<&str>,
 ) -> Vec<u8> {
+    let message = format!("MCP server exited before responding ({})", ended(exit));
     error_line(
         id,
         SERVER_ERROR,
-        &format!("MCP server exited before responding ({})", ended(exit)),
+        &with_excerpt(message, "The server's last stderr lines", excerpt),
         json!({
             "reason": "server_exited",
             "exit": exit,
@@ -133,6 +184,7 @@ mod tests {
             "\"a-1\"",
             "tools/call",
             Duration::from_millis(1500),
+            None,
         ));
         assert_eq!(answer["id"], "a-1");
         assert_eq!(answer["error"]["code"], -32001);
@@ -142,7 +194,14 @@ mod tests {
         );
         assert_eq!(answer["error"]["data"]["mcp_bound"]["timeout_ms"], 1500);
         let exit = Exit::Code { code: 1 };
-        let answer = parse(&server_exited("7", Some(&exit), "boom\n\"x\"", "c1", true));
+        let answer = parse(&server_exited(
+            "7",
+            Some(&exit),
+            "boom\n\"x\"",
+            "c1",
+            true,
+            None,
+        ));
         assert_eq!(answer["id"], 7);
         assert_eq!(
             answer["error"]["message"],
@@ -156,5 +215,43 @@ mod tests {
         assert_eq!(notice.get("id"), None, "a notification");
         let answer = parse(&too_many_in_flight("1.5", 4));
         assert_eq!(answer["id"], 1.5);
+    }
+
+    /// The excerpt is the last whole lines that fit, and a line too long
+    /// for the bound is cut at its start, marked.
+    #[test]
+    fn the_agent_excerpt_is_the_last_whole_lines_that_fit() {
+        let text = "first line\nsecond line\nTraceback: ValueError: boom\n";
+        assert_eq!(
+            agent_excerpt(text, 1024).as_deref(),
+            Some("first line\nsecond line\nTraceback: ValueError: boom")
+        );
+        assert_eq!(
+            agent_excerpt(text, 40).as_deref(),
+            Some("second line\nTraceback: ValueError: boom")
+        );
+        assert_eq!(
+            agent_excerpt(text, 10).as_deref(),
+            Some("...r: boom"),
+            "10 bytes"
+        );
+        assert_eq!(agent_excerpt(text, 0), None);
+        assert_eq!(agent_excerpt("\n\n", 100), None);
+        let answer = parse(&server_exited(
+            "1",
+            None,
+            text,
+            "c1",
+            true,
+            agent_excerpt(text, 40).as_deref(),
+        ));
+        assert_eq!(
+            answer["error"]["message"],
+            "MCP server exited before responding (no exit observed)\n\nThe server's last stderr lines (masked):\nsecond line\nTraceback: ValueError: boom"
+        );
+        assert_eq!(
+            answer["error"]["data"]["mcp_bound"]["stderr_tail"], text,
+            "the tail stays whole"
+        );
     }
 }

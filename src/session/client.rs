@@ -321,13 +321,17 @@ impl Session {
         self.facts.client.requests += 1;
         if let Some(gone) = &self.gone {
             // Answered here, never written anywhere.
-            self.to_client.extend(answer::server_exited(
+            let excerpt = answer::agent_excerpt(&gone.stderr_tail, self.policy.agent_excerpt_bytes);
+            let answer = answer::server_exited(
                 id,
                 gone.exit.as_ref(),
                 &gone.stderr_tail,
                 &self.call_id,
                 false,
-            ));
+                excerpt.as_deref(),
+            );
+            self.count_excerpt(excerpt.as_deref());
+            self.to_client.extend(answer);
             self.facts.synthesized.server_exited += 1;
             return false;
         }
@@ -400,6 +404,7 @@ impl Session {
             spelled: (*key != *id).then(|| id.to_string()),
             kind,
             task,
+            stderr_at: self.stderr_seen,
             method: Key::new(method),
             name,
             started: now,

@@ -74,6 +74,8 @@ struct InFlight {
     /// The task (one an audited call created) this `tasks/*` request asks
     /// about.
     task: Option<String>,
+    /// The server's stderr bytes when it came.
+    stderr_at: u64,
     /// Where its line ends in the stream of bytes for the server's stdin:
     /// once the relay has written up to here, the server's pipe had it all.
     ends_at: u64,
@@ -145,6 +147,8 @@ pub(crate) struct Session {
     overlong: Option<client::Overlong>,
     /// Tasks audited calls created, until their end is seen.
     tasks: tasks::Tasks,
+    /// The server's stderr bytes so far, as the loop last said.
+    stderr_seen: u64,
 }
 
 impl Session {
@@ -172,6 +176,7 @@ impl Session {
             replayed: None,
             overlong: None,
             tasks: tasks::Tasks::new(max_in_flight),
+            stderr_seen: 0,
         }
     }
 
@@ -361,6 +366,26 @@ impl Session {
         }
     }
 
+    /// The server's stderr has had `bytes` so far (a request notes where
+    /// it stood when the request came).
+    pub fn note_stderr_seen(&mut self, bytes: u64) {
+        self.stderr_seen = bytes;
+    }
+
+    /// An excerpt of `text` for an answer's message, counted.
+    fn agent_excerpt(&mut self, text: &str) -> Option<String> {
+        let excerpt = answer::agent_excerpt(text, self.policy.agent_excerpt_bytes);
+        self.count_excerpt(excerpt.as_deref());
+        excerpt
+    }
+
+    fn count_excerpt(&mut self, excerpt: Option<&str>) {
+        if let Some(excerpt) = excerpt {
+            self.facts.agent_excerpts.answers += 1;
+            self.facts.agent_excerpts.bytes += excerpt.len() as u64;
+        }
+    }
+
     /// A `tasks/*` request about a task an audited call created was
     /// answered: its end, if the answer tells one.
     fn on_task_answer(
@@ -417,7 +442,10 @@ impl Session {
 
     /// Answer every request whose deadline `now` reached: cancel it at
     /// the server, answer the client, and drop the late response.
-    pub fn tick(&mut self, now: Instant) {
+    /// `stderr_since(n)`: the last `n` bytes of the server's stderr (at
+    /// most what a crash answer carries), masked; asked only for a request
+    /// that timed out while the server wrote some.
+    pub fn tick(&mut self, now: Instant, stderr_since: &mut dyn FnMut(u64) -> String) {
         while let Some(entry) = self.deadlines.first_key_value() {
             if entry.0.0 > now {
                 return;
@@ -429,7 +457,11 @@ impl Session {
             let timeout = entry.timeout.unwrap_or_default();
             self.to_server.extend(answer::cancelled(&id, timeout));
             self.facts.cancellations_sent += 1;
-            let answer = answer::timed_out(&id, &entry.method, timeout);
+            let written = self.stderr_seen.saturating_sub(entry.stderr_at);
+            let excerpt = (written > 0 && self.policy.agent_excerpt_bytes > 0)
+                .then(|| stderr_since(written))
+                .and_then(|text| self.agent_excerpt(&text));
+            let answer = answer::timed_out(&id, &entry.method, timeout, excerpt.as_deref());
             let bytes = answer.len() as u64;
             self.to_client.extend(answer);
             self.facts.synthesized.request_timeout += 1;
@@ -474,13 +506,16 @@ impl Session {
             self.finish(now, id, entry, End::by(RequestOutcome::ShutDown, None), 0);
         }
         let count = left.len() as u64;
+        let excerpt = answer::agent_excerpt(&stderr_tail, self.policy.agent_excerpt_bytes);
         for (id, entry) in left {
+            self.count_excerpt(excerpt.as_deref());
             let answer = answer::server_exited(
                 &id,
                 exit.as_ref(),
                 &stderr_tail,
                 &self.call_id,
                 entry.ends_at <= written,
+                excerpt.as_deref(),
             );
             let bytes = answer.len() as u64;
             self.to_client.extend(answer);
@@ -545,6 +580,7 @@ pub fn fuzz_client_line(
         resets_on_progress: false,
         max_in_flight: 4096,
         audit: AuditRequests::Tools,
+        agent_excerpt_bytes: 1024,
         restart: RestartPolicy {
             mode: crate::record::mcp::RestartMode::Never,
             max_restarts: 0,

@@ -40,6 +40,9 @@ pub struct SessionPolicy {
     pub max_in_flight: usize,
     pub audit: AuditRequests,
     pub restart: RestartPolicy,
+    /// Most bytes of the server's last stderr lines in the message of an
+    /// error mcp-bound answers (0: none).
+    pub agent_excerpt_bytes: usize,
 }
 
 impl SessionPolicy {
@@ -70,6 +73,7 @@ impl SessionPolicy {
             restart: self.restart.mode,
             max_restarts: u64::from(self.restart.max_restarts),
             restart_window_ms: limit_millis(self.restart.window),
+            agent_excerpt_bytes: self.agent_excerpt_bytes as u64,
         }
     }
 }

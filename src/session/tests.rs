@@ -13,6 +13,7 @@ fn policy() -> SessionPolicy {
         resets_on_progress: false,
         max_in_flight: 4,
         audit: AuditRequests::Tools,
+        agent_excerpt_bytes: 1024,
         restart: RestartPolicy {
             mode: crate::record::mcp::RestartMode::Never,
             max_restarts: 0,
@@ -21,6 +22,11 @@ fn policy() -> SessionPolicy {
             max_backoff: Duration::ZERO,
         },
     }
+}
+
+/// A turn's deadlines, with no stderr from the server.
+fn tick(session: &mut Session, at: Instant) {
+    session.tick(at, &mut |_| String::new());
 }
 
 /// A session whose every request times out after `timeout`.
@@ -141,9 +147,9 @@ fn a_timeout_cancels_at_the_server_answers_the_client_and_drops_the_late_respons
     client(&mut session, t0, &call(json!(7), "tools/call"));
     client(&mut session, t0, &call(json!(8), "resources/list"));
     assert_eq!(session.deadline(), Some(t0 + Duration::from_millis(1500)));
-    session.tick(t0 + Duration::from_millis(1499));
+    tick(&mut session, t0 + Duration::from_millis(1499));
     assert!(session.to_client.is_empty(), "not before the deadline");
-    session.tick(t0 + Duration::from_millis(1500));
+    tick(&mut session, t0 + Duration::from_millis(1500));
     let answers = lines(&std::mem::take(&mut session.to_client));
     assert_eq!(answers.len(), 1);
     assert_eq!(answers[0]["id"], 7, "same id, same type");
@@ -319,7 +325,7 @@ fn batches_are_tracked_per_element_and_rewritten_only_when_they_must_be() {
     let batch = b"[{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"a\"}, {\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"b\"}]\n";
     assert_eq!(client(&mut session, t0, batch), batch, "byte-exact");
     assert_eq!(session.in_flight(), 2);
-    session.tick(t0 + Duration::from_secs(1));
+    tick(&mut session, t0 + Duration::from_secs(1));
     // Both timed out; the server's batch answer is dropped whole, and a
     // mixed one keeps the elements still owed, each byte-exact.
     let late = b"[{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{}},{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{}}]\n";
@@ -369,7 +375,7 @@ fn an_id_is_answered_as_the_client_spelled_it() {
     // The server answers "ab" in its own spelling: that ends the first.
     server(&mut session, t0, &result(json!("ab")));
     assert_eq!(session.in_flight(), 1);
-    session.tick(t0 + Duration::from_secs(1));
+    tick(&mut session, t0 + Duration::from_secs(1));
     let answer = String::from_utf8(std::mem::take(&mut session.to_client)).unwrap();
     assert!(
         answer.starts_with("{\"jsonrpc\":\"2.0\",\"id\":1e2,"),
@@ -398,7 +404,7 @@ fn a_null_result_is_a_response() {
     let null = line(json!({"jsonrpc":"2.0","id":7,"result":null}));
     assert_eq!(server(&mut session, t0, &null), null);
     assert_eq!(session.in_flight(), 0, "the response ended it");
-    session.tick(t0 + Duration::from_secs(2));
+    tick(&mut session, t0 + Duration::from_secs(2));
     assert!(session.to_client.is_empty(), "no second answer");
     let facts = session.facts();
     assert_eq!(facts.server.responses, 1);
@@ -726,7 +732,7 @@ fn the_default_deadline_times_calls_not_streams_or_task_results() {
         &line(json!({"jsonrpc":"2.0","id":"r1","method":"tasks/result","params":{"taskId":"t"}})),
     );
     client(&mut session, t0, &call(json!("c1"), "tools/call"));
-    session.tick(t0 + Duration::from_secs(5));
+    tick(&mut session, t0 + Duration::from_secs(5));
     let answered: Vec<Value> = lines(&std::mem::take(&mut session.to_client))
         .iter()
         .map(|a| a["id"].clone())
@@ -777,7 +783,7 @@ fn a_server_that_ends_a_stream_takes_it_out_of_the_table() {
     );
     assert_eq!(server(&mut session, t0, &ends("l1")), ends("l1"));
     assert_eq!(session.in_flight(), 1);
-    session.tick(t0 + Duration::from_secs(2));
+    tick(&mut session, t0 + Duration::from_secs(2));
     assert!(session.to_client.is_empty() && session.to_server.is_empty());
     // Its answer, should one come after all, is dropped.
     assert!(server(&mut session, t0, &result(json!("l1"))).is_empty());
@@ -1019,4 +1025,42 @@ fn a_server_that_goes_away_loses_its_tasks() {
         task_ends(&mut session),
         [("1".into(), "a".into(), TaskStatus::Lost, None)]
     );
+}
+
+/// A request that times out while the server wrote to its stderr gets
+/// the end of what it wrote in its message (some hosts show the model only
+/// the message), counted; one that times out in silence does not.
+#[test]
+fn a_timed_out_request_carries_what_the_server_wrote_while_it_ran() {
+    let t0 = Instant::now();
+    let mut session = timed(Duration::from_secs(1));
+    session.note_stderr_seen(100);
+    client(&mut session, t0, &call(json!(1), "tools/call"));
+    client(&mut session, t0, &call(json!(2), "tools/call"));
+    session.note_stderr_seen(130);
+    let mut asked = Vec::new();
+    session.tick(t0 + Duration::from_secs(1), &mut |since| {
+        asked.push(since);
+        "connecting to db...\nretry 3 failed\n".to_string()
+    });
+    assert_eq!(asked, [30, 30], "the bytes written while each ran");
+    let answers = lines(&std::mem::take(&mut session.to_client));
+    assert_eq!(
+        answers[0]["error"]["message"],
+        "Request timed out after 1s (mcp-bound --request-timeout)\n\nThe server's stderr while it ran (masked):\nconnecting to db...\nretry 3 failed"
+    );
+    assert_eq!(session.facts().agent_excerpts.answers, 2);
+    let mut quiet = timed(Duration::from_secs(1));
+    client(&mut quiet, t0, &call(json!(3), "tools/call"));
+    quiet.tick(t0 + Duration::from_secs(1), &mut |_| {
+        panic!("nothing was written")
+    });
+    let answer = &lines(&quiet.to_client)[0];
+    assert!(
+        !answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("stderr")
+    );
+    assert_eq!(quiet.facts().agent_excerpts.answers, 0);
 }

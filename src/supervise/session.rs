@@ -113,7 +113,13 @@ impl Loop<'_> {
                 session.stdin.note_hang_up();
                 Read0::More
             }
-            Some(session) => session.stdin.on_readable(now, &mut session.table),
+            Some(session) => {
+                // Where the server's stderr stands as requests come.
+                session
+                    .table
+                    .note_stderr_seen(self.intake.diagnostics.bytes_seen());
+                session.stdin.on_readable(now, &mut session.table)
+            }
             None => Read0::More,
         }
     }
@@ -159,7 +165,16 @@ impl Loop<'_> {
         let Some(session) = self.session.as_mut() else {
             return Ok(());
         };
-        session.table.tick(now);
+        let diagnostics = &mut self.intake.diagnostics;
+        let redactor = &self.redactor;
+        session.table.note_stderr_seen(diagnostics.bytes_seen());
+        session.table.tick(now, &mut |since| {
+            masked_tail(
+                diagnostics,
+                redactor,
+                (since as usize).min(CRASH_STDERR_TAIL),
+            )
+        });
         if !session.table.server_gone() && self.exit.is_some() && !self.stdout.is_open() {
             self.server_gone(now, false);
         }
@@ -184,10 +199,14 @@ impl Loop<'_> {
         let Some(session) = self.session.as_mut() else {
             return;
         };
-        let (tail, cut) = self.intake.diagnostics.last(CRASH_STDERR_TAIL);
-        let tail = self
-            .redactor
-            .redact_piece(&String::from_utf8_lossy(&tail), cut, false);
+        session
+            .table
+            .note_stderr_seen(self.intake.diagnostics.bytes_seen());
+        let tail = masked_tail(
+            &mut self.intake.diagnostics,
+            &self.redactor,
+            CRASH_STDERR_TAIL,
+        );
         let exit = self.exit.map(ExitObs::to_record);
         let written = session.stdin.written_up_to();
         let (count, cut) = session
@@ -244,6 +263,17 @@ impl Loop<'_> {
         }
         failed
     }
+}
+
+/// The last `n` bytes of the server's stderr, masked (a cut at their start
+/// masked as such).
+fn masked_tail(
+    diagnostics: &mut crate::diagnostics::Diagnostics,
+    redactor: &crate::redact::Redactor,
+    n: usize,
+) -> String {
+    let (tail, cut) = diagnostics.last(n);
+    redactor.redact_piece(&String::from_utf8_lossy(&tail), cut, false)
 }
 
 /// The per-request audit facts as journal entries, in one append.
