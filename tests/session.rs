@@ -613,6 +613,11 @@ fn a_crashed_server_restarts_replays_initialize_and_never_gets_a_request_again()
         .expect("/mcp/incarnations/0/in_flight_at_exit", json!(2))
         .expect("/mcp/incarnations/1/pid", second_pid)
         .expect("/mcp/incarnations/1/exit", json!({"code": 0}))
+        .expect("/mcp/incarnations/0/era", json!("legacy"))
+        .expect("/mcp/incarnations/0/protocol_version", json!("2025-06-18"))
+        // The second was spoken to in the replayed initialize.
+        .expect("/mcp/incarnations/1/era", json!("legacy"))
+        .expect("/mcp/incarnations/1/protocol_version", json!("2025-06-18"))
         .expect("/pid", first_pid);
     let stderr = done.stderr_text();
     done.check(
@@ -634,6 +639,55 @@ fn a_crashed_server_restarts_replays_initialize_and_never_gets_a_request_again()
     done.check(
         !String::from_utf8_lossy(&done.stdout).contains("mcp-bound-replay"),
         "the replayed initialize's answer never reached the client",
+    );
+}
+
+/// A 2026-07-28 request: its protocol version in `_meta`, no handshake.
+fn modern(id: Value, method: &str, mut params: Value) -> Vec<u8> {
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    request(id, method, params)
+}
+
+/// A modern client has no handshake to replay: the restarted server gets
+/// no initialize, and the client no list_changed it never asked for (the
+/// 2026-07-28 spec forbids unrequested notifications).
+#[test]
+fn a_modern_session_restarts_without_a_replay_or_an_unasked_notification() {
+    let mut run = restarting_on_failure("10ms");
+    run.send(&modern(json!(1), "pid", json!({})));
+    let first_pid = parse(&run.read_line())["result"]["pid"].clone();
+    run.send(&modern(
+        json!(2),
+        "crash",
+        json!({"stderr": "boom\n", "code": 1}),
+    ));
+    assert_eq!(parse(&run.read_line())["error"]["code"], -32000);
+    run.send(&modern(json!(3), "pid", json!({})));
+    // The very next line is the answer: no notification came before it.
+    let second = parse(&run.read_line());
+    assert_eq!(second["id"], 3, "{second}");
+    let second_pid = second["result"]["pid"].clone();
+    assert_ne!(first_pid, second_pid, "a new server");
+    run.close_stdin();
+    let done = run.finish();
+    done.expect_state("shut_down", 0)
+        .expect("/mcp/restarts", json!(1))
+        .expect("/mcp/restart_stopped", Value::Null)
+        .expect("/mcp/incarnations/0/era", json!("modern"))
+        .expect("/mcp/incarnations/0/protocol_version", json!("2026-07-28"))
+        .expect("/mcp/incarnations/1/era", json!("modern"))
+        .expect("/mcp/incarnations/1/protocol_version", json!("2026-07-28"))
+        .expect("/mcp/server/notifications", json!(0));
+    done.check(
+        !done.stderr_text().contains("initialize"),
+        "no initialize reached either server",
+    );
+    done.check(
+        !String::from_utf8_lossy(&done.stdout).contains("list_changed"),
+        "the client was told nothing it did not ask for",
     );
 }
 

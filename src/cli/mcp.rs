@@ -71,7 +71,7 @@ pub struct McpArgs {
     #[arg(long, value_name = "N", env = "MCP_BOUND_MAX_IN_FLIGHT", default_value = "4096", value_parser = clap::value_parser!(u32).range(1..), help_heading = "MCP session options")]
     pub max_in_flight: u32,
 
-    /// Start the server again when it exits on its own: never, on-failure (non-zero exit or a signal) or always. Requests in flight are answered (-32000), never re-sent; the client's initialize is replayed. Never after stdin EOF, a signal from the host or --timeout.
+    /// Start the server again when it exits on its own: never, on-failure (non-zero exit or a signal) or always. Requests in flight are answered (-32000), never re-sent; a legacy client's initialize is replayed (a 2026-07-28 session has none). Never after stdin EOF, a signal from the host or --timeout.
     #[arg(
         long,
         value_name = "WHEN",

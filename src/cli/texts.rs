@@ -63,7 +63,8 @@ non_jsonrpc_lines}, client_bytes {read, to_server, discarded}, synthesized {requ
 late_responses_dropped, unmatched_responses, cancellations_sent, in_flight_at_exit, peak_in_flight, \
 restarts, restart_stopped {reason: limit, clean_exit, protocol_changed, spawn_failed or never; detail}, \
 incarnations [{pid, dispatched_t_ms, exited_t_ms, exit, stderr_bytes_seen, in_flight_at_exit, \
-interrupted: what its end cut off}], interrupted [{id, method, name}]: what the end of the session cut \
+interrupted: what its end cut off, era: legacy (initialize) or modern (2026-07-28 _meta) or null, \
+protocol_version: as the client asked}], interrupted [{id, method, name}]: what the end of the session cut \
 off, not what an earlier crash did), the limits in force, \
 and events: dispatched (again for each restarted server), restart_scheduled (attempt, backoff_ms), \
 cancel_requested, signal_sent (signal, target group, descendants or cgroup (KILL through cgroup.kill), count, \
@@ -173,7 +174,9 @@ on its own is started again after --restart-backoff, doubled for each restart wi
 at most --max-restarts times in the window (never is the default). Never after our stdin closed, a \
 signal from the host, our stdout's reader going away, or --timeout. From the moment the server is \
 gone until the restart is under way, the client's messages wait in our stdin; if the client hangs up while a restart waits, none follows, and what it \
-sent is read and answered (no server runs); a hang-up during the replay means no restart after it. The \
+sent is read and answered (no server runs); a hang-up during the replay means no restart after it. A \
+session in the 2026-07-28 era (each request's _meta names its protocol version) has no handshake: the \
+new server gets the client's next request, and no notification. In a legacy session the \
 new server first gets the client's initialize again under mcp-bound's \
 own id, and its answer is consumed: the same protocolVersion and capabilities, and \
 notifications/initialized follows (and a list_changed notification to the client for each list the \

@@ -90,6 +90,17 @@ pub struct RestartStop {
     pub detail: Option<String>,
 }
 
+/// Which MCP era a server process was spoken to in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Era {
+    /// Opened by the client's `initialize` (MCP 2025-11-25 and earlier).
+    Legacy,
+    /// Stateless (MCP 2026-07-28): each request names its version in
+    /// `_meta["io.modelcontextprotocol/protocolVersion"]`.
+    Modern,
+}
+
 /// One run of the server: the first, and one per restart.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Incarnation {
@@ -104,6 +115,11 @@ pub struct Incarnation {
     pub in_flight_at_exit: u64,
     /// Those requests (the first 32).
     pub interrupted: Vec<Interrupted>,
+    /// The era it was spoken to in; null: no request showed it.
+    pub era: Option<Era>,
+    /// The protocol version the client asked for, as it sent it (the
+    /// `initialize`'s, or the first modern request's); null: not seen.
+    pub protocol_version: Option<String>,
 }
 
 /// The limits the session layer ran under.

@@ -383,6 +383,7 @@ impl Session {
                 irregular,
             });
         }
+        self.spoken.on_request(method, params);
         let Some(key) = key.filter(|_| tracked) else {
             return true;
         };

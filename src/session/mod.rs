@@ -17,6 +17,7 @@
 mod answer;
 mod audit;
 mod client;
+mod era;
 mod kind;
 mod late;
 mod lenient;
@@ -34,7 +35,7 @@ use std::time::{Duration, Instant};
 use smol_str::SmolStr;
 
 use crate::record::Exit;
-use crate::record::mcp::{Interrupted, MAX_INTERRUPTED_LISTED, McpFacts};
+use crate::record::mcp::{Era, Interrupted, MAX_INTERRUPTED_LISTED, McpFacts};
 use crate::request_id;
 use crate::units::millis;
 pub(crate) use answer::{REQUEST_TIMEOUT, SERVER_ERROR};
@@ -149,6 +150,8 @@ pub(crate) struct Session {
     tasks: tasks::Tasks,
     /// The server's stderr bytes so far, as the loop last said.
     stderr_seen: u64,
+    /// What the current incarnation was spoken to in.
+    spoken: era::Spoken,
 }
 
 impl Session {
@@ -177,6 +180,7 @@ impl Session {
             overlong: None,
             tasks: tasks::Tasks::new(max_in_flight),
             stderr_seen: 0,
+            spoken: era::Spoken::default(),
         }
     }
 
@@ -220,7 +224,19 @@ impl Session {
     pub fn on_restarted(&mut self, attempt: u64) -> Option<Vec<u8>> {
         self.gone = None;
         self.facts.restarts = attempt;
-        self.replay.start(attempt)
+        let line = self.replay.start(attempt);
+        if line.is_some() {
+            self.spoken
+                .on_request("initialize", self.replay.client_params());
+        }
+        line
+    }
+
+    /// What the incarnation that went away was spoken to in; the next
+    /// one starts unknown.
+    pub fn take_spoken(&mut self) -> (Option<Era>, Option<String>) {
+        let spoken = std::mem::take(&mut self.spoken);
+        (spoken.era, spoken.protocol_version)
     }
 
     /// The replayed initialize is still unanswered.

@@ -84,6 +84,13 @@ impl Replay {
         )
     }
 
+    /// The params of the client's initialize, as it sent them.
+    pub fn client_params(&self) -> Option<&str> {
+        self.client
+            .as_ref()
+            .and_then(|(_, params)| params.as_deref())
+    }
+
     pub fn waiting(&self) -> bool {
         self.pending.is_some()
     }

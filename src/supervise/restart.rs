@@ -232,6 +232,7 @@ impl Loop<'_> {
         let Some(session) = self.session.as_mut() else {
             return;
         };
+        let (era, protocol_version) = session.table.take_spoken();
         let current = &session.current;
         let incarnation = Incarnation {
             pid: current.pid,
@@ -241,6 +242,8 @@ impl Loop<'_> {
             stderr_bytes_seen: stderr_seen.saturating_sub(current.stderr_seen_at_start),
             in_flight_at_exit: in_flight,
             interrupted,
+            era,
+            protocol_version,
         };
         session.table.facts_mut().incarnations.push(incarnation);
     }
