@@ -308,3 +308,37 @@ fn a_crash_loses_the_servers_tasks() {
         &format!("verify: {report}"),
     );
 }
+
+/// The server's own error, a code MCP 2026-07-28 reserves (-32022,
+/// UnsupportedProtocolVersion) included, reaches the client byte for byte:
+/// it is no answer of mcp-bound's (no `data.mcp_bound`, nothing counted
+/// as synthesized), and the journal says the server answered an error.
+#[test]
+fn a_servers_own_spec_error_passes_through_untouched() {
+    let call = server(&[]).opt(&["--mcp", "--journal-requests", "all", "--journal"]);
+    let journal = call.path("audit.jsonl");
+    let mut run = call.opt(&[journal.to_str().unwrap()]).start();
+    let error = json!({"code": -32022, "message": "Unsupported protocol version",
+        "data": {"supported": ["2025-11-25"], "requested": "2027-01-01"}});
+    run.send(&request(2, "error", json!({"error": error})));
+    let line = run.read_line();
+    let expected = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":2,\"error\":{}}}\n",
+        serde_json::to_string(&error).unwrap()
+    );
+    assert_eq!(String::from_utf8_lossy(&line), expected);
+    run.close_stdin();
+    let done = run.finish();
+    done.expect_state("shut_down", 0)
+        .expect("/mcp/synthesized/request_timeout", json!(0))
+        .expect("/mcp/synthesized/server_exited", json!(0))
+        .expect("/mcp/synthesized/invalid_request", json!(0));
+    let responses = entries(&journal, "mcp_response");
+    done.check(
+        responses.len() == 1
+            && responses[0]["request_id"] == 2
+            && responses[0]["outcome"] == "error"
+            && responses[0]["error_code"] == -32022,
+        &format!("the audited call: {responses:?}"),
+    );
+}

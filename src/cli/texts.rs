@@ -149,7 +149,10 @@ of its stderr (masked) and written_to_server (false: the server's stdin pipe nev
 request, so it cannot have acted on it); a request that arrives after that is answered at once. A request is never \
 re-sent: it may have acted. Past --max-in-flight waiting requests, a new one is answered with -32000 \
 at once. Every error mcp-bound writes carries data.mcp_bound.reason (request_timeout, server_exited, \
-too_many_in_flight). The stdout guard also salvages a JSON-RPC message glued to a stray print on one \
+too_many_in_flight, invalid_request), so it cannot be taken for the server's. Its codes are -32001 and \
+-32000 (the legacy implementation-defined range, which MCP 2026-07-28 allocates nothing in) and \
+JSON-RPC's -32600; never one of -32020..-32099, which the spec reserves. The server's own errors \
+(-32022 and the rest) pass through untouched. The stdout guard also salvages a JSON-RPC message glued to a stray print on one \
 line, and every message of a line that holds several: the junk is diverted, each message forwarded \
 on a line of its own. With --journal, each request named by \
 --journal-requests gets an mcp_request entry, synced before the request reaches the server (requests \

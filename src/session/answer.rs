@@ -178,6 +178,30 @@ mod tests {
         serde_json::from_slice(line).unwrap()
     }
 
+    /// MCP 2026-07-28 reserves -32020..-32099 for the spec: no answer of
+    /// ours uses it (-32001 and -32000 sit in the legacy range, -32600 is
+    /// JSON-RPC's), and each says it is ours in `data.mcp_bound`, so it
+    /// cannot be read as the server's.
+    #[test]
+    fn every_error_we_write_is_outside_the_reserved_range_and_says_it_is_ours() {
+        let exit = Exit::Code { code: 1 };
+        let answers = [
+            timed_out("1", "tools/call", Duration::from_secs(1), None),
+            timed_out("1", "tools/call", Duration::from_secs(1), Some("x")),
+            server_exited("1", Some(&exit), "t", "c", true, Some("x")),
+            server_exited("1", None, "", "c", false, None),
+            too_many_in_flight("1", 4),
+            invalid_request(Some("1"), "why"),
+            invalid_request(None, "why"),
+        ];
+        for line in &answers {
+            let answer = parse(line);
+            let code = answer["error"]["code"].as_i64().unwrap();
+            assert!(!(-32099..=-32020).contains(&code), "{answer}");
+            assert!(answer["error"]["data"]["mcp_bound"].is_object(), "{answer}");
+        }
+    }
+
     #[test]
     fn answers_keep_the_id_as_sent_and_say_why() {
         let answer = parse(&timed_out(
