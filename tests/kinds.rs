@@ -342,3 +342,41 @@ fn a_servers_own_spec_error_passes_through_untouched() {
         &format!("the audited call: {responses:?}"),
     );
 }
+
+/// A server slow to start (a cold `npx -y`): the default --request-timeout
+/// leaves the host's initialize alone, since the host times the start
+/// itself; a call sent beside it is timed. The call's -32001 is the
+/// handshake that the deadline has passed.
+#[test]
+fn a_slow_start_is_not_timed_out_by_the_default_deadline() {
+    let dir = tempfile::tempdir().unwrap();
+    let started = dir.path().join("started");
+    let mut run = server(&["--wait-for", started.to_str().unwrap()])
+        .opt(&["--mcp", "--request-timeout", "300ms"])
+        .start();
+    run.send(&request(
+        0,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}}),
+    ));
+    run.send(&request(1, "echo", json!({})));
+    let timed = parse(&run.read_line());
+    assert_eq!(
+        (timed["id"].clone(), timed["error"]["code"].clone()),
+        (json!(1), json!(-32001)),
+        "{timed}"
+    );
+    std::fs::write(&started, "").unwrap();
+    let answer = parse(&run.read_line());
+    assert_eq!(answer["id"], 0, "{answer}");
+    assert!(
+        answer["result"].is_object(),
+        "the server's own answer: {answer}"
+    );
+    run.close_stdin();
+    let done = run.finish();
+    done.expect_state("shut_down", 0)
+        .expect("/mcp/synthesized/request_timeout", json!(1))
+        .expect("/mcp/late_responses_dropped", json!(1))
+        .expect("/mcp/incarnations/0/era", json!("legacy"));
+}

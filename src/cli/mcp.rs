@@ -55,7 +55,7 @@ pub struct McpArgs {
     )]
     pub session: Option<SessionMode>,
 
-    /// Answer a request with no response in time with error -32001, and send the server notifications/cancelled; its late response is dropped. METHOD=DURATION sets one method's (repeatable); 0 or inf: none. The default times calls: not a subscriptions/listen stream nor a 2025 tasks/result, which wait by design (a method's own value still applies to them).
+    /// Answer a request with no response in time with error -32001, and send the server notifications/cancelled; its late response is dropped. METHOD=DURATION sets one method's (repeatable); 0 or inf: none. The default times calls: not a subscriptions/listen stream nor a 2025 tasks/result, which wait by design, nor initialize and server/discover, which wait on the server's start and which the host times (a method's own value still applies to them).
     #[arg(long, value_name = "[METHOD=]DURATION", env = "MCP_BOUND_REQUEST_TIMEOUT", value_delimiter = ',', value_parser = parse_request_timeout, help_heading = "MCP session options")]
     pub request_timeout: Vec<RequestTimeout>,
 

@@ -137,7 +137,9 @@ With --request-timeout, a request with no response in time gets error -32001 fro
 server gets notifications/cancelled, and the server's late response is dropped: a client never gets \
 two responses for one id. A client's own notifications/cancelled takes the request out of the table, \
 and a late answer for it is dropped too (late_responses_dropped). The default --request-timeout times \
-calls, not a subscriptions/listen stream nor a 2025 tasks/result, which wait by design. A stream ends \
+calls, not a subscriptions/listen stream nor a 2025 tasks/result, which wait by design, nor the \
+opening (initialize, server/discover), which waits on the server's start and which the host times; \
+METHOD=DURATION still times any of them. A stream ends \
 by the client's cancel, a result, the server's exit (answered -32000), or the server's \
 notifications/cancelled naming it (nothing more is said for it; journal outcome ended); open when \
 the host ends the session, it ends unanswered and is not counted as cut off (outcome shut_down). \

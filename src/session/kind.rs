@@ -7,7 +7,13 @@
 //!   client's cancel, the server's cancel naming it (the only use the spec
 //!   allows a server), a result, or the server's exit;
 //! - a **task's result**, a 2025-11-25 `tasks/result`, which blocks until
-//!   the task ends, by design.
+//!   the task ends, by design;
+//! - the **opening**: a legacy `initialize`, or the 2026-07-28
+//!   `server/discover` probe. It waits on the server's start (a cold
+//!   `npx -y` takes seconds), which hosts time themselves (Claude Code's
+//!   `MCP_TIMEOUT`, Codex's `startup_timeout_sec`): a -32001 from the
+//!   default would fail a start the host would have waited for, and a
+//!   -32001 for the probe reads as "legacy" and changes the era.
 //!
 //! MRTR rounds and task creations are told by their response, not here.
 
@@ -17,6 +23,7 @@ pub(crate) enum Kind {
     Call,
     Stream,
     TaskResult,
+    Opening,
 }
 
 impl Kind {
@@ -24,16 +31,18 @@ impl Kind {
         match method {
             "subscriptions/listen" => Kind::Stream,
             "tasks/result" => Kind::TaskResult,
+            "initialize" | "server/discover" => Kind::Opening,
             _ => Kind::Call,
         }
     }
 
     /// Whether the default --request-timeout applies (a method's own
-    /// timeout always does): a stream and a task's result wait by design.
+    /// timeout always does): a stream and a task's result wait by design,
+    /// and the host times the opening.
     pub fn timed_by_default(self) -> bool {
         match self {
             Kind::Call => true,
-            Kind::Stream | Kind::TaskResult => false,
+            Kind::Stream | Kind::TaskResult | Kind::Opening => false,
         }
     }
 
@@ -41,7 +50,7 @@ impl Kind {
     pub fn ended_by_a_server_cancel(self) -> bool {
         match self {
             Kind::Stream => true,
-            Kind::Call | Kind::TaskResult => false,
+            Kind::Call | Kind::TaskResult | Kind::Opening => false,
         }
     }
 
@@ -50,7 +59,7 @@ impl Kind {
     /// host is going away; a call may have acted, and says so.
     pub fn answered_at_the_hosts_end(self) -> bool {
         match self {
-            Kind::Call | Kind::TaskResult => true,
+            Kind::Call | Kind::TaskResult | Kind::Opening => true,
             Kind::Stream => false,
         }
     }

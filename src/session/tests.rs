@@ -752,6 +752,37 @@ fn the_default_deadline_times_calls_not_streams_or_task_results() {
     assert_eq!(session.deadline(), Some(t0 + Duration::from_secs(3)));
 }
 
+/// The opening waits on the server's start, which the host times: the
+/// default deadline leaves `initialize` and the `server/discover` probe
+/// alone (a -32001 for the probe would read as "legacy" and change the
+/// era), while a method's own value still applies; a server that dies
+/// still answers them.
+#[test]
+fn the_default_deadline_leaves_the_opening_to_the_host() {
+    let t0 = Instant::now();
+    let mut session = timed(Duration::from_secs(1));
+    client(&mut session, t0, &call(json!(0), "initialize"));
+    client(&mut session, t0, &call(json!("p"), "server/discover"));
+    client(&mut session, t0, &call(json!(1), "tools/list"));
+    tick(&mut session, t0 + Duration::from_secs(5));
+    let answered: Vec<Value> = lines(&std::mem::take(&mut session.to_client))
+        .iter()
+        .map(|a| a["id"].clone())
+        .collect();
+    assert_eq!(answered, [json!(1)], "only the call timed out");
+    assert_eq!(session.in_flight(), 2);
+    let mut session = Session::new(
+        SessionPolicy {
+            default_timeout: Some(Duration::from_secs(1)),
+            method_timeouts: vec![("initialize".into(), Some(Duration::from_secs(20)))],
+            ..policy()
+        },
+        "c1".into(),
+    );
+    client(&mut session, t0, &call(json!(0), "initialize"));
+    assert_eq!(session.deadline(), Some(t0 + Duration::from_secs(20)));
+}
+
 /// The server ends a stream with `notifications/cancelled` naming it:
 /// the stream leaves the table, and nothing is answered or cancelled for
 /// it afterwards. A server's cancel naming any other id is not about a
