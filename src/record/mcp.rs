@@ -115,7 +115,8 @@ pub struct Incarnation {
     pub in_flight_at_exit: u64,
     /// Those requests (the first 32).
     pub interrupted: Vec<Interrupted>,
-    /// The era it was spoken to in; null: no request showed it.
+    /// The era it was spoken to in: an `initialize` (whenever it came)
+    /// or the first request's `_meta` showed it; null: neither did.
     pub era: Option<Era>,
     /// The protocol version the client asked for, as it sent it (the
     /// `initialize`'s, or the first modern request's); null: not seen.

@@ -2,10 +2,11 @@
 //! by the client's `initialize` (2025 and earlier), or the stateless one
 //! (2026-07-28), where every request carries its protocol version in
 //! `_meta`. The era is a property of the server process, so it is found
-//! again for each incarnation. A request's `params` are read for it only
-//! while the era is unknown: once per incarnation, not per request. An
-//! `initialize` always decides (a modern client's `server/discover` probe
-//! may come before it, as Claude Code's does).
+//! again for each incarnation, from the first request it gets: a modern
+//! client's first request already names its version, so the `params` of
+//! no later one are read (nothing per request). An `initialize` always
+//! decides, whenever it comes (Claude Code's `server/discover` probe comes
+//! before its `initialize`).
 
 use serde::Deserialize;
 
@@ -38,6 +39,8 @@ pub(crate) struct Spoken {
     pub era: Option<Era>,
     /// The version the client asked for, as it sent it.
     pub protocol_version: Option<String>,
+    /// The first request was read: only an `initialize` can decide now.
+    settled: bool,
 }
 
 impl Spoken {
@@ -51,11 +54,12 @@ impl Spoken {
                 *self = Spoken {
                     era: Some(Era::Legacy),
                     protocol_version: version,
+                    settled: true,
                 };
             }
             return;
         }
-        if self.era.is_some() {
+        if std::mem::replace(&mut self.settled, true) {
             return;
         }
         // A cheap look first: most params of a legacy client never name it.
@@ -70,6 +74,7 @@ impl Spoken {
             *self = Spoken {
                 era: Some(Era::Modern),
                 protocol_version: Some(version),
+                settled: true,
             };
         }
     }
@@ -91,9 +96,22 @@ mod tests {
 
     #[test]
     fn nothing_seen_is_no_era() {
-        assert_eq!(spoken(&[]), Spoken::default());
-        assert_eq!(spoken(&[("tools/list", None)]), Spoken::default());
-        assert_eq!(spoken(&[("tools/list", Some("{}"))]), Spoken::default());
+        assert_eq!(spoken(&[]).era, None);
+        assert_eq!(spoken(&[("tools/list", None)]).era, None);
+        assert_eq!(spoken(&[("tools/list", Some("{}"))]).era, None);
+    }
+
+    /// Only the first request is read (a modern client's first already
+    /// names its version): nothing is parsed per request after it.
+    #[test]
+    fn only_the_first_request_is_read_unless_an_initialize_comes() {
+        let seen = spoken(&[("tools/list", Some("{}")), ("tools/call", Some(MODERN))]);
+        assert_eq!(seen.era, None);
+        let seen = spoken(&[
+            ("tools/list", Some("{}")),
+            ("initialize", Some(r#"{"protocolVersion":"2025-06-18"}"#)),
+        ]);
+        assert_eq!(seen.era, Some(Era::Legacy));
     }
 
     #[test]
@@ -118,13 +136,13 @@ mod tests {
     #[test]
     fn the_key_named_outside_meta_is_not_the_modern_era() {
         let params = r#"{"arguments":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#;
-        assert_eq!(spoken(&[("tools/call", Some(params))]), Spoken::default());
+        assert_eq!(spoken(&[("tools/call", Some(params))]).era, None);
         // Nor a _meta without it, nor a version that is no string.
         let params =
             r#"{"_meta":{"progressToken":1},"x":"io.modelcontextprotocol/protocolVersion"}"#;
-        assert_eq!(spoken(&[("tools/call", Some(params))]), Spoken::default());
+        assert_eq!(spoken(&[("tools/call", Some(params))]).era, None);
         let params = r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":20260728}}"#;
-        assert_eq!(spoken(&[("tools/call", Some(params))]), Spoken::default());
+        assert_eq!(spoken(&[("tools/call", Some(params))]).era, None);
     }
 
     #[test]
