@@ -28,6 +28,7 @@ mod append;
 mod entry;
 mod key;
 mod line;
+mod report;
 mod requests;
 mod verify;
 
@@ -38,7 +39,8 @@ pub use entry::{
     StreamFacts, Terminal,
 };
 pub use key::Key;
-pub use verify::{Break, BreakKind, Head, Report, Unfinished, VerifyError, verify, verify_reader};
+pub use report::{Break, BreakKind, Head, Report, Unfinished};
+pub use verify::{VerifyError, verify, verify_reader};
 
 pub const VERSION: u64 = 1;
 pub const ZERO_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";

@@ -6,24 +6,8 @@
 
 use std::collections::HashMap;
 
-use serde::Serialize;
-
 use super::line::Parsed;
-use super::verify::BreakKind;
-
-/// A client request (`mcp_request`) with no `mcp_response`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct UnfinishedRequest {
-    pub line: u64,
-    pub call_id: String,
-    /// The request's id, as JSON text.
-    pub request_id: String,
-    pub method: String,
-    pub ts: String,
-    /// The request was answered with a task, whose end (`mcp_task`) never
-    /// came.
-    pub task: bool,
-}
+use super::report::{BreakKind, UnfinishedRequest};
 
 /// Requests with no response yet, and tasks with no end yet, by call id
 /// and request id.

@@ -1,0 +1,101 @@
+//! What `verify` reports: the first break in the chain and its kind, the
+//! head, and the calls and requests that never ended. Plain data, shared
+//! by the verifier and its request pairing.
+
+use serde::Serialize;
+
+/// How the chain broke; written as its name (`HASH_MISMATCH`, …) in text
+/// and JSON alike.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BreakKind {
+    HashMismatch,
+    ChainBreak,
+    SeqGap,
+    SeqOrder,
+    TornTail,
+    OrphanTerminal,
+    DuplicateCall,
+    Malformed,
+    /// The anchor's `h` is not in the journal: cut, rolled back or rewritten.
+    AnchorMissing,
+}
+
+impl Serialize for BreakKind {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl BreakKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BreakKind::HashMismatch => "HASH_MISMATCH",
+            BreakKind::ChainBreak => "CHAIN_BREAK",
+            BreakKind::SeqGap => "SEQ_GAP",
+            BreakKind::SeqOrder => "SEQ_ORDER",
+            BreakKind::TornTail => "TORN_TAIL",
+            BreakKind::OrphanTerminal => "ORPHAN_TERMINAL",
+            BreakKind::DuplicateCall => "DUPLICATE_CALL",
+            BreakKind::Malformed => "MALFORMED",
+            BreakKind::AnchorMissing => "ANCHOR_MISSING",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Break {
+    /// 1-based line number.
+    pub line: u64,
+    pub kind: BreakKind,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Unfinished {
+    pub line: u64,
+    pub call_id: String,
+    pub pid: Option<u32>,
+    pub ts: String,
+    /// A decision entry was written (the call was approved, or not).
+    pub decided: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Head {
+    pub seq: u64,
+    pub h: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Report {
+    pub ok: bool,
+    pub entries: u64,
+    pub journal_id: Option<String>,
+    pub keyed: bool,
+    pub head: Option<Head>,
+    /// Lines checked and found intact before the first break.
+    pub validated_lines: u64,
+    #[serde(rename = "break")]
+    pub broken: Option<Break>,
+    pub anchor: Option<String>,
+    pub anchor_found: Option<bool>,
+    pub unfinished: Vec<Unfinished>,
+    /// Requests whose call ended (or never did) without a response entry.
+    pub unfinished_requests: Vec<UnfinishedRequest>,
+    /// The last entry is whole but lacks its final newline (a warning).
+    pub final_newline_missing: bool,
+}
+
+/// A client request (`mcp_request`) with no `mcp_response`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct UnfinishedRequest {
+    pub line: u64,
+    pub call_id: String,
+    /// The request's id, as JSON text.
+    pub request_id: String,
+    pub method: String,
+    pub ts: String,
+    /// The request was answered with a task, whose end (`mcp_task`) never
+    /// came.
+    pub task: bool,
+}
