@@ -79,6 +79,16 @@ impl<'l> Form<'l> {
 
 /// A client line over --max-message-bytes, streaming through: its hash
 /// so far.
+/// Where the client line being read stands.
+#[derive(Default)]
+pub(super) struct CurrentLine {
+    /// Where it ends in the server's stream (a lower bound for a batch,
+    /// whose elements may be answered here).
+    ends_at: u64,
+    /// A line over --max-message-bytes is streaming through.
+    overlong: Option<Overlong>,
+}
+
 pub(super) struct Overlong {
     hash: Sha256,
 }
@@ -113,12 +123,12 @@ impl Session {
     pub fn on_client_overlong(&mut self, piece: &[u8], first: bool, out: &mut Vec<u8>) {
         if first {
             self.facts.client.non_jsonrpc_lines += 1;
-            self.overlong = Some(Overlong {
+            self.current_line.overlong = Some(Overlong {
                 hash: Sha256::new(),
             });
         }
         let complete = piece.last() == Some(&b'\n');
-        if let Some(overlong) = self.overlong.as_mut() {
+        if let Some(overlong) = self.current_line.overlong.as_mut() {
             overlong.hash.update(if complete {
                 &piece[..piece.len() - 1]
             } else {
@@ -137,7 +147,7 @@ impl Session {
     }
 
     fn end_overlong(&mut self, unterminated: bool) {
-        let Some(overlong) = self.overlong.take() else {
+        let Some(overlong) = self.current_line.overlong.take() else {
             return;
         };
         if self.policy.audit == super::AuditRequests::None {
@@ -161,7 +171,7 @@ impl Session {
         let end = out_at + out.len() as u64;
         // A batch may lose elements answered here: then only its first
         // byte's place is sure, and "not written" is never said wrongly.
-        self.line_ends_at = match line.iter().find(|b| !b.is_ascii_whitespace()) {
+        self.current_line.ends_at = match line.iter().find(|b| !b.is_ascii_whitespace()) {
             Some(b'[') => end + 1,
             _ => end + line.len() as u64,
         };
@@ -383,11 +393,11 @@ impl Session {
                 irregular,
             });
         }
-        self.spoken.on_request(method, params);
+        self.opening.spoken.on_request(method, params);
         let Some(key) = key.filter(|_| tracked) else {
             return true;
         };
-        self.replay.on_client_request(&key, method, params);
+        self.opening.replay.on_client_request(&key, method, params);
         let kind = Kind::of(method);
         let timeout = self.policy.timeout_for(method, kind);
         let progress_token = if self.policy.resets_on_progress && timeout.is_some() {
@@ -414,7 +424,7 @@ impl Session {
             deadline: timeout.and_then(|t: Duration| now.checked_add(t)),
             progress_token,
             audited,
-            ends_at: self.line_ends_at,
+            ends_at: self.current_line.ends_at,
         };
         let key = Key::new(&key);
         if let Some(at) = entry.deadline {

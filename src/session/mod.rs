@@ -27,6 +27,7 @@ mod replay;
 mod restart;
 mod results;
 mod scan;
+mod server;
 mod tasks;
 
 use std::collections::BTreeMap;
@@ -40,11 +41,10 @@ use crate::request_id;
 use crate::units::millis;
 pub(crate) use answer::{REQUEST_TIMEOUT, SERVER_ERROR};
 use late::Answered;
-use message::{Line, Message, join_batch};
 
 pub use audit::{Audit, Irregular, RequestOutcome, ResultType, TaskStatus};
 pub use policy::{AuditRequests, SessionPolicy};
-use replay::{Replay, Replayed};
+use replay::Replay;
 pub use restart::RestartPolicy;
 pub(crate) use restart::Restarts;
 
@@ -138,19 +138,23 @@ pub(crate) struct Session {
     pub to_server: Vec<u8>,
     audit: Vec<Audit>,
     facts: McpFacts,
-    replay: Replay,
-    /// How the last replayed initialize went, until the loop takes it.
-    replayed: Option<Result<(), String>>,
-    /// Where the client line being read ends in the server's stream (a
-    /// lower bound for a batch, whose elements may be answered here).
-    line_ends_at: u64,
-    /// A client line over --max-message-bytes is streaming through.
-    overlong: Option<client::Overlong>,
+    opening: Opening,
+    /// Where the client line being read stands.
+    current_line: client::CurrentLine,
     /// Tasks audited calls created, until their end is seen.
     tasks: tasks::Tasks,
     /// The server's stderr bytes so far, as the loop last said.
     stderr_seen: u64,
-    /// What the current incarnation was spoken to in.
+}
+
+/// The opening exchange, across restarts: the client's cached
+/// `initialize` and the first server's answer, how the last replay of it
+/// went (until the loop takes that), and what the current incarnation
+/// was spoken to in.
+#[derive(Default)]
+struct Opening {
+    replay: Replay,
+    replayed: Option<Result<(), String>>,
     spoken: era::Spoken,
 }
 
@@ -174,13 +178,10 @@ impl Session {
             to_server: Vec::new(),
             audit: Vec::new(),
             facts,
-            replay: Replay::default(),
-            line_ends_at: 0,
-            replayed: None,
-            overlong: None,
+            opening: Opening::default(),
+            current_line: client::CurrentLine::default(),
             tasks: tasks::Tasks::new(max_in_flight),
             stderr_seen: 0,
-            spoken: era::Spoken::default(),
         }
     }
 
@@ -224,10 +225,11 @@ impl Session {
     pub fn on_restarted(&mut self, attempt: u64) -> Option<Vec<u8>> {
         self.gone = None;
         self.facts.restarts = attempt;
-        let line = self.replay.start(attempt);
+        let line = self.opening.replay.start(attempt);
         if line.is_some() {
-            self.spoken
-                .on_request("initialize", self.replay.client_params());
+            self.opening
+                .spoken
+                .on_request("initialize", self.opening.replay.client_params());
         }
         line
     }
@@ -235,18 +237,18 @@ impl Session {
     /// What the incarnation that went away was spoken to in; the next
     /// one starts unknown.
     pub fn take_spoken(&mut self) -> (Option<Era>, Option<String>) {
-        let spoken = std::mem::take(&mut self.spoken);
+        let spoken = std::mem::take(&mut self.opening.spoken);
         (spoken.era, spoken.protocol_version)
     }
 
     /// The replayed initialize is still unanswered.
     pub fn replaying(&self) -> bool {
-        self.replay.waiting()
+        self.opening.replay.waiting()
     }
 
     /// How the replayed initialize went, once.
     pub fn take_replayed(&mut self) -> Option<Result<(), String>> {
-        self.replayed.take()
+        self.opening.replayed.take()
     }
 
     /// The facts, for the loop to add what only it knows.
@@ -267,121 +269,6 @@ impl Session {
         self.facts.clone()
     }
 
-    /// A complete line from the server, offered by the stdout guard: what
-    /// reaches the client goes to `out`. False if the line is not one
-    /// JSON message (then nothing was taken: the guard diverts it).
-    pub fn on_server_line(&mut self, now: Instant, line: &[u8], out: &mut Vec<u8>) -> bool {
-        match message::parse(line) {
-            Line::NotJson => return false,
-            Line::One(message) => {
-                if self.server_message(now, message, line.len()) {
-                    out.extend_from_slice(line);
-                }
-            }
-            Line::Batch(elements) => {
-                let total = elements.len();
-                let kept: Vec<&str> = elements
-                    .into_iter()
-                    .filter_map(|(raw, message)| {
-                        // `raw.len()`: the message's own bytes, for its audit.
-                        self.server_message(now, message, raw.len()).then_some(raw)
-                    })
-                    .collect();
-                join_batch(line, total, &kept, out);
-            }
-        }
-        true
-    }
-
-    fn server_message(&mut self, now: Instant, message: Message<'_>, bytes: usize) -> bool {
-        match message {
-            Message::Response { id, result, error } => {
-                self.facts.server.responses += 1;
-                let Some(key) = request_id::key(id) else {
-                    self.facts.unmatched_responses += 1;
-                    return true;
-                };
-                if let Some(replayed) = self.replay.on_server_response(&key, result) {
-                    self.replayed = Some(match replayed {
-                        Replayed::Same {
-                            to_server,
-                            to_client,
-                        } => {
-                            self.to_server.extend(to_server);
-                            self.to_client.extend(to_client);
-                            Ok(())
-                        }
-                        Replayed::Changed(why) => Err(why),
-                    });
-                    false
-                } else if let Some((id, entry)) = self.remove(&key) {
-                    self.on_task_answer(now, &entry, result, error);
-                    let end = match error {
-                        Some(code) => End::error(code),
-                        // Read only for the audit: most results are not.
-                        None if entry.audited => {
-                            let (result_type, task) =
-                                results::read(&entry.method, result.unwrap_or_default());
-                            if let Some(task_id) = task {
-                                let created = tasks::Created {
-                                    id: id.to_string(),
-                                    method: entry.method.to_string(),
-                                    started: entry.started,
-                                };
-                                self.tasks.created(task_id, created);
-                            }
-                            End::result(result_type)
-                        }
-                        None => End::result(ResultType::Complete),
-                    };
-                    self.finish(now, id, entry, end, bytes as u64);
-                    true
-                } else if self.answered.take(&key) {
-                    self.facts.late_responses_dropped += 1;
-                    false
-                } else {
-                    self.facts.unmatched_responses += 1;
-                    true
-                }
-            }
-            Message::Request { .. } => {
-                self.facts.server.requests += 1;
-                true
-            }
-            Message::Notification { method, params } => {
-                self.facts.server.notifications += 1;
-                if method == "notifications/progress"
-                    && let Some(token) = message::progress_token(params)
-                    && let Some(key) = self.progress.get(&token).cloned()
-                {
-                    self.extend_deadline(now, &key);
-                } else if method == "notifications/tasks/status"
-                    && let Some((Some(task_id), status, code)) = params.and_then(tasks::terminal)
-                {
-                    self.task_ended(now, &task_id, status, code);
-                } else if method == "notifications/cancelled"
-                    && let Some(key) = message::cancelled_id(params)
-                    && self
-                        .in_flight
-                        .get(key.as_str())
-                        .is_some_and(|entry| entry.kind.ended_by_a_server_cancel())
-                    && let Some((id, entry)) = self.remove(&key)
-                {
-                    // The server ended a stream: nothing more is said for
-                    // it, and an answer after all would be a second end.
-                    self.answered.insert(key);
-                    self.finish(now, id, entry, End::by(RequestOutcome::Ended, None), 0);
-                }
-                true
-            }
-            // Only the permissive reading of client lines says Ambiguous.
-            Message::Invalid | Message::Ambiguous { .. } => {
-                self.facts.server.non_jsonrpc_lines += 1;
-                true
-            }
-        }
-    }
-
     /// The server's stderr has had `bytes` so far (a request notes where
     /// it stood when the request came).
     pub fn note_stderr_seen(&mut self, bytes: u64) {
@@ -399,60 +286,6 @@ impl Session {
         if let Some(excerpt) = excerpt {
             self.facts.agent_excerpts.answers += 1;
             self.facts.agent_excerpts.bytes += excerpt.len() as u64;
-        }
-    }
-
-    /// A `tasks/*` request about a task an audited call created was
-    /// answered: its end, if the answer tells one.
-    fn on_task_answer(
-        &mut self,
-        now: Instant,
-        entry: &InFlight,
-        result: Option<&str>,
-        error: Option<Option<i64>>,
-    ) {
-        let Some(task_id) = &entry.task else {
-            return;
-        };
-        let end = match (&*entry.method, result, error) {
-            // A 2025-11-25 tasks/result: what the call would have returned.
-            ("tasks/result", _, Some(code)) => Some((TaskStatus::Failed, code)),
-            ("tasks/result", Some(_), None) => Some((TaskStatus::Completed, None)),
-            ("tasks/get", Some(result), None) => {
-                tasks::terminal(result).map(|(_, status, code)| (status, code))
-            }
-            _ => None,
-        };
-        if let Some((status, code)) = end {
-            let task_id = task_id.clone();
-            self.task_ended(now, &task_id, status, code);
-        }
-    }
-
-    /// A task ended: journaled against the call that created it, once.
-    fn task_ended(&mut self, now: Instant, task_id: &str, status: TaskStatus, code: Option<i64>) {
-        if let Some(created) = self.tasks.ended(task_id) {
-            self.audit.push(Audit::Task {
-                id: created.id,
-                method: created.method,
-                task_id: task_id.to_string(),
-                status,
-                error_code: code,
-                duration_ms: millis(now.saturating_duration_since(created.started)),
-            });
-        }
-    }
-
-    fn extend_deadline(&mut self, now: Instant, key: &str) {
-        let Some(entry) = self.in_flight.get_mut(key) else {
-            return;
-        };
-        if let (Some(at), Some(timeout)) = (entry.deadline, entry.timeout) {
-            self.deadlines.remove(&(at, entry.seq));
-            entry.deadline = now.checked_add(timeout);
-            if let Some(at) = entry.deadline {
-                self.deadlines.insert((at, entry.seq), Key::new(key));
-            }
         }
     }
 

@@ -1,0 +1,190 @@
+//! The server's side of the session: each line the stdout guard offers,
+//! read as JSON-RPC; a response ends the client request it names (or is a
+//! late one, dropped), a task's end is journaled against the call that
+//! created it, and progress may push a deadline out.
+
+use std::time::Instant;
+
+use super::audit::Audit;
+use super::message::{self, Line, Message, join_batch};
+use super::replay::Replayed;
+use super::{End, InFlight, Key, RequestOutcome, ResultType, Session, TaskStatus, results, tasks};
+use crate::request_id;
+use crate::units::millis;
+
+impl Session {
+    /// A complete line from the server, offered by the stdout guard: what
+    /// reaches the client goes to `out`. False if the line is not one
+    /// JSON message (then nothing was taken: the guard diverts it).
+    pub fn on_server_line(&mut self, now: Instant, line: &[u8], out: &mut Vec<u8>) -> bool {
+        match message::parse(line) {
+            Line::NotJson => return false,
+            Line::One(message) => {
+                if self.server_message(now, message, line.len()) {
+                    out.extend_from_slice(line);
+                }
+            }
+            Line::Batch(elements) => {
+                let total = elements.len();
+                let kept: Vec<&str> = elements
+                    .into_iter()
+                    .filter_map(|(raw, message)| {
+                        // `raw.len()`: the message's own bytes, for its audit.
+                        self.server_message(now, message, raw.len()).then_some(raw)
+                    })
+                    .collect();
+                join_batch(line, total, &kept, out);
+            }
+        }
+        true
+    }
+
+    fn server_message(&mut self, now: Instant, message: Message<'_>, bytes: usize) -> bool {
+        match message {
+            Message::Response { id, result, error } => {
+                self.facts.server.responses += 1;
+                let Some(key) = request_id::key(id) else {
+                    self.facts.unmatched_responses += 1;
+                    return true;
+                };
+                if let Some(replayed) = self.opening.replay.on_server_response(&key, result) {
+                    self.opening.replayed = Some(match replayed {
+                        Replayed::Same {
+                            to_server,
+                            to_client,
+                        } => {
+                            self.to_server.extend(to_server);
+                            self.to_client.extend(to_client);
+                            Ok(())
+                        }
+                        Replayed::Changed(why) => Err(why),
+                    });
+                    false
+                } else if let Some((id, entry)) = self.remove(&key) {
+                    self.on_task_answer(now, &entry, result, error);
+                    let end = match error {
+                        Some(code) => End::error(code),
+                        // Read only for the audit: most results are not.
+                        None if entry.audited => {
+                            let (result_type, task) =
+                                results::read(&entry.method, result.unwrap_or_default());
+                            if let Some(task_id) = task {
+                                let created = tasks::Created {
+                                    id: id.to_string(),
+                                    method: entry.method.to_string(),
+                                    started: entry.started,
+                                };
+                                self.tasks.created(task_id, created);
+                            }
+                            End::result(result_type)
+                        }
+                        None => End::result(ResultType::Complete),
+                    };
+                    self.finish(now, id, entry, end, bytes as u64);
+                    true
+                } else if self.answered.take(&key) {
+                    self.facts.late_responses_dropped += 1;
+                    false
+                } else {
+                    self.facts.unmatched_responses += 1;
+                    true
+                }
+            }
+            Message::Request { .. } => {
+                self.facts.server.requests += 1;
+                true
+            }
+            Message::Notification { method, params } => {
+                self.facts.server.notifications += 1;
+                if method == "notifications/progress"
+                    && let Some(token) = message::progress_token(params)
+                    && let Some(key) = self.progress.get(&token).cloned()
+                {
+                    self.extend_deadline(now, &key);
+                } else if method == "notifications/tasks/status"
+                    && let Some((Some(task_id), status, code)) = params.and_then(tasks::terminal)
+                {
+                    self.task_ended(now, &task_id, status, code);
+                } else if method == "notifications/cancelled"
+                    && let Some(key) = message::cancelled_id(params)
+                    && self
+                        .in_flight
+                        .get(key.as_str())
+                        .is_some_and(|entry| entry.kind.ended_by_a_server_cancel())
+                    && let Some((id, entry)) = self.remove(&key)
+                {
+                    // The server ended a stream: nothing more is said for
+                    // it, and an answer after all would be a second end.
+                    self.answered.insert(key);
+                    self.finish(now, id, entry, End::by(RequestOutcome::Ended, None), 0);
+                }
+                true
+            }
+            // Only the permissive reading of client lines says Ambiguous.
+            Message::Invalid | Message::Ambiguous { .. } => {
+                self.facts.server.non_jsonrpc_lines += 1;
+                true
+            }
+        }
+    }
+
+    /// A `tasks/*` request about a task an audited call created was
+    /// answered: its end, if the answer tells one.
+    fn on_task_answer(
+        &mut self,
+        now: Instant,
+        entry: &InFlight,
+        result: Option<&str>,
+        error: Option<Option<i64>>,
+    ) {
+        let Some(task_id) = &entry.task else {
+            return;
+        };
+        let end = match (&*entry.method, result, error) {
+            // A 2025-11-25 tasks/result: what the call would have returned.
+            ("tasks/result", _, Some(code)) => Some((TaskStatus::Failed, code)),
+            ("tasks/result", Some(_), None) => Some((TaskStatus::Completed, None)),
+            ("tasks/get", Some(result), None) => {
+                tasks::terminal(result).map(|(_, status, code)| (status, code))
+            }
+            _ => None,
+        };
+        if let Some((status, code)) = end {
+            let task_id = task_id.clone();
+            self.task_ended(now, &task_id, status, code);
+        }
+    }
+
+    /// A task ended: journaled against the call that created it, once.
+    pub(super) fn task_ended(
+        &mut self,
+        now: Instant,
+        task_id: &str,
+        status: TaskStatus,
+        code: Option<i64>,
+    ) {
+        if let Some(created) = self.tasks.ended(task_id) {
+            self.audit.push(Audit::Task {
+                id: created.id,
+                method: created.method,
+                task_id: task_id.to_string(),
+                status,
+                error_code: code,
+                duration_ms: millis(now.saturating_duration_since(created.started)),
+            });
+        }
+    }
+
+    fn extend_deadline(&mut self, now: Instant, key: &str) {
+        let Some(entry) = self.in_flight.get_mut(key) else {
+            return;
+        };
+        if let (Some(at), Some(timeout)) = (entry.deadline, entry.timeout) {
+            self.deadlines.remove(&(at, entry.seq));
+            entry.deadline = now.checked_add(timeout);
+            if let Some(at) = entry.deadline {
+                self.deadlines.insert((at, entry.seq), Key::new(key));
+            }
+        }
+    }
+}
