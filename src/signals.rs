@@ -1,174 +1,20 @@
-//! Signals delivered into the poll set through a self-pipe; signal names and
-//! parsing. No thread ever handles a signal: the handler only counts it and
-//! writes one wake-up byte, and the poll loop decides what it means.
-//!
-//! Counting (rather than reading signal numbers from the pipe) means a storm
-//! of SIGCHLD that fills the pipe can never hide a SIGTERM, and two SIGINTs
-//! that land in one turn still count as two (the second escalates to KILL).
+//! Signal names and numbers, as GNU timeout reads and writes them, and
+//! the signals mcp-bound acts on. How signals arrive (the self-pipe into
+//! the poll set) is `sys::SignalPipe`; the numbers come from `sys`.
 
-use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
-use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
+use crate::sys;
 
-use nix::errno::Errno;
-use nix::fcntl::OFlag;
-use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
-
-/// Signals that ask mcp-bound to stop; they cancel the helper.
-pub const TERMINATING: [i32; 4] = [
-    Signal::SIGINT as i32,
-    Signal::SIGTERM as i32,
-    Signal::SIGHUP as i32,
-    Signal::SIGQUIT as i32,
-];
-
-pub const SIGKILL: i32 = Signal::SIGKILL as i32;
-pub const SIGCONT: i32 = Signal::SIGCONT as i32;
-pub const SIGTERM: i32 = Signal::SIGTERM as i32;
-
-const SLOTS: usize = 65;
-static COUNTS: [AtomicU32; SLOTS] = [const { AtomicU32::new(0) }; SLOTS];
-static WAKE_FD: AtomicI32 = AtomicI32::new(-1);
-
-extern "C" fn on_signal(signo: nix::libc::c_int) {
-    // Only async-signal-safe work here: an atomic add and one write(2).
-    let saved = Errno::last_raw();
-    if let Some(slot) = usize::try_from(signo).ok().and_then(|i| COUNTS.get(i)) {
-        slot.fetch_add(1, Ordering::Relaxed);
-    }
-    let fd = WAKE_FD.load(Ordering::Relaxed);
-    if fd >= 0 {
-        let byte = 1u8;
-        // SAFETY: writing one byte from a valid stack buffer; a full pipe
-        // (EAGAIN) is fine because the count above is the truth.
-        unsafe { nix::libc::write(fd, (&byte as *const u8).cast(), 1) };
-    }
-    Errno::set_raw(saved);
-}
-
-/// What arrived since the last `take`.
-#[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Pending {
-    pub child_changed: bool,
-    /// Terminating signals with how many of each arrived.
-    pub terminating: Vec<(i32, u32)>,
-}
-
-/// The read end is polled by the supervisor; the write end lives in the
-/// handler's static and is never inherited (both are O_CLOEXEC).
-pub struct SignalPipe {
-    read: OwnedFd,
-    _write: OwnedFd,
-}
-
-impl SignalPipe {
-    /// Install handlers for the terminating signals and SIGCHLD, and ignore
-    /// SIGPIPE (EPIPE is handled where it happens). A terminating signal
-    /// that was ignored when we started stays ignored, as in GNU timeout.
-    pub fn install() -> io::Result<SignalPipe> {
-        let (read, write) =
-            nix::unistd::pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK).map_err(io::Error::from)?;
-        WAKE_FD.store(write.as_raw_fd(), Ordering::SeqCst);
-        let handler = SigAction::new(
-            SigHandler::Handler(on_signal),
-            SaFlags::SA_RESTART | SaFlags::SA_NOCLDSTOP,
-            SigSet::empty(),
-        );
-        let ignore = SigAction::new(SigHandler::SigIgn, SaFlags::empty(), SigSet::empty());
-        for signo in TERMINATING {
-            let signal = Signal::try_from(signo).map_err(io::Error::from)?;
-            // SAFETY: the handler is async-signal-safe (see on_signal).
-            let previous = unsafe { sigaction(signal, &handler) }.map_err(io::Error::from)?;
-            if previous.handler() == SigHandler::SigIgn {
-                // SAFETY: restoring SIG_IGN installs no code.
-                unsafe { sigaction(signal, &ignore) }.map_err(io::Error::from)?;
-            }
-        }
-        // SAFETY: as above. Our handler also replaces an inherited SIG_IGN
-        // for SIGCHLD, under which exited children would vanish unobserved.
-        unsafe { sigaction(Signal::SIGCHLD, &handler) }.map_err(io::Error::from)?;
-        unsafe { sigaction(Signal::SIGPIPE, &ignore) }.map_err(io::Error::from)?;
-        // A mask inherited from our parent would keep these from ever
-        // arriving; a signal already pending is delivered right here.
-        let mut handled = SigSet::empty();
-        handled.add(Signal::SIGCHLD);
-        for signo in TERMINATING {
-            handled.add(Signal::try_from(signo).map_err(io::Error::from)?);
-        }
-        handled.thread_unblock().map_err(io::Error::from)?;
-        Ok(SignalPipe {
-            read,
-            _write: write,
-        })
-    }
-
-    pub fn fd(&self) -> BorrowedFd<'_> {
-        self.read.as_fd()
-    }
-
-    /// In a forked child that keeps running our code (the watchdog): the
-    /// handlers stay, but must never write to the pipe, whose number the
-    /// child closes and may reuse.
-    pub fn disarm_in_child() {
-        WAKE_FD.store(-1, Ordering::SeqCst);
-    }
-
-    /// Empty the pipe and collect the counts.
-    pub fn take(&self) -> Pending {
-        let mut sink = [0u8; 256];
-        while let Ok(n) = nix::unistd::read(&self.read, &mut sink) {
-            if n == 0 {
-                break;
-            }
-        }
-        let mut pending = Pending {
-            child_changed: COUNTS[Signal::SIGCHLD as usize].swap(0, Ordering::Relaxed) > 0,
-            terminating: Vec::new(),
-        };
-        for signo in TERMINATING {
-            let count = COUNTS[signo as usize].swap(0, Ordering::Relaxed);
-            if count > 0 {
-                pending.terminating.push((signo, count));
-            }
-        }
-        pending
-    }
-}
-
-impl Drop for SignalPipe {
-    /// The handlers stay installed: forget the write end before it is
-    /// closed, so a later signal writes nowhere rather than into whatever
-    /// file reuses its number.
-    fn drop(&mut self) {
-        let _ = WAKE_FD.compare_exchange(
-            self._write.as_raw_fd(),
-            -1,
-            Ordering::SeqCst,
-            Ordering::SeqCst,
-        );
-    }
-}
-
-/// The real-time signals this system has, as libc reports them (glibc
-/// keeps the first two for itself, so SIGRTMIN is 34 on Linux).
-#[cfg(target_os = "linux")]
-fn real_time() -> std::ops::RangeInclusive<i32> {
-    nix::libc::SIGRTMIN()..=nix::libc::SIGRTMAX()
-}
-
-#[cfg(not(target_os = "linux"))]
-#[allow(clippy::reversed_empty_ranges)]
-fn real_time() -> std::ops::RangeInclusive<i32> {
-    1..=0
-}
+#[cfg(test)]
+pub(crate) use crate::sys::INSTALLED;
+pub use crate::sys::{SIGCONT, SIGKILL, SIGTERM, SignalPipe};
 
 /// `TERM` for 15; real-time signals as GNU names them (`RTMIN`, `RTMIN+1`,
 /// …, `RTMAX-1`, `RTMAX`: the nearer end); the number for anything else.
 pub fn name(signo: i32) -> String {
-    if let Ok(signal) = Signal::try_from(signo) {
-        return signal.as_str().trim_start_matches("SIG").to_string();
+    if let Some(name) = sys::signal_name(signo) {
+        return name.trim_start_matches("SIG").to_string();
     }
-    let range = real_time();
+    let range = sys::real_time_signals();
     let (min, max) = (*range.start(), *range.end());
     match signo {
         _ if !range.contains(&signo) => signo.to_string(),
@@ -185,10 +31,10 @@ pub fn parse(text: &str) -> Result<i32, String> {
     let trimmed = text.trim();
     let invalid = || format!("'{text}' is not a signal (use e.g. TERM, SIGINT, 9, RTMIN+1)");
     if let Ok(number) = trimmed.parse::<i32>() {
-        return match Signal::try_from(number) {
-            Ok(signal) => Ok(signal as i32),
-            Err(_) if real_time().contains(&number) => Ok(number),
-            Err(_) => Err(invalid()),
+        return match sys::signal_name(number) {
+            Some(_) => Ok(number),
+            None if sys::real_time_signals().contains(&number) => Ok(number),
+            None => Err(invalid()),
         };
     }
     let upper = trimmed.to_ascii_uppercase();
@@ -196,16 +42,13 @@ pub fn parse(text: &str) -> Result<i32, String> {
     if let Some(signo) = parse_real_time(bare) {
         return signo.ok_or_else(invalid);
     }
-    format!("SIG{bare}")
-        .parse::<Signal>()
-        .map(|s| s as i32)
-        .map_err(|_| invalid())
+    sys::signal_number(&format!("SIG{bare}")).ok_or_else(invalid)
 }
 
 /// `RTMIN`, `RTMIN+N`, `RTMAX`, `RTMAX-N`: None if not of that shape,
 /// Some(None) if of that shape but out of range.
 fn parse_real_time(bare: &str) -> Option<Option<i32>> {
-    let range = real_time();
+    let range = sys::real_time_signals();
     let (base, rest, sign) = if let Some(rest) = bare.strip_prefix("RTMIN") {
         (*range.start(), rest, 1)
     } else if let Some(rest) = bare.strip_prefix("RTMAX") {
@@ -230,36 +73,9 @@ fn parse_real_time(bare: &str) -> Option<Option<i32>> {
     Some(range.contains(&signo).then_some(signo))
 }
 
-/// Tests that install the handlers take this: the write end lives in a
-/// static, and two pipes at once would share it.
-#[cfg(test)]
-pub(crate) static INSTALLED: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The handlers outlive the pipe; the descriptor number does not stay
-    /// ours. A signal after the drop must not write into whatever file
-    /// reuses that number (it put a stray byte into a helper's stdout pipe).
-    #[test]
-    fn after_the_pipe_is_dropped_a_signal_writes_nowhere() {
-        let _installed = INSTALLED.lock().unwrap_or_else(|e| e.into_inner());
-        let pipe = SignalPipe::install().unwrap();
-        let write = pipe._write.as_raw_fd();
-        drop(pipe);
-        let (read, reused) = nix::unistd::pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK).unwrap();
-        // SAFETY: raising a signal whose handler is ours.
-        unsafe { nix::libc::raise(nix::libc::SIGCHLD) };
-        let mut buf = [0u8; 8];
-        let got = nix::unistd::read(&read, &mut buf);
-        assert_eq!(
-            got,
-            Err(Errno::EAGAIN),
-            "the handler wrote into descriptor {} (the pipe's old write end was {write})",
-            reused.as_raw_fd()
-        );
-    }
 
     #[test]
     fn names_and_numbers() {
@@ -267,7 +83,7 @@ mod tests {
         assert_eq!(parse("sigint"), Ok(2));
         assert_eq!(parse("Kill"), Ok(9));
         assert_eq!(parse("9"), Ok(9));
-        assert_eq!(parse("SIGUSR1"), Ok(Signal::SIGUSR1 as i32));
+        assert_eq!(parse("SIGUSR1"), Ok(sys::signal_number("SIGUSR1").unwrap()));
         for bad in ["", "0", "-1", "999", "TERMX", "SIG", "1.5"] {
             assert!(parse(bad).is_err(), "{bad:?}");
         }
@@ -278,7 +94,8 @@ mod tests {
     #[cfg(target_os = "linux")]
     #[test]
     fn real_time_signals_as_gnu_names_them() {
-        let (min, max) = (nix::libc::SIGRTMIN(), nix::libc::SIGRTMAX());
+        let range = sys::real_time_signals();
+        let (min, max) = (*range.start(), *range.end());
         assert_eq!(parse("RTMIN"), Ok(min));
         assert_eq!(parse("sigrtmin+1"), Ok(min + 1));
         assert_eq!(parse("SIGRTMAX-2"), Ok(max - 2));

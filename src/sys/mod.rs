@@ -1,6 +1,7 @@
-//! The OS layer, and with `process.rs`, `linux.rs` and `signals` the only
-//! place that uses nix and libc: poll(), descriptor flags, private file
-//! creation, locks, the terminal. Process calls (spawning, rlimits,
+//! The OS layer, and with `process.rs`, `linux.rs` and `poll.rs` the only
+//! place that uses nix and libc: descriptor flags, private file creation,
+//! locks, the terminal, and the signal self-pipe. Waiting (poll(2), the
+//! epoll `Poller`) lives in `poll.rs`. Process calls (spawning, rlimits,
 //! signals to processes, waiting) live in `process.rs`; what only Linux
 //! has in `linux.rs`, and what /proc says in `procfs.rs` (plain reads);
 //! `other.rs` stands in elsewhere without touching libc, chosen here with
@@ -9,10 +10,12 @@
 #[cfg_attr(target_os = "linux", path = "linux.rs")]
 #[cfg_attr(not(target_os = "linux"), path = "other.rs")]
 mod os;
+mod poll;
 mod process;
 #[cfg(target_os = "linux")]
 mod procfs;
 
+pub use poll::*;
 pub use process::*;
 #[cfg(target_os = "linux")]
 pub use procfs::{children_of_self, descendants, pids_with_env, proc_info};
@@ -28,171 +31,6 @@ use std::time::Duration;
 
 use nix::fcntl::{FcntlArg, FdFlag, OFlag, fcntl};
 use nix::libc;
-
-/// What the caller wants to hear about one descriptor. A descriptor with
-/// neither flag set still reports hang-up and error, which is how a closed
-/// reader of our stdout is noticed without writing to it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Interest {
-    pub fd: RawFd,
-    pub read: bool,
-    pub write: bool,
-    /// Also report the peer's end of writing as a hang-up: a socket shut
-    /// down with SHUT_WR never reports POLLHUP, only POLLRDHUP (Linux).
-    pub peer_closed: bool,
-}
-
-impl Interest {
-    pub fn new(fd: RawFd, read: bool, write: bool) -> Interest {
-        Interest {
-            fd,
-            read,
-            write,
-            peer_closed: false,
-        }
-    }
-}
-
-#[cfg(target_os = "linux")]
-const PEER_CLOSED: libc::c_short = libc::POLLRDHUP;
-#[cfg(not(target_os = "linux"))]
-const PEER_CLOSED: libc::c_short = 0;
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Ready {
-    pub readable: bool,
-    pub writable: bool,
-    pub hangup: bool,
-    pub error: bool,
-}
-
-/// Wait for readiness or the timeout. The timeout is rounded *up* to whole
-/// milliseconds so the loop never wakes just before a deadline and spins.
-/// EINTR is not an error: the caller re-reads the clock and loops.
-pub fn poll(
-    interests: &[Interest],
-    ready: &mut Vec<Ready>,
-    timeout: Option<Duration>,
-) -> io::Result<()> {
-    // The loop watches at most a handful: no allocation per turn.
-    const ON_STACK: usize = 16;
-    let empty = libc::pollfd {
-        fd: -1,
-        events: 0,
-        revents: 0,
-    };
-    let mut stack = [empty; ON_STACK];
-    let mut heap = Vec::new();
-    let fds: &mut [libc::pollfd] = if interests.len() <= ON_STACK {
-        &mut stack[..interests.len()]
-    } else {
-        heap.resize(interests.len(), empty);
-        &mut heap
-    };
-    for (fd, interest) in fds.iter_mut().zip(interests) {
-        *fd = libc::pollfd {
-            fd: interest.fd,
-            events: (if interest.read { libc::POLLIN } else { 0 })
-                | (if interest.write { libc::POLLOUT } else { 0 })
-                | (if interest.peer_closed { PEER_CLOSED } else { 0 }),
-            revents: 0,
-        };
-    }
-    let timeout_ms = timeout_ms(timeout);
-    ready.clear();
-    // SAFETY: `fds` is a valid, exclusively borrowed array of pollfd.
-    let rc = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) };
-    if rc < 0 {
-        let err = io::Error::last_os_error();
-        if err.kind() != io::ErrorKind::Interrupted {
-            return Err(err);
-        }
-        fds.iter_mut().for_each(|fd| fd.revents = 0);
-    }
-    ready.extend(fds.iter().map(|fd| Ready {
-        readable: fd.revents & libc::POLLIN != 0,
-        writable: fd.revents & libc::POLLOUT != 0,
-        hangup: fd.revents & (libc::POLLHUP | PEER_CLOSED) != 0,
-        error: fd.revents & (libc::POLLERR | libc::POLLNVAL) != 0,
-    }));
-    Ok(())
-}
-
-/// A timeout in whole milliseconds, rounded up; -1 for none.
-fn timeout_ms(timeout: Option<Duration>) -> libc::c_int {
-    match timeout {
-        None => -1,
-        Some(t) => {
-            let ms = t.as_nanos().div_ceil(1_000_000);
-            libc::c_int::try_from(ms).unwrap_or(libc::c_int::MAX)
-        }
-    }
-}
-
-/// The main loop's wait: epoll on Linux (see `linux.rs`: its cost does
-/// not grow with the descriptors watched), poll(2) elsewhere, and poll(2)
-/// from the first descriptor epoll cannot watch (our stdin a regular file
-/// or /dev/null) on. Either way `ready[i]` answers `interests[i]`, as
-/// `poll` does.
-pub struct Poller {
-    #[cfg(target_os = "linux")]
-    epoll: Option<os::Epoll>,
-}
-
-impl Poller {
-    pub fn new() -> Poller {
-        Poller {
-            #[cfg(target_os = "linux")]
-            epoll: os::Epoll::new().ok(),
-        }
-    }
-
-    pub fn wait(
-        &mut self,
-        interests: &[Interest],
-        ready: &mut Vec<Ready>,
-        timeout: Option<Duration>,
-    ) -> io::Result<()> {
-        #[cfg(target_os = "linux")]
-        if let Some(epoll) = self.epoll.as_mut() {
-            if epoll.watch(interests).is_ok() {
-                return epoll.wait(interests, ready, timeout_ms(timeout));
-            }
-            self.epoll = None;
-        }
-        poll(interests, ready, timeout)
-    }
-
-    /// Descriptors were closed and others opened under the same numbers
-    /// (a restarted server's pipes): what was registered is forgotten.
-    pub fn forget(&mut self) {
-        #[cfg(target_os = "linux")]
-        if let Some(epoll) = self.epoll.as_mut() {
-            epoll.forget();
-        }
-    }
-}
-
-impl Default for Poller {
-    fn default() -> Poller {
-        Poller::new()
-    }
-}
-
-/// The one bounded wait outside the main loop: poll `interests` until
-/// `deadline`. TimedOut (without polling) once the deadline has passed, so
-/// a caller's loop needs no clock arithmetic of its own.
-pub fn poll_until(
-    interests: &[Interest],
-    ready: &mut Vec<Ready>,
-    deadline: std::time::Instant,
-) -> io::Result<()> {
-    let now = std::time::Instant::now();
-    if now >= deadline {
-        return Err(io::Error::from(io::ErrorKind::TimedOut));
-    }
-    poll(interests, ready, Some(deadline - now))
-}
 
 /// Only for descriptors we created: O_NONBLOCK lives in the open file
 /// description, shared with every process holding it.
@@ -503,3 +341,177 @@ pub fn is_null_device(meta: &std::fs::Metadata) -> bool {
 pub fn is_dev_null(file: &File) -> bool {
     file.metadata().is_ok_and(|meta| is_null_device(&meta))
 }
+
+/// Signals delivered into the poll set through a self-pipe. No thread
+/// ever handles a signal: the handler only counts it and writes one
+/// wake-up byte, and the poll loop decides what it means. Counting (rather
+/// than reading signal numbers from the pipe) means a storm of SIGCHLD
+/// that fills the pipe can never hide a SIGTERM, and two SIGINTs that land
+/// in one turn still count as two (the second escalates to KILL).
+mod signal_pipe {
+    use std::io;
+    use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+    use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
+
+    use nix::errno::Errno;
+    use nix::fcntl::OFlag;
+    use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
+
+    use super::TERMINATING;
+
+    const SLOTS: usize = 65;
+    static COUNTS: [AtomicU32; SLOTS] = [const { AtomicU32::new(0) }; SLOTS];
+    static WAKE_FD: AtomicI32 = AtomicI32::new(-1);
+
+    extern "C" fn on_signal(signo: nix::libc::c_int) {
+        // Only async-signal-safe work here: an atomic add and one write(2).
+        let saved = Errno::last_raw();
+        if let Some(slot) = usize::try_from(signo).ok().and_then(|i| COUNTS.get(i)) {
+            slot.fetch_add(1, Ordering::Relaxed);
+        }
+        let fd = WAKE_FD.load(Ordering::Relaxed);
+        if fd >= 0 {
+            let byte = 1u8;
+            // SAFETY: writing one byte from a valid stack buffer; a full pipe
+            // (EAGAIN) is fine because the count above is the truth.
+            unsafe { nix::libc::write(fd, (&byte as *const u8).cast(), 1) };
+        }
+        Errno::set_raw(saved);
+    }
+
+    /// What arrived since the last `take`.
+    #[derive(Debug, Default, Clone, PartialEq, Eq)]
+    pub struct Pending {
+        pub child_changed: bool,
+        /// Terminating signals with how many of each arrived.
+        pub terminating: Vec<(i32, u32)>,
+    }
+
+    /// The read end is polled by the supervisor; the write end lives in the
+    /// handler's static and is never inherited (both are O_CLOEXEC).
+    pub struct SignalPipe {
+        read: OwnedFd,
+        _write: OwnedFd,
+    }
+
+    impl SignalPipe {
+        /// Install handlers for the terminating signals and SIGCHLD, and ignore
+        /// SIGPIPE (EPIPE is handled where it happens). A terminating signal
+        /// that was ignored when we started stays ignored, as in GNU timeout.
+        pub fn install() -> io::Result<SignalPipe> {
+            let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK)
+                .map_err(io::Error::from)?;
+            WAKE_FD.store(write.as_raw_fd(), Ordering::SeqCst);
+            let handler = SigAction::new(
+                SigHandler::Handler(on_signal),
+                SaFlags::SA_RESTART | SaFlags::SA_NOCLDSTOP,
+                SigSet::empty(),
+            );
+            let ignore = SigAction::new(SigHandler::SigIgn, SaFlags::empty(), SigSet::empty());
+            for signo in TERMINATING {
+                let signal = Signal::try_from(signo).map_err(io::Error::from)?;
+                // SAFETY: the handler is async-signal-safe (see on_signal).
+                let previous = unsafe { sigaction(signal, &handler) }.map_err(io::Error::from)?;
+                if previous.handler() == SigHandler::SigIgn {
+                    // SAFETY: restoring SIG_IGN installs no code.
+                    unsafe { sigaction(signal, &ignore) }.map_err(io::Error::from)?;
+                }
+            }
+            // SAFETY: as above. Our handler also replaces an inherited SIG_IGN
+            // for SIGCHLD, under which exited children would vanish unobserved.
+            unsafe { sigaction(Signal::SIGCHLD, &handler) }.map_err(io::Error::from)?;
+            unsafe { sigaction(Signal::SIGPIPE, &ignore) }.map_err(io::Error::from)?;
+            // A mask inherited from our parent would keep these from ever
+            // arriving; a signal already pending is delivered right here.
+            let mut handled = SigSet::empty();
+            handled.add(Signal::SIGCHLD);
+            for signo in TERMINATING {
+                handled.add(Signal::try_from(signo).map_err(io::Error::from)?);
+            }
+            handled.thread_unblock().map_err(io::Error::from)?;
+            Ok(SignalPipe {
+                read,
+                _write: write,
+            })
+        }
+
+        pub fn fd(&self) -> BorrowedFd<'_> {
+            self.read.as_fd()
+        }
+
+        /// In a forked child that keeps running our code (the watchdog): the
+        /// handlers stay, but must never write to the pipe, whose number the
+        /// child closes and may reuse.
+        pub fn disarm_in_child() {
+            WAKE_FD.store(-1, Ordering::SeqCst);
+        }
+
+        /// Empty the pipe and collect the counts.
+        pub fn take(&self) -> Pending {
+            let mut sink = [0u8; 256];
+            while let Ok(n) = nix::unistd::read(&self.read, &mut sink) {
+                if n == 0 {
+                    break;
+                }
+            }
+            let mut pending = Pending {
+                child_changed: COUNTS[Signal::SIGCHLD as usize].swap(0, Ordering::Relaxed) > 0,
+                terminating: Vec::new(),
+            };
+            for signo in TERMINATING {
+                let count = COUNTS[signo as usize].swap(0, Ordering::Relaxed);
+                if count > 0 {
+                    pending.terminating.push((signo, count));
+                }
+            }
+            pending
+        }
+    }
+
+    impl Drop for SignalPipe {
+        /// The handlers stay installed: forget the write end before it is
+        /// closed, so a later signal writes nowhere rather than into whatever
+        /// file reuses its number.
+        fn drop(&mut self) {
+            let _ = WAKE_FD.compare_exchange(
+                self._write.as_raw_fd(),
+                -1,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            );
+        }
+    }
+
+    /// Tests that install the handlers take this: the write end lives in a
+    /// static, and two pipes at once would share it.
+    #[cfg(test)]
+    pub(crate) static INSTALLED: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        /// The handlers outlive the pipe; the descriptor number does not stay
+        /// ours. A signal after the drop must not write into whatever file
+        /// reuses that number (it put a stray byte into a helper's stdout pipe).
+        #[test]
+        fn after_the_pipe_is_dropped_a_signal_writes_nowhere() {
+            let _installed = INSTALLED.lock().unwrap_or_else(|e| e.into_inner());
+            let pipe = SignalPipe::install().unwrap();
+            let write = pipe._write.as_raw_fd();
+            drop(pipe);
+            let (read, reused) = nix::unistd::pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK).unwrap();
+            // SAFETY: raising a signal whose handler is ours.
+            unsafe { nix::libc::raise(nix::libc::SIGCHLD) };
+            let mut buf = [0u8; 8];
+            let got = nix::unistd::read(&read, &mut buf);
+            assert_eq!(
+                got,
+                Err(Errno::EAGAIN),
+                "the handler wrote into descriptor {} (the pipe's old write end was {write})",
+                reused.as_raw_fd()
+            );
+        }
+    }
+}
+pub use signal_pipe::*;

@@ -381,6 +381,40 @@ pub fn hostname() -> Option<String> {
         .map(|name| name.to_string_lossy().into_owned())
 }
 
+/// Signals that ask mcp-bound to stop; they cancel the helper.
+pub const TERMINATING: [i32; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+pub const SIGKILL: i32 = libc::SIGKILL;
+pub const SIGCONT: i32 = libc::SIGCONT;
+pub const SIGTERM: i32 = libc::SIGTERM;
+
+/// The name (`SIGTERM`) of a signal this system has by that number,
+/// real-time ones aside.
+pub fn signal_name(signo: i32) -> Option<&'static str> {
+    nix::sys::signal::Signal::try_from(signo)
+        .ok()
+        .map(|s| s.as_str())
+}
+
+/// The number of a signal by its name (`SIGTERM`), real-time ones aside.
+pub fn signal_number(name: &str) -> Option<i32> {
+    name.parse::<nix::sys::signal::Signal>()
+        .ok()
+        .map(|s| s as i32)
+}
+
+/// The real-time signals this system has, as libc reports them (glibc
+/// keeps the first two for itself, so SIGRTMIN is 34 on Linux).
+#[cfg(target_os = "linux")]
+pub fn real_time_signals() -> std::ops::RangeInclusive<i32> {
+    libc::SIGRTMIN()..=libc::SIGRTMAX()
+}
+
+#[cfg(not(target_os = "linux"))]
+#[allow(clippy::reversed_empty_ranges)]
+pub fn real_time_signals() -> std::ops::RangeInclusive<i32> {
+    1..=0
+}
+
 /// Send `signo` to `target` (a negative target is a process group), by
 /// number: nix's `Signal` has no real-time signals, and `-s RTMIN+1` must
 /// go out as GNU timeout sends it. False if nothing was signalled.
