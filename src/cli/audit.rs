@@ -1,0 +1,126 @@
+//! The approval and audit options: the gate before dispatch
+//! (`--approve-cmd`, `--approve`), the hash-chained journal, and the
+//! `verify` subcommand that checks one.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Subcommand, ValueEnum};
+
+use super::positive_duration;
+use super::texts::VERIFY_AFTER_HELP;
+use crate::units;
+
+/// Approval options: the gate before dispatch.
+#[derive(Args, Debug)]
+pub struct ApprovalArgs {
+    /// Before the helper starts, run COMMAND (split into words like a shell does; no shell is run) with the call as one JSON object on its stdin; exit 0 approves, anything else denies. It runs in its own process group, bounded, and is terminated at the deadline.
+    #[arg(long, value_name = "COMMAND", env = "MCP_BOUND_APPROVE_CMD", value_parser = parse_command_line, conflicts_with = "approve", help_heading = "Approval options")]
+    pub approve_cmd: Option<CommandLine>,
+
+    /// Before the helper starts, ask on the controlling terminal (/dev/tty, never stdin or stdout); the default answer is no.
+    #[arg(
+        long,
+        value_name = "WHERE",
+        env = "MCP_BOUND_APPROVE",
+        value_enum,
+        help_heading = "Approval options"
+    )]
+    pub approve: Option<ApproveOn>,
+
+    /// Wall-clock deadline for the approval, from the request; nothing extends it. When it passes, the call is denied as expired (exit 77).
+    #[arg(long, value_name = "DURATION", env = "MCP_BOUND_APPROVAL_TIMEOUT", default_value = "60s", value_parser = positive_duration, help_heading = "Approval options")]
+    pub approval_timeout: Duration,
+}
+
+/// Journal options: the hash-chained audit trail.
+#[derive(Args, Debug)]
+pub struct JournalArgs {
+    /// Append an intent (before dispatch, synced) and a terminal entry to this hash-chained journal. If the intent cannot be written, the helper is not started.
+    #[arg(
+        long,
+        value_name = "PATH",
+        env = "MCP_BOUND_JOURNAL",
+        help_heading = "Journal options"
+    )]
+    pub journal: Option<PathBuf>,
+
+    /// Most bytes of stderr excerpt in the journal's terminal entry; 0 for none.
+    #[arg(long, value_name = "BYTES", env = "MCP_BOUND_JOURNAL_EXCERPT_BYTES", default_value = "1024", value_parser = units::parse_capture_bytes, help_heading = "Journal options")]
+    pub journal_excerpt_bytes: usize,
+
+    /// Key the journal: h becomes HMAC-SHA256 with the key in FILE (at least 16 bytes), so an append forged without the key fails verification.
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "MCP_BOUND_JOURNAL_KEY",
+        requires = "journal",
+        help_heading = "Journal options"
+    )]
+    pub journal_key: Option<PathBuf>,
+
+    /// Under the session layer, which client requests get an mcp_request entry (synced before the request reaches the server) and an mcp_response entry: tools (tools/call, resources/read, prompts/get), all, or none.
+    #[arg(
+        long,
+        value_name = "WHICH",
+        env = "MCP_BOUND_JOURNAL_REQUESTS",
+        value_enum,
+        default_value = "tools",
+        requires = "journal",
+        help_heading = "Journal options"
+    )]
+    pub journal_requests: crate::session::AuditRequests,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Sub {
+    /// Check a journal offline: hashes, chain, order, pairing. Exit 0 intact (warnings allowed), 1 integrity failure, 2 usage or I/O error.
+    #[command(after_help = VERIFY_AFTER_HELP)]
+    Verify(VerifyArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct VerifyArgs {
+    /// The journal file.
+    #[arg(value_name = "JOURNAL")]
+    pub journal: PathBuf,
+
+    /// A head h recorded earlier (from "OK: ... h=<hex>"): it must still be in the journal.
+    #[arg(long, value_name = "HEX", value_parser = parse_anchor)]
+    pub anchor: Option<String>,
+
+    /// Print the report as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+
+    /// The key of a keyed journal.
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+}
+
+fn parse_anchor(text: &str) -> Result<String, String> {
+    let hex = text.trim().to_ascii_lowercase();
+    if hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(hex)
+    } else {
+        Err("an anchor is 64 hex digits (the h printed by verify)".into())
+    }
+}
+
+/// Where --approve asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ApproveOn {
+    Tty,
+}
+
+/// A command line split into words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandLine(pub Vec<String>);
+
+fn parse_command_line(text: &str) -> Result<CommandLine, String> {
+    match shlex::split(text) {
+        Some(words) if !words.is_empty() => Ok(CommandLine(words)),
+        Some(_) => Err("empty command".into()),
+        None => Err("unbalanced quotes".into()),
+    }
+}
