@@ -12,6 +12,7 @@
 //! helper costs no wake-ups at all), and dispatch.
 
 mod ending;
+mod host;
 mod live_out;
 mod milestone;
 mod outcome;
@@ -31,12 +32,12 @@ use crate::capture::Capture;
 use crate::child::{self, ExitObs, Helper};
 use crate::diagnostics::{Diagnostics, FloodPath};
 use crate::guard::Guard;
-use crate::record::{Event, EventKind, SignalReason};
+use crate::record::{Event, EventKind};
 use crate::redact::Redactor;
 use crate::signals::{self, SignalPipe};
 use crate::sink::Sink;
 use crate::sys::{self, Interest, Ready};
-use crate::termination::{Action, Cancellation, Phase, Reason, Terminator};
+use crate::termination::{Cancellation, Phase, Terminator};
 use live_out::LiveOutput;
 use session::SessionParts;
 use stderr::{Drained, Intake, StderrDrain};
@@ -451,117 +452,12 @@ impl Loop<'_> {
             self.on_stdin_closed(now);
         }
     }
-
-    /// The host closed our stdin: the MCP shutdown.
-    fn on_stdin_closed(&mut self, now: Instant) {
-        if !self.term.helper_exited() {
-            self.host_hung_up = true;
-        }
-        self.term.on_stdin_closed(now);
-        self.event(now, EventKind::StdinClosed);
-        self.milestone(now);
-    }
-
-    fn on_signals(&mut self, now: Instant) {
-        let pending = self.signals.take();
-        if pending.child_changed {
-            if self.exit.is_none()
-                && let Some(exit) = child::observe_exit(self.tree.family.helper)
-            {
-                self.exit = Some(exit);
-                self.term.on_helper_exit(now);
-                self.event(
-                    now,
-                    EventKind::HelperExited {
-                        exit: exit.to_record(),
-                    },
-                );
-            }
-            child::reap_orphans(self.tree.family.helper);
-        }
-        let host_signalled = !pending.terminating.is_empty();
-        for (signo, count) in pending.terminating {
-            for action in self.term.on_signals(now, signo, count) {
-                self.perform(now, action);
-            }
-            self.record_cancel_events(now);
-        }
-        if host_signalled {
-            self.milestone(now);
-        }
-    }
-
-    /// The cancellations the terminator booked, as record events (it caps
-    /// them: a signal storm is not a log).
-    fn record_cancel_events(&mut self, now: Instant) {
-        while let Some(cancellation) = self.term.take_cancel_event() {
-            let signal = cancellation.signal().map(signals::name);
-            self.event(
-                now,
-                EventKind::CancelRequested {
-                    reason: cancellation.into(),
-                    signal,
-                },
-            );
-        }
-    }
-
-    fn cancel(&mut self, now: Instant, cancellation: Cancellation) {
-        let action = self.term.cancel(now, cancellation);
-        self.record_cancel_events(now);
-        if let Some(action) = action {
-            self.perform(now, action);
-        }
-    }
-
-    /// Our stdout's reader is gone: cancel the helper (once).
-    fn disconnect(&mut self, now: Instant) {
-        if self.stdout.disconnect() {
-            self.cancel(now, Cancellation::ClientDisconnected);
-        }
-    }
-
-    fn maybe_streams_closed(&mut self) {
-        if !self.streams_open() {
-            self.term.on_streams_closed();
-        }
-    }
-
-    fn perform(&mut self, now: Instant, action: Action) {
-        match action {
-            Action::Signal { signal, reason } => {
-                // A cancellation comes before the signal that carries it.
-                self.record_cancel_events(now);
-                self.perform_sweep(now, signal, Some(reason));
-            }
-            Action::Kill => {
-                let reason = self.term.reason();
-                self.perform_sweep(now, signals::SIGKILL, reason);
-            }
-            Action::Abandon => {
-                self.abandoned_open = self.streams_open();
-                self.stdout.abandon();
-                self.stderr.abandon();
-                self.event(now, EventKind::StreamsAbandoned);
-            }
-        }
-    }
-
-    fn perform_sweep(&mut self, now: Instant, signo: i32, reason: Option<Reason>) {
-        // A sweep with no reason of its own is clean-up of leftovers.
-        let reason = reason
-            .or(self.term.reason())
-            .map_or(SignalReason::Leftovers, SignalReason::from);
-        let holders = self.exit.is_some() && self.streams_open();
-        for kind in self.tree.signal(signo, reason, holders) {
-            self.event(now, kind);
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::record::SignalReason;
     use std::ffi::OsString;
 
     fn config() -> Config<'static> {
