@@ -177,14 +177,22 @@ pub struct McpFacts {
     pub in_flight_at_exit: u64,
     /// The most client requests ever waiting at once.
     pub peak_in_flight: u64,
+    #[serde(flatten)]
+    pub runs: Runs,
+    /// The requests the end of the session cut off (the first 32).
+    pub interrupted: Vec<Interrupted>,
+}
+
+/// The server's runs: how many restarts, why restarting stopped, and
+/// each run (flattened into the `mcp` object).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Runs {
     pub restarts: u64,
     /// Null unless a server went away with --restart on and was not
     /// started again: why.
     pub restart_stopped: Option<RestartStop>,
     /// Each run of the server, in order.
     pub incarnations: Vec<Incarnation>,
-    /// The requests the end of the session cut off (the first 32).
-    pub interrupted: Vec<Interrupted>,
 }
 
 /// Most interrupted requests listed by id.

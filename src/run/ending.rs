@@ -113,9 +113,9 @@ impl Ending<'_> {
                 head_bytes: capture.head_limit() as u64,
                 tail_bytes: capture.tail_limit() as u64,
                 excerpt: capture.excerpt(retained, self.redactor).text,
-                live_bytes_forwarded: outcome.live_forwarded,
-                live_bytes_dropped: outcome.live_dropped,
-                live_bytes_unsent: outcome.live_unsent,
+                live_bytes_forwarded: outcome.live.forwarded,
+                live_bytes_dropped: outcome.live.dropped,
+                live_bytes_unsent: outcome.live.unsent,
             };
             record.times.last_stdout_at = outcome
                 .last_stdout

@@ -224,7 +224,7 @@ impl Session {
     /// again; the line to bring it to the first server's state, if any.
     pub fn on_restarted(&mut self, attempt: u64) -> Option<Vec<u8>> {
         self.gone = None;
-        self.facts.restarts = attempt;
+        self.facts.runs.restarts = attempt;
         let line = self.opening.replay.start(attempt);
         if line.is_some() {
             self.opening

@@ -50,8 +50,8 @@ impl Loop<'_> {
         } else {
             StreamEnd::Eof
         };
-        let live = self.intake.live_counts();
         let mcp = self.session.as_ref().map(|s| self.session_facts(s));
+        let live = self.intake.live_counts();
         Outcome {
             exit: self.exit,
             cancelled_while_running: self.term.cancelled_while_running(),
@@ -61,9 +61,7 @@ impl Loop<'_> {
             last_stdout: self.stdout.last_read,
             last_stderr: self.stderr.last_read,
             capture: self.intake.finish(),
-            live_forwarded: live.forwarded,
-            live_dropped: live.dropped,
-            live_unsent: live.unsent,
+            live,
             events: self.events,
             descendants_signalled: self.tree.descendants_signalled(),
             failure: None,

@@ -14,6 +14,8 @@ use crate::session::SessionPolicy;
 use crate::stderr_log::StderrLog;
 use crate::termination::{Cancellation, Policy};
 
+use super::live_out::LiveCounts;
+
 /// Where the helper's stdout goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StdoutMode {
@@ -66,10 +68,9 @@ pub struct Outcome {
     pub stream_end: StreamEnd,
     pub capture: Capture,
     pub stdout: StdoutFacts,
-    pub live_forwarded: u64,
-    pub live_dropped: u64,
-    /// Taken in for live output but never written (queued at exit).
-    pub live_unsent: u64,
+    /// What live output did (`unsent`: taken in but never written,
+    /// queued at exit).
+    pub live: LiveCounts,
     pub events: Vec<Event>,
     pub descendants_signalled: u32,
     pub last_stdout: Option<Instant>,

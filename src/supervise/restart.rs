@@ -88,7 +88,7 @@ impl Loop<'_> {
                 Ok(backoff) => {
                     restarter.at = Some(now + backoff);
                     session.stdin.pause();
-                    let attempt = session.table.facts_mut().restarts + 1;
+                    let attempt = session.table.facts_mut().runs.restarts + 1;
                     self.event(
                         now,
                         EventKind::RestartScheduled {
@@ -113,7 +113,7 @@ impl Loop<'_> {
 
     fn stop_restarting(&mut self, reason: NoRestart, detail: Option<String>) {
         if let Some(session) = self.session.as_mut() {
-            session.table.facts_mut().restart_stopped = Some(RestartStop { reason, detail });
+            session.table.facts_mut().runs.restart_stopped = Some(RestartStop { reason, detail });
             if let Some(restarter) = session.restarter.as_mut() {
                 restarter.stopped = true;
                 restarter.at = None;
@@ -163,7 +163,7 @@ impl Loop<'_> {
         let Some(session) = self.session.as_mut() else {
             return false;
         };
-        let attempt = session.table.facts_mut().restarts + 1;
+        let attempt = session.table.facts_mut().runs.restarts + 1;
         if let Some(log) = self.intake.log.as_mut() {
             log.marker(&format!("restart {attempt} pid={}", helper.pid));
         }
@@ -245,7 +245,12 @@ impl Loop<'_> {
             era,
             protocol_version,
         };
-        session.table.facts_mut().incarnations.push(incarnation);
+        session
+            .table
+            .facts_mut()
+            .runs
+            .incarnations
+            .push(incarnation);
     }
 }
 

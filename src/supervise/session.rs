@@ -146,7 +146,7 @@ impl Loop<'_> {
             && !session.end_cut
         {
             let facts = session.table.facts_mut();
-            if let Some(last) = facts.incarnations.last() {
+            if let Some(last) = facts.runs.incarnations.last() {
                 facts.in_flight_at_exit = last.in_flight_at_exit;
                 facts.interrupted = last.interrupted.clone();
             }
