@@ -178,7 +178,7 @@ impl Journal {
         let follows = parse_line(&self.key, &bytes).is_ok_and(|entry| match &tail.last {
             Some(line) => parse_line(&self.key, line)
                 .is_ok_and(|last| entry.seq == last.seq + 1 && entry.prev == last.h),
-            None => entry.seq == 0 && entry.kind == "genesis" && entry.prev == ZERO_HASH,
+            None => entry.seq == 0 && entry.kind() == "genesis" && entry.prev == ZERO_HASH,
         });
         Ok(follows.then_some(bytes))
     }

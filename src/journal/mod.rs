@@ -30,6 +30,7 @@ mod key;
 mod line;
 mod report;
 mod requests;
+mod shapes;
 mod verify;
 
 pub use crate::ids::hex;
@@ -77,7 +78,7 @@ mod tests {
         let parsed = parse_line(&Key::Plain, &line[..line.len() - 1])
             .ok()
             .unwrap();
-        assert_eq!(parsed.kind, "genesis");
+        assert_eq!(parsed.kind(), "genesis");
     }
 
     #[test]
@@ -125,6 +126,39 @@ mod tests {
         let decision = serde_json::json!({"call_id": "c", "decision": "approved", "method": "tty",
             "requested_at": "t", "decided_at": "t", "waited_ms": 1, "approver_exit": null});
         assert!(line("decision", decision).is_ok());
+    }
+
+    /// The header is read in the writer's order (`v`, `seq`, `prev`,
+    /// `kind`, `ts`): a line sealed with its hash but the header reordered
+    /// is no entry of ours. A required field that is null is missing.
+    #[test]
+    fn the_header_comes_in_the_writers_order_and_required_means_not_null() {
+        let sealed = |object: &str| {
+            let prefix = object.strip_suffix('}').unwrap();
+            let h = Key::Plain.digest(prefix.as_bytes());
+            let line = format!("{prefix},\"h\":\"{h}\"}}");
+            parse_line(&Key::Plain, line.as_bytes()).map(|_| ())
+        };
+        let zero = ZERO_HASH;
+        let ts = "2026-01-01T00:00:00.000Z";
+        let good = format!(
+            r#"{{"v":1,"seq":1,"prev":"{zero}","kind":"recover","ts":"{ts}","torn_offset":1,"torn_length":2,"torn_sha256":"ab"}}"#
+        );
+        assert!(sealed(&good).is_ok());
+        let reordered = format!(
+            r#"{{"seq":1,"v":1,"prev":"{zero}","kind":"recover","ts":"{ts}","torn_offset":1,"torn_length":2,"torn_sha256":"ab"}}"#
+        );
+        assert!(matches!(sealed(&reordered), Err(LineError::Malformed(_))));
+        let intent = |limits: &str| {
+            format!(
+                r#"{{"v":1,"seq":1,"prev":"{zero}","kind":"intent","ts":"{ts}","call_id":"c","argv":[],"uid":0,"pid":1,"limits":{limits}}}"#
+            )
+        };
+        assert!(sealed(&intent("{}")).is_ok());
+        assert!(matches!(
+            sealed(&intent("null")),
+            Err(LineError::Malformed(_))
+        ));
     }
 
     /// A terminal handed over as text (to the watchdog) makes the same

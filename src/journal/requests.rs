@@ -8,6 +8,7 @@ use std::collections::HashMap;
 
 use super::line::Parsed;
 use super::report::{BreakKind, UnfinishedRequest};
+use super::shapes::Body;
 
 /// Requests with no response yet, and tasks with no end yet, by call id
 /// and request id.
@@ -26,28 +27,29 @@ impl OpenRequests {
         parsed: &Parsed<'_>,
         call_open: bool,
     ) -> Result<(), (BreakKind, String)> {
-        let call_id = parsed.call_id.as_deref().unwrap_or_default();
-        let raw = parsed.request_id.map(|r| r.get()).unwrap_or("null");
+        let call_id = parsed.call_id().unwrap_or_default();
+        let raw = parsed.body.request_id().map(|r| r.get()).unwrap_or("null");
         if !call_open {
             return Err((
                 BreakKind::OrphanTerminal,
-                format!("an {} for call {call_id} with no open intent", parsed.kind),
+                format!(
+                    "an {} for call {call_id} with no open intent",
+                    parsed.kind()
+                ),
             ));
         }
         // The same id however it was spelled, as the session matched it
         // (1, 1.0 and 1e0 are one). A request the session did not track
         // (an irregular one: a duplicate id, an id with no key, a line it
         // could not read) has no response to pair.
-        let untracked = parsed
-            .irregular
-            .as_ref()
-            .is_some_and(|irregular| irregular.iter().any(|i| i.untracked()));
+        let untracked = matches!(&parsed.body, Body::McpRequest(request)
+            if request.irregular.as_ref().is_some_and(|i| i.iter().any(|i| i.untracked())));
         let Some(key) = crate::request_id::key(raw).filter(|_| !untracked) else {
             return Ok(());
         };
         let request_id = raw.to_string();
         let key = (call_id.to_string(), key.into_owned());
-        if parsed.kind == "mcp_task" {
+        if parsed.kind() == "mcp_task" {
             if self.tasks.remove(&key).is_none() {
                 return Err((
                     BreakKind::OrphanTerminal,
@@ -56,7 +58,7 @@ impl OpenRequests {
                     ),
                 ));
             }
-        } else if parsed.kind == "mcp_request" {
+        } else if parsed.kind() == "mcp_request" {
             if self.open.contains_key(&key) {
                 return Err((
                     BreakKind::DuplicateCall,
@@ -67,7 +69,7 @@ impl OpenRequests {
                 line: line_no,
                 call_id: call_id.to_string(),
                 request_id,
-                method: parsed.method_str().unwrap_or_default(),
+                method: parsed.body.method().unwrap_or_default(),
                 ts: parsed.ts.to_string(),
                 task: false,
             };
@@ -81,7 +83,9 @@ impl OpenRequests {
                     ),
                 ));
             };
-            if parsed.result_type == Some(crate::session::ResultType::Task) {
+            if matches!(&parsed.body, Body::McpResponse(response)
+                if response.result_type == Some(crate::session::ResultType::Task))
+            {
                 let task = UnfinishedRequest {
                     task: true,
                     ..request

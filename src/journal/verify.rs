@@ -15,6 +15,7 @@ use super::key::{Key, KeyMismatch, check_genesis_key};
 use super::line::{LineError, parse_line};
 use super::report::{Break, BreakKind, Head, Report, Unfinished};
 use super::requests::OpenRequests;
+use super::shapes::Body;
 use super::{MAX_LINE, ZERO_HASH};
 use crate::ids::hex;
 
@@ -199,15 +200,15 @@ impl Verifier<'_> {
         // A bad line is forgiven only when the very next entry is the
         // recover entry that accounts for it (or the genesis written after
         // a torn first line); anything else reports the bad line itself.
-        if self.pending_torn.is_some() && !matches!(parsed.kind.as_ref(), "recover" | "genesis") {
+        if self.pending_torn.is_some() && !matches!(parsed.kind(), "recover" | "genesis") {
             return Ok(Err(self.pending_torn.take().expect("checked").error));
         }
-        if parsed.kind == "genesis" {
+        if let Body::Genesis(genesis) = &parsed.body {
             if self.last_seq.is_some() {
                 return fail(BreakKind::Malformed, "a second genesis entry".into());
             }
-            self.report.journal_id = parsed.journal_id.as_deref().map(str::to_string);
-            self.report.keyed = parsed.key_id.is_some();
+            self.report.journal_id = Some(genesis.journal_id.to_string());
+            self.report.keyed = genesis.key_id.is_some();
         } else if self.last_seq.is_none() {
             return fail(
                 BreakKind::Malformed,
@@ -257,27 +258,28 @@ impl Verifier<'_> {
             );
         }
 
-        match parsed.kind.as_ref() {
-            "recover" => {
+        match &parsed.body {
+            Body::Recover(recover) => {
                 let Some(pending) = self.pending_torn.take() else {
                     return fail(
                         BreakKind::Malformed,
                         "a recover entry with no torn line before it".into(),
                     );
                 };
-                let matches = parsed.torn_offset == Some(pending.offset)
-                    && parsed.torn_length == Some(pending.length)
-                    && parsed.torn_sha256.as_deref() == Some(pending.sha256.as_str());
+                let matches = recover.torn_offset == pending.offset
+                    && recover.torn_length == pending.length
+                    && recover.torn_sha256 == pending.sha256.as_str();
                 if !matches {
                     return Ok(Err(pending.error));
                 }
             }
-            "genesis" => {}
-            kind => {
+            Body::Genesis(_) => {}
+            body => {
                 if let Some(pending) = self.pending_torn.take() {
                     return Ok(Err(pending.error));
                 }
-                let call_id = parsed.call_id.as_deref().unwrap_or_default();
+                let kind = body.kind();
+                let call_id = parsed.call_id().unwrap_or_default();
                 if kind == "intent" {
                     if self.open.contains_key(call_id) {
                         return fail(
@@ -290,7 +292,10 @@ impl Verifier<'_> {
                         Unfinished {
                             line: line_no,
                             call_id: call_id.to_string(),
-                            pid: parsed.pid,
+                            pid: match body {
+                                Body::Intent(intent) => Some(intent.pid),
+                                _ => None,
+                            },
                             ts: parsed.ts.to_string(),
                             decided: false,
                         },
