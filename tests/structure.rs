@@ -1,0 +1,413 @@
+//! The house's rules, checked on the source tree (issue 25), so that
+//! `cargo test` keeps them and nobody has to remember a script:
+//! - no file over 500 lines of non-test code (a `#[cfg(test)]` item and a
+//!   `tests.rs` do not count);
+//! - no struct over 16 fields;
+//! - no import cycle between top-level modules, nor between the files of
+//!   one folder (a child using its `mod.rs`, and the reverse, is the
+//!   module's own business);
+//! - at most six `pub mod` in `lib.rs`;
+//! - nix and libc in at most four files;
+//! - every file opens with a `//!` doc and is named in ARCHITECTURE.md.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+const MAX_LINES: usize = 500;
+const MAX_FIELDS: usize = 16;
+const MAX_PUB_MODS: usize = 6;
+const MAX_OS_FILES: usize = 4;
+
+fn src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+/// Every `.rs` file under src/, as (path relative to src/, text).
+fn files() -> Vec<(String, String)> {
+    fn walk(dir: &Path, root: &Path, out: &mut Vec<(String, String)>) {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+            .expect("read src/")
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        entries.sort();
+        for path in entries {
+            if path.is_dir() {
+                walk(&path, root, out);
+            } else if path.extension().is_some_and(|x| x == "rs") {
+                let name = path.strip_prefix(root).unwrap().display().to_string();
+                out.push((name, std::fs::read_to_string(&path).unwrap()));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(&src(), &src(), &mut out);
+    out
+}
+
+/// The text without `#[cfg(test)]` items (and without the `tests.rs`
+/// files, which are all test), line by line.
+fn non_test(name: &str, text: &str) -> Vec<String> {
+    if name.ends_with("tests.rs") {
+        return Vec::new();
+    }
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        if lines[i].trim_start().starts_with("#[cfg(test)]") {
+            // Skip the item that follows: to its `;`, or its braces' end.
+            let mut depth = 0i64;
+            let mut opened = false;
+            let mut j = i + 1;
+            while j < lines.len() {
+                depth += lines[j].matches('{').count() as i64;
+                depth -= lines[j].matches('}').count() as i64;
+                opened |= lines[j].contains('{');
+                if (opened && depth <= 0) || (!opened && lines[j].trim_end().ends_with(';')) {
+                    break;
+                }
+                j += 1;
+            }
+            i = j + 1;
+            continue;
+        }
+        out.push(lines[i].to_string());
+        i += 1;
+    }
+    out
+}
+
+#[test]
+fn no_file_is_over_500_lines_of_non_test_code() {
+    let over: Vec<(String, usize)> = files()
+        .iter()
+        .map(|(name, text)| (name.clone(), non_test(name, text).len()))
+        .filter(|(_, n)| *n > MAX_LINES)
+        .collect();
+    assert!(
+        over.is_empty(),
+        "over {MAX_LINES} lines of non-test code: {over:?}"
+    );
+}
+
+/// The field count of each struct with named fields, by `file: Name`.
+fn struct_widths() -> Vec<(String, usize)> {
+    let mut out = Vec::new();
+    for (name, text) in files() {
+        let code = non_test(&name, &text).join("\n");
+        let mut rest = code.as_str();
+        while let Some(at) = find_struct(rest) {
+            let after = &rest[at..];
+            let ident: String = after
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            // A tuple or unit struct ends before any brace.
+            let open = after.find('{');
+            let stop = after.find([';', '(']);
+            let Some(open) = open.filter(|o| stop.is_none_or(|s| *o < s)) else {
+                rest = &after[ident.len()..];
+                continue;
+            };
+            let body = &after[open + 1..];
+            let (mut depth, mut fields, mut end) = (0i64, 0, body.len());
+            for (i, line) in body.lines().scan(0, |at, l| {
+                let start = *at;
+                *at += l.len() + 1;
+                Some((start, l))
+            }) {
+                let trimmed = line.trim();
+                if depth == 0 && trimmed.starts_with('}') {
+                    end = i;
+                    break;
+                }
+                if depth == 0 && is_field(trimmed) {
+                    fields += 1;
+                }
+                for c in line.chars() {
+                    match c {
+                        '{' | '(' | '[' => depth += 1,
+                        '}' | ')' | ']' => depth -= 1,
+                        _ => {}
+                    }
+                }
+                if depth < 0 {
+                    end = i;
+                    break;
+                }
+            }
+            out.push((format!("{name}: {ident}"), fields));
+            rest = &body[end.min(body.len())..];
+        }
+    }
+    out
+}
+
+/// Where the name after the next `struct ` keyword starts.
+fn find_struct(text: &str) -> Option<usize> {
+    let mut from = 0;
+    while let Some(at) = text[from..].find("struct ") {
+        let start = from + at;
+        let before = text[..start].chars().last();
+        if before.is_none_or(|c| c.is_whitespace()) {
+            return Some(start + "struct ".len());
+        }
+        from = start + 1;
+    }
+    None
+}
+
+fn is_field(line: &str) -> bool {
+    if line.starts_with("//") || line.starts_with('#') {
+        return false;
+    }
+    let line = line
+        .strip_prefix("pub(crate) ")
+        .or_else(|| line.strip_prefix("pub(super) "))
+        .or_else(|| line.strip_prefix("pub "))
+        .unwrap_or(line);
+    let ident: String = line
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || *c == '_')
+        .collect();
+    !ident.is_empty() && line[ident.len()..].trim_start().starts_with(':')
+}
+
+#[test]
+fn no_struct_has_over_16_fields() {
+    let widths = struct_widths();
+    assert!(
+        widths.iter().any(|(_, n)| *n > 3),
+        "the struct reader found no structs: {widths:?}"
+    );
+    let wide: Vec<&(String, usize)> = widths.iter().filter(|(_, n)| *n > MAX_FIELDS).collect();
+    assert!(
+        wide.is_empty(),
+        "structs over {MAX_FIELDS} fields: {wide:?}"
+    );
+}
+
+/// A file's module path: `session/mod.rs` is `session`, `session/kind.rs`
+/// is `session::kind`, `lib.rs` is the crate root.
+fn module_of(name: &str) -> Vec<String> {
+    let name = name.trim_end_matches(".rs");
+    let mut parts: Vec<String> = name.split('/').map(str::to_string).collect();
+    if parts
+        .last()
+        .is_some_and(|p| p == "mod" || p == "lib" || p == "main")
+    {
+        parts.pop();
+    }
+    parts
+}
+
+/// The module paths a file names: `crate::a::b`, `super::x`, and
+/// `self::x` (through `use`, or inline), resolved against the modules
+/// that exist.
+fn references(name: &str, text: &str, modules: &BTreeSet<Vec<String>>) -> BTreeSet<Vec<String>> {
+    let here = module_of(name);
+    let parent = here[..here.len().saturating_sub(1)].to_vec();
+    let mut found = BTreeSet::new();
+    let code = non_test(name, text).join("\n");
+    for (prefix, base) in [
+        ("crate::", Vec::new()),
+        ("super::", parent),
+        ("self::", here.clone()),
+    ] {
+        for (at, _) in code.match_indices(prefix) {
+            let before = code[..at].chars().last();
+            if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+                continue;
+            }
+            let path: Vec<String> = code[at + prefix.len()..]
+                .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
+                .next()
+                .unwrap_or_default()
+                .split("::")
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect();
+            // The deepest existing module along the path.
+            let mut target = base.clone();
+            let mut deepest = base.clone();
+            for part in path {
+                target.push(part);
+                if modules.contains(&target) {
+                    deepest = target.clone();
+                } else {
+                    break;
+                }
+            }
+            if deepest != here {
+                found.insert(deepest);
+            }
+        }
+    }
+    found
+}
+
+/// Cycles in a graph, as the nodes of each strongly connected component
+/// with more than one node.
+fn cycles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
+    // Tarjan's algorithm, recursive: the graphs are small.
+    struct State<'a> {
+        graph: &'a BTreeMap<String, BTreeSet<String>>,
+        index: BTreeMap<&'a str, usize>,
+        low: BTreeMap<&'a str, usize>,
+        stack: Vec<&'a str>,
+        on: BTreeSet<&'a str>,
+        out: Vec<Vec<String>>,
+    }
+    fn visit<'a>(s: &mut State<'a>, v: &'a str) {
+        let n = s.index.len();
+        s.index.insert(v, n);
+        s.low.insert(v, n);
+        s.stack.push(v);
+        s.on.insert(v);
+        for w in s.graph.get(v).into_iter().flatten() {
+            let w = w.as_str();
+            if !s.index.contains_key(w) {
+                visit(s, w);
+                let low = s.low[w].min(s.low[v]);
+                s.low.insert(v, low);
+            } else if s.on.contains(w) {
+                let low = s.index[w].min(s.low[v]);
+                s.low.insert(v, low);
+            }
+        }
+        if s.low[v] == s.index[v] {
+            let mut component = Vec::new();
+            while let Some(w) = s.stack.pop() {
+                s.on.remove(w);
+                component.push(w.to_string());
+                if w == v {
+                    break;
+                }
+            }
+            if component.len() > 1 {
+                component.sort();
+                s.out.push(component);
+            }
+        }
+    }
+    let mut state = State {
+        graph,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        on: BTreeSet::new(),
+        out: Vec::new(),
+    };
+    for v in graph.keys() {
+        if !state.index.contains_key(v.as_str()) {
+            visit(&mut state, v);
+        }
+    }
+    state.out
+}
+
+#[test]
+fn no_import_cycles_between_modules_or_between_a_folders_files() {
+    let files = files();
+    let modules: BTreeSet<Vec<String>> = files.iter().map(|(n, _)| module_of(n)).collect();
+    let mut top: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut siblings: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut edges = 0;
+    for (name, text) in &files {
+        let here = module_of(name);
+        for target in references(name, text, &modules) {
+            edges += 1;
+            // Between top-level modules.
+            if let (Some(a), Some(b)) = (here.first(), target.first())
+                && a != b
+            {
+                top.entry(a.clone()).or_default().insert(b.clone());
+            }
+            // Between two files of one folder (not its mod.rs).
+            if here.len() >= 2
+                && target.len() == here.len()
+                && here[..here.len() - 1] == target[..target.len() - 1]
+            {
+                siblings
+                    .entry(here.join("::"))
+                    .or_default()
+                    .insert(target.join("::"));
+            }
+        }
+    }
+    assert!(edges > 50, "the reference reader found only {edges} edges");
+    let mut found = cycles(&top);
+    found.extend(cycles(&siblings));
+    assert!(found.is_empty(), "import cycles: {found:?}");
+}
+
+#[test]
+fn lib_rs_has_at_most_six_pub_mods() {
+    let lib = std::fs::read_to_string(src().join("lib.rs")).unwrap();
+    let public: Vec<&str> = lib.lines().filter(|l| l.starts_with("pub mod ")).collect();
+    assert!(
+        public.len() <= MAX_PUB_MODS,
+        "{} pub mod in lib.rs: {public:?}",
+        public.len()
+    );
+}
+
+#[test]
+fn nix_and_libc_live_in_at_most_four_files() {
+    let os: Vec<String> = files()
+        .into_iter()
+        .filter(|(name, text)| {
+            let code = non_test(name, text).join("\n");
+            ["nix::", "libc::"].iter().any(|k| {
+                code.match_indices(k).any(|(at, _)| {
+                    !code[..at]
+                        .chars()
+                        .last()
+                        .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':')
+                })
+            })
+        })
+        .map(|(name, _)| name)
+        .collect();
+    assert!(!os.is_empty(), "the reader found no OS layer at all");
+    assert!(
+        os.len() <= MAX_OS_FILES,
+        "nix or libc in {} files: {os:?}",
+        os.len()
+    );
+}
+
+#[test]
+fn every_file_opens_with_a_doc_and_is_named_in_architecture_md() {
+    let architecture =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("ARCHITECTURE.md"))
+            .unwrap();
+    let mut undocumented = Vec::new();
+    let mut unnamed = Vec::new();
+    for (name, text) in files() {
+        if !text.trim_start().starts_with("//!") {
+            undocumented.push(name.clone());
+        }
+        // A file is named by its path (`session/kind.rs`), or, inside its
+        // folder's row, by its file name (`kind.rs`).
+        let file = name.rsplit('/').next().unwrap();
+        let stem = file.trim_end_matches(".rs");
+        let folder_row = name.split('/').next().map(|f| format!("| `{f}/`"));
+        let named = architecture.contains(&format!("`{name}`"))
+            || architecture.contains(&format!("`src/{name}`"))
+            || folder_row.is_some_and(|row| {
+                architecture.lines().any(|l| {
+                    l.starts_with(&row)
+                        && (l.contains(&format!("`{file}`")) || l.contains(&format!("`{stem}`")))
+                })
+            })
+            || (name.matches('/').count() == 0
+                && architecture.contains(&format!("`{}`", name.trim_end_matches(".rs"))));
+        if !named && !name.ends_with("mod.rs") && !name.ends_with("tests.rs") {
+            unnamed.push(name);
+        }
+    }
+    assert!(undocumented.is_empty(), "no //! doc: {undocumented:?}");
+    assert!(unnamed.is_empty(), "not in ARCHITECTURE.md: {unnamed:?}");
+}
