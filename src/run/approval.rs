@@ -1,29 +1,30 @@
-//! The approval step of a call: ask the gate (`approve`), put the decision
-//! in the record and as its own journal entry, and end the call here
-//! unless it was approved.
+//! The approval step of a call, pending approval → authorized or an end:
+//! ask the gate (`approve`), put the decision in the record and as its
+//! own journal entry, and end the call here unless it was approved.
 
 use crate::approve;
 use crate::child::ExitObs;
 use crate::error::code;
 use crate::ids::rfc3339;
 use crate::journal;
-use crate::record::{Decision, Record, State};
+use crate::record::Decision;
 use crate::settings::ApprovalSettings;
 use crate::signals::SignalPipe;
 use crate::units::millis;
 
+use super::call::{Authorized, BeforeDispatch, Ended, PendingApproval, Step};
 use super::ending::{Ending, describe_exit};
 
-/// Ask for approval. None: approved, go on. Some(code): the call ends
-/// here (denied, expired, cancelled, or the gate could not be asked),
-/// with the record and journal already written.
-pub(super) fn ask(
+/// Ask for approval: authorized, or the call's end here (denied,
+/// expired, cancelled, or the gate could not be asked).
+pub(super) fn decide(
     ending: &Ending<'_>,
-    record: &mut Record,
+    mut pending: PendingApproval,
     approval: &ApprovalSettings,
     signals: &SignalPipe,
-) -> Option<i32> {
+) -> Result<Authorized, Box<Ended>> {
     let method = &approval.method;
+    let record = pending.record_mut();
     let request = approve::Request {
         call_id: &record.ids.call_id,
         session_id: record.ids.session_id.as_deref(),
@@ -67,23 +68,30 @@ pub(super) fn ask(
                 "--journal {}: cannot write the decision: {err}; the helper was not started",
                 journal.path.display()
             );
-            return Some(ending.fail_before_dispatch(record.clone(), error, code::OWN_FAILURE));
+            return Err(ending.failed(pending, error, code::OWN_FAILURE));
         }
     }
     if let Some(signo) = outcome.cancelled_by {
-        return Some(ending.cancel_before_dispatch(record.clone(), signo));
+        return Err(pending.cancel(signo));
     }
     let message = match outcome.decision {
-        Some(Decision::Approved) => return None,
+        Some(Decision::Approved) => {
+            // Approved: the in-flight record now says dispatched.
+            let authorized = pending.approved();
+            if let Some(error) = ending.write_in_flight(authorized.record()) {
+                return Err(ending.failed(authorized, error, code::OWN_FAILURE));
+            }
+            return Ok(authorized);
+        }
         Some(Decision::Error) | None => {
             let error = outcome.error.unwrap_or_else(|| "approval failed".into());
-            return Some(ending.fail_before_dispatch(record.clone(), error, code::OWN_FAILURE));
+            return Err(ending.failed(pending, error, code::OWN_FAILURE));
         }
         Some(Decision::Expired) => format!(
             "approval expired after {}; the helper was not started",
             humantime::format_duration(approval.timeout)
         ),
-        Some(Decision::Denied) => match &record.approval.approver_exit {
+        Some(Decision::Denied) => match &pending.record().approval.approver_exit {
             Some(exit) => format!(
                 "denied by the approver ({}); the helper was not started",
                 describe_exit(Some(exit))
@@ -92,6 +100,5 @@ pub(super) fn ask(
         },
     };
     ending.say(format!("mcp-bound: {message}\n"));
-    record.lifecycle.state = State::Denied;
-    Some(ending.finish(record.clone(), code::DENIED, None))
+    Err(pending.denied())
 }

@@ -5,6 +5,7 @@
 use std::fs;
 use std::time::{Duration, Instant, SystemTime};
 
+use super::call::{BeforeDispatch, Ended};
 use super::records::{keep_newest, write_record_file, write_record_text};
 use crate::cli::Echo;
 use crate::error::code;
@@ -13,10 +14,7 @@ use crate::journal::{self, Journal};
 use crate::record::{Event, EventKind, Record, State, StderrFacts};
 use crate::redact::Redactor;
 use crate::settings::Settings;
-use crate::signals;
 use crate::sink::Sink;
-use crate::supervise::Outcome;
-use crate::termination::Cancellation;
 use crate::units::millis;
 
 /// How long the final writes to our stderr or a record fd may wait for a
@@ -57,25 +55,16 @@ impl Ending<'_> {
         ))
     }
 
-    pub(super) fn cancel_before_dispatch(&self, mut record: Record, signo: i32) -> i32 {
-        record.lifecycle.state = State::CancelledBeforeDispatch;
-        record.lifecycle.cancel_reason = Some(Cancellation::Signal(signo).into());
-        record.lifecycle.cancel_signal = Some(signals::name(signo));
-        self.finish(record, 128 + signo, None)
-    }
-
-    /// Nothing was started: say so in one line, and in the record and
-    /// journal where those exist.
-    pub(super) fn fail_before_dispatch(
+    /// Nothing was started: say so in one line (the record and journal
+    /// say it at the end).
+    pub(super) fn failed<S: BeforeDispatch>(
         &self,
-        mut record: Record,
+        step: S,
         error: String,
         exit_code: i32,
-    ) -> i32 {
+    ) -> Box<Ended> {
         self.say(format!("mcp-bound: {error}\n"));
-        record.lifecycle.state = State::FailedBeforeDispatch;
-        record.error = Some(error);
-        self.finish(record, exit_code, None)
+        step.fail(error, exit_code)
     }
 
     /// The one way a line reaches our stderr from a call: masked, and
@@ -85,13 +74,14 @@ impl Ending<'_> {
         let _ = Sink::stderr().write_all_within(line.as_bytes(), EXIT_WRITE_LIMIT);
     }
 
-    /// Complete the record, write it everywhere asked, echo, return the code.
-    pub(super) fn finish(
-        &self,
-        mut record: Record,
-        exit_code: i32,
-        outcome: Option<Outcome>,
-    ) -> i32 {
+    /// The end: complete the record, write it everywhere asked (the
+    /// journal's terminal entry too), echo, and return the exit code.
+    pub(super) fn end(&self, ended: Ended) -> i32 {
+        let Ended {
+            mut record,
+            exit_code,
+            outcome,
+        } = ended;
         let settings = self.settings;
         // The error text can quote argv or a path: it leaves masked, like
         // everything else (the journal's terminal entry is built from this).

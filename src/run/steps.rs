@@ -1,0 +1,307 @@
+//! The steps of one call, in the order they happen. Each does the I/O its
+//! transition owns (`call.rs` holds the transitions themselves) and
+//! returns the next step, or the call's end:
+//! - `validate`: received → validated. The stderr log, the containment
+//!   and every rlimit checked; the intent journaled (fail closed).
+//! - `secure`: entering pending approval or authorized. The in-flight
+//!   record written, the watchdog started (and named in it), a signal
+//!   that came meanwhile honoured.
+//! - approval (`approval.rs`): pending approval → authorized or denied.
+//! - `dispatch`: authorized → dispatched. The helper spawned, confined.
+//! - `supervise`: dispatched → the end. The loop, then usage and the
+//!   stderr log's end line.
+
+use std::time::{Duration, Instant};
+
+use super::call::{Authorized, BeforeDispatch, Dispatched, Ended, Received, Step, Validated};
+use super::ending::Ending;
+use super::last_words;
+use crate::child::{self, Confine, Helper};
+use crate::contain::Contain;
+use crate::error::{Error, code};
+use crate::journal::{self, Journal};
+use crate::record::{StderrLogFacts, Usage};
+use crate::signals::SignalPipe;
+use crate::sink::Sink;
+use crate::stderr_log::StderrLog;
+use crate::supervise;
+use crate::sys;
+
+/// What validation set up for the helper. It is held until the end has
+/// been written: dropping the containment lets the watchdog go, and the
+/// watchdog must hear the final words first.
+pub(super) struct Prepared {
+    stderr_log: Option<StderrLog>,
+    contain: Contain,
+}
+
+/// Received → validated: nothing is started unless each of these holds.
+pub(super) fn validate<'a>(
+    call: &mut Ending<'a>,
+    mut received: Received,
+    journal: Option<&'a Journal>,
+) -> Result<(Validated, Prepared), Box<Ended>> {
+    let settings = call.settings;
+    let mut stderr_log = None;
+    if let Some(log_settings) = &settings.capture.log {
+        match StderrLog::open(log_settings, call.redactor.clone()) {
+            Ok(mut log) => {
+                if let Some(note) = log.error_to_say.take() {
+                    call.say(note);
+                }
+                stderr_log = Some(log);
+            }
+            Err(error) if log_settings.optional => {
+                call.say(format!("mcp-bound: {error}; going on without it\n"));
+                received.record_mut().stderr_log = Some(StderrLogFacts {
+                    path: log_settings.path.to_string_lossy().into_owned(),
+                    error: Some(error),
+                    ..StderrLogFacts::default()
+                });
+            }
+            Err(error) => return Err(call.failed(received, error, code::OWN_FAILURE)),
+        }
+    }
+    // Containment first: --contain cgroup without a cgroup is refused.
+    let contain = match Contain::prepare(settings.contain, &settings.cgroup_limits) {
+        Ok(contain) => contain,
+        Err(error) => return Err(call.failed(received, error, code::OWN_FAILURE)),
+    };
+    received.record_mut().contain = Some(contain.facts.clone());
+    // A limit that cannot be set: refused before anything runs.
+    for limit in &settings.rlimits {
+        let current = sys::hard_rlimit(limit.resource);
+        if let Err(error) = crate::rlimit::check(limit, current, || sys::may_set_rlimit(limit)) {
+            return Err(call.failed(received, error, code::OWN_FAILURE));
+        }
+    }
+    // Fail closed: no intent in the journal, no helper.
+    if let Some(journal) = journal {
+        let record = received.record();
+        let intent = journal::Intent {
+            call_id: record.ids.call_id.clone(),
+            session_id: record.ids.session_id.clone(),
+            argv: record.invocation.argv.clone(),
+            cwd: record.invocation.cwd.clone(),
+            uid: sys::current_uid(),
+            host: sys::hostname(),
+            pid: std::process::id(),
+            limits: record.limits.clone(),
+        };
+        if let Err(err) = journal.append(journal::Entry::Intent(&intent)) {
+            let error = format!(
+                "--journal {}: cannot write the intent: {err}; the helper was not started",
+                journal.path.display()
+            );
+            return Err(call.failed(received, error, code::OWN_FAILURE));
+        }
+        call.journal = Some(journal);
+    }
+    let prepared = Prepared {
+        stderr_log,
+        contain,
+    };
+    Ok((received.validated(), prepared))
+}
+
+/// The first durable step (pending approval, or authorized): the
+/// in-flight record is written and the watchdog started, so that from
+/// here on a SIGKILL of mcp-bound still leaves the journal and the record
+/// true. Without a journal or a record file there is nothing to say, and
+/// the watchdog can be the cheap kind that only ends the tree.
+pub(super) fn secure<S: BeforeDispatch>(
+    call: &Ending<'_>,
+    mut step: S,
+    prepared: &mut Prepared,
+    signals: &SignalPipe,
+) -> Result<S, Box<Ended>> {
+    let settings = call.settings;
+    if let Some(error) = call.write_in_flight(step.record()) {
+        return Err(call.failed(step, error, code::OWN_FAILURE));
+    }
+    let speaks = call.journal.is_some() || settings.record.path.is_some();
+    // (Its pid goes into the record: copy first, then start.)
+    let base = speaks.then(|| step.record().clone());
+    let (journal, origin) = (call.journal, call.origin);
+    let watchdog = prepared.contain.start_watchdog(
+        base.map(|base| move |words| last_words::speak(settings, journal, base, origin, words)),
+    );
+    if let Err(err) = watchdog {
+        let error = format!("cannot start the watchdog: {err}; the helper was not started");
+        return Err(call.failed(step, error, code::OWN_FAILURE));
+    }
+    // The final words are told to it before they are written.
+    if let Some(link) = prepared.contain.link() {
+        let _ = call.watchdog.set(link);
+    }
+    // The in-flight record names the watchdog (one more write, --record only).
+    step.record_mut().contain = Some(prepared.contain.facts.clone());
+    if let Some(error) = call.write_in_flight(step.record()) {
+        return Err(call.failed(step, error, code::OWN_FAILURE));
+    }
+    match signals.take().terminating.first() {
+        Some(&(signo, _)) => Err(step.cancel(signo)),
+        None => Ok(step),
+    }
+}
+
+/// The helper as it started.
+pub(super) struct Started {
+    helper: Helper,
+    confine: Confine,
+    at: Instant,
+    /// The usage of children reaped before it (an approver's).
+    usage_before: Option<(Duration, Duration, u64)>,
+}
+
+/// Authorized → dispatched: the helper spawned in its confinement.
+pub(super) fn dispatch(
+    call: &Ending<'_>,
+    authorized: Authorized,
+    prepared: &mut Prepared,
+) -> Result<(Dispatched, Started), Box<Ended>> {
+    let settings = call.settings;
+    // An approver's time is not the helper's: only what comes after counts.
+    let usage_before = sys::children_usage();
+    let at = Instant::now();
+    let stdin = if settings.streams.session.is_some() {
+        child::StdinFrom::Pipe
+    } else {
+        child::StdinFrom::Inherit
+    };
+    let confine = Confine {
+        rlimits: settings.rlimits.clone(),
+        cgroup: prepared.contain.cgroup_dir().map(ToOwned::to_owned),
+        tree_mark: Some(prepared.contain.mark()),
+        join_by_moving: false,
+    };
+    let helper = match child::spawn(&settings.command, stdin, &confine) {
+        Ok(helper) => helper,
+        Err(err) => {
+            let program = settings.command[0].to_string_lossy();
+            let (error, exit_code) = match err {
+                child::SpawnError::NotFound(e) => (
+                    Error::NotFound(format!("{program}: command not found ({e})")),
+                    code::NOT_FOUND,
+                ),
+                child::SpawnError::NotExecutable(e) => (
+                    Error::NotExecutable(format!("{program}: cannot run: {e}")),
+                    code::NOT_EXECUTABLE,
+                ),
+            };
+            return Err(call.failed(authorized, error.to_string(), exit_code));
+        }
+    };
+    let dispatched = authorized.dispatched(helper.pid);
+    if let Some(link) = call.watchdog.get() {
+        link.dispatched(helper.pid);
+    }
+    if let Some(log) = prepared.stderr_log.as_mut() {
+        let record = dispatched.record();
+        let argv = serde_json::to_string(&record.invocation.argv).unwrap_or_default();
+        log.marker(&format!(
+            "start call_id={} pid={} argv={argv}",
+            record.ids.call_id, helper.pid
+        ));
+    }
+    let started = Started {
+        helper,
+        confine,
+        at,
+        usage_before,
+    };
+    Ok((dispatched, started))
+}
+
+/// Dispatched → the end: the loop runs until the helper, its tree and
+/// its streams are done, then what the tree used and the stderr log's
+/// end line are added.
+pub(super) fn supervise(
+    call: &Ending<'_>,
+    dispatched: Dispatched,
+    started: Started,
+    prepared: &mut Prepared,
+    signals: &SignalPipe,
+) -> Ended {
+    let settings = call.settings;
+    let stderr_log = prepared.stderr_log.take();
+    let contain = &prepared.contain;
+    let config = supervise::Config {
+        watchdog: contain.link(),
+        policy: settings.policy,
+        head_bytes: settings.capture.head_bytes,
+        tail_bytes: settings.capture.tail_bytes,
+        flood_path: settings.capture.flood_path,
+        stdout: supervise::StdoutMode::Forward {
+            guard: settings.streams.guard,
+        },
+        live: settings.streams.live,
+        redactor: call.redactor.clone(),
+        stderr_log,
+        session: settings
+            .streams
+            .session
+            .clone()
+            .map(|policy| supervise::SessionConfig {
+                policy,
+                call_id: dispatched.record().ids.call_id.clone(),
+                journal: call.journal,
+                max_message_bytes: settings.streams.max_message_bytes,
+                argv: settings.command.clone(),
+                confine: started.confine.clone(),
+            }),
+    };
+    let mut stdout = Sink::stdout();
+    let mut outcome = supervise::supervise(
+        started.helper,
+        started.at,
+        call.origin,
+        signals,
+        &mut stdout,
+        config,
+    );
+    let stderr_log = outcome.stderr_log.take();
+    let mut ended = dispatched.ended(settings.preserve_status, outcome);
+    let record = &mut ended.record;
+    record.usage = usage_since(started.usage_before).map(|usage| {
+        let (cgroup_cpu_ms, memory_peak_bytes) = contain.cgroup_usage();
+        Usage {
+            cgroup_cpu_ms,
+            memory_peak_bytes,
+            ..usage
+        }
+    });
+    if let Some(facts) = record.contain.as_mut() {
+        facts.oom_kills = contain.oom_kills().or(facts.oom_kills);
+    }
+    if let Some(mut log) = stderr_log {
+        let exit = serde_json::to_string(&record.lifecycle.exit).unwrap_or_default();
+        let state = serde_json::to_string(&record.lifecycle.state).unwrap_or_default();
+        log.finish(&format!(
+            "end state={} exit={exit} exit_code={}",
+            state.trim_matches('"'),
+            ended.exit_code
+        ));
+        if let Some(line) = log.error_to_say.take() {
+            call.say(line);
+        }
+        ended.record.stderr_log = Some(log.facts());
+    }
+    if let Some(failure) = ended.outcome.as_ref().and_then(|o| o.failure.as_ref()) {
+        call.say(format!("mcp-bound: {failure}\n"));
+    }
+    ended
+}
+
+/// The tree's usage: every descendant reaped since `before`.
+fn usage_since(before: Option<(Duration, Duration, u64)>) -> Option<Usage> {
+    let (user, sys_time, max_rss_kib) = sys::children_usage()?;
+    let (user_before, sys_before, _) = before.unwrap_or_default();
+    Some(Usage {
+        user_ms: crate::units::millis(user.saturating_sub(user_before)),
+        sys_ms: crate::units::millis(sys_time.saturating_sub(sys_before)),
+        max_rss_kib,
+        cgroup_cpu_ms: None,
+        memory_peak_bytes: None,
+    })
+}
