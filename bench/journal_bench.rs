@@ -39,6 +39,7 @@ fn intent(i: usize) -> Intent {
             redact_patterns: 0,
             rlimits: Default::default(),
         },
+        tool_gate: None,
     }
 }
 

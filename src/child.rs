@@ -198,6 +198,14 @@ pub struct Family {
 }
 
 impl Family {
+    /// A child of ours started after the helper that is not of its tree
+    /// (an approver): never signalled or waited for as the tree's.
+    pub fn adopt_stranger(&mut self, pid: i32) {
+        if let Some(info) = sys::proc_info(pid) {
+            self.strangers.push((info.pid, info.start));
+        }
+    }
+
     /// Our children now: call before the helper is spawned.
     pub fn strangers_before_dispatch() -> Vec<(i32, u64)> {
         sys::children_of_self()
@@ -341,11 +349,17 @@ pub fn reap(pid: i32) {
     sys::reap(pid);
 }
 
-/// Reap exited orphans that re-parented to us, leaving the helper alone.
-pub fn reap_orphans(helper_pid: i32) {
+/// Reap exited orphans that re-parented to us, leaving the helper and
+/// the children in `keep` (approvers, whose exit is read) alone.
+pub fn reap_orphans(helper_pid: i32, keep: &[i32]) {
     for pid in sys::children_of_self() {
-        if pid != helper_pid {
+        if pid != helper_pid && !keep.contains(&pid) {
             sys::reap(pid);
         }
     }
+}
+
+/// Reap a child that has exited, with the CPU (user, system) it used.
+pub fn reap_with_usage(pid: i32) -> Option<(std::time::Duration, std::time::Duration)> {
+    sys::reap_with_usage(pid)
 }

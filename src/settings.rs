@@ -140,6 +140,7 @@ impl From<&Cli> for Settings {
             max_in_flight: server.max_in_flight as usize,
             audit: cli.journal.journal_requests,
             agent_excerpt_bytes: server.agent_excerpt_bytes,
+            tools: tool_gate(cli),
             restart: RestartPolicy {
                 mode: server.restart,
                 max_restarts: server.max_restarts,
@@ -224,6 +225,34 @@ impl From<&Cli> for Settings {
             }),
         }
     }
+}
+
+/// The per-tool-call gate, when any part of it is set.
+fn tool_gate(cli: &Cli) -> Option<crate::session::ToolGate> {
+    let args = &cli.tool_gate;
+    args.any().then(|| crate::session::ToolGate {
+        allow: args.tool_allow.clone(),
+        deny: args.tool_deny.clone(),
+        approve: if args.tool_approve.is_empty() {
+            vec!["*".to_string()]
+        } else {
+            args.tool_approve.clone()
+        },
+        approver: args
+            .tool_approve_cmd
+            .as_ref()
+            .map(|command| crate::session::ApproverCommand {
+                argv: command.0.clone(),
+                timeout: args.tool_approval_timeout,
+                max_pending: args.max_pending_approvals as usize,
+            }),
+        session_id: cli.record.session_id.clone(),
+        server_argv: cli
+            .command
+            .iter()
+            .map(|word| word.to_string_lossy().into_owned())
+            .collect(),
+    })
 }
 
 #[cfg(test)]

@@ -213,6 +213,7 @@ fn intent(call_id: &str) -> Intent {
             redact_patterns: 0,
             rlimits: Default::default(),
         },
+        tool_gate: None,
     }
 }
 

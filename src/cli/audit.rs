@@ -33,6 +33,49 @@ pub struct ApprovalArgs {
     pub approval_timeout: Duration,
 }
 
+/// The per-tool-call gate, under the session layer.
+#[derive(Args, Debug)]
+pub struct ToolGateArgs {
+    /// Let through only the tools/call whose tool (params.name, as the server knows it) matches one of these globs (* and ?; comma-separated, repeatable); the others are denied and removed from tools/list.
+    #[arg(long, value_name = "PATTERNS", env = "MCP_BOUND_TOOL_ALLOW", value_delimiter = ',', value_parser = parse_pattern, help_heading = "Tool call gate options")]
+    pub tool_allow: Vec<String>,
+
+    /// Deny the tools/call whose tool matches one of these globs, and remove those tools from tools/list; deny wins over --tool-allow. A denied call never reaches the server: the client gets error -32000 (reason tool_denied).
+    #[arg(long, value_name = "PATTERNS", env = "MCP_BOUND_TOOL_DENY", value_delimiter = ',', value_parser = parse_pattern, help_heading = "Tool call gate options")]
+    pub tool_deny: Vec<String>,
+
+    /// Before each tools/call the policy allows and --tool-approve matches reaches the server, run COMMAND (split like a shell; no shell) with the call as one JSON object on its stdin (tool, arguments, params_sha256, request_id, call_id, session_id, argv); exit 0 approves, anything else denies, its first output line saying why. Other requests keep flowing while it decides.
+    #[arg(long, value_name = "COMMAND", env = "MCP_BOUND_TOOL_APPROVE_CMD", value_parser = parse_command_line, help_heading = "Tool call gate options")]
+    pub tool_approve_cmd: Option<CommandLine>,
+
+    /// Which tools --tool-approve-cmd decides (globs, comma-separated, repeatable) [default: *].
+    #[arg(long, value_name = "PATTERNS", env = "MCP_BOUND_TOOL_APPROVE", value_delimiter = ',', value_parser = parse_pattern, help_heading = "Tool call gate options")]
+    pub tool_approve: Vec<String>,
+
+    /// Wall-clock deadline for one call's approval, from the call's arrival; nothing extends it. At it the approver's tree gets TERM and KILL together, and the call is answered -32000 (reason tool_approval_expired), never sent.
+    #[arg(long, value_name = "DURATION", env = "MCP_BOUND_TOOL_APPROVAL_TIMEOUT", default_value = "60s", value_parser = positive_duration, help_heading = "Tool call gate options")]
+    pub tool_approval_timeout: Duration,
+
+    /// Most calls waiting for approval at once; past it a call is answered -32000 at once (reason too_many_pending_approvals).
+    #[arg(long, value_name = "N", env = "MCP_BOUND_MAX_PENDING_APPROVALS", default_value = "16", value_parser = clap::value_parser!(u32).range(1..=1024), help_heading = "Tool call gate options")]
+    pub max_pending_approvals: u32,
+}
+
+impl ToolGateArgs {
+    /// Any part of a gate is set.
+    pub fn any(&self) -> bool {
+        !self.tool_allow.is_empty() || !self.tool_deny.is_empty() || self.tool_approve_cmd.is_some()
+    }
+}
+
+/// One glob: not empty, blanks around it trimmed.
+fn parse_pattern(text: &str) -> Result<String, String> {
+    match text.trim() {
+        "" => Err("an empty pattern".into()),
+        pattern => Ok(pattern.to_string()),
+    }
+}
+
 /// Journal options: the hash-chained audit trail.
 #[derive(Args, Debug)]
 pub struct JournalArgs {

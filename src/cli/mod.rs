@@ -75,6 +75,9 @@ pub struct Cli {
     pub approval: ApprovalArgs,
 
     #[command(flatten)]
+    pub tool_gate: audit::ToolGateArgs,
+
+    #[command(flatten)]
     pub journal: JournalArgs,
 
     /// Print a document to stdout and exit: the man page, a completion script, or the record's or a journal line's JSON Schema (nothing is run).
@@ -342,6 +345,8 @@ where
 /// a default that host configs set broadly.
 struct Given {
     record_keep: bool,
+    /// A --tool-* option on the command line.
+    tool_gate: bool,
 }
 
 impl From<&clap::ArgMatches> for Given {
@@ -350,6 +355,14 @@ impl From<&clap::ArgMatches> for Given {
             |id: &str| matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
         Given {
             record_keep: on_the_line("record_keep"),
+            tool_gate: [
+                "tool_allow",
+                "tool_deny",
+                "tool_approve_cmd",
+                "tool_approve",
+            ]
+            .iter()
+            .any(|id| on_the_line(id)),
         }
     }
 }
@@ -381,6 +394,11 @@ fn check(cli: &Cli, given: &Given) -> Result<(), String> {
         }
         if server.restart != crate::record::mcp::RestartMode::Never {
             return Err(format!("--restart {needs}"));
+        }
+        if given.tool_gate {
+            return Err(format!(
+                "--tool-allow, --tool-deny and --tool-approve-cmd gate tools/call, and so each {needs}"
+            ));
         }
     }
     Ok(())

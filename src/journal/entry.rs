@@ -22,6 +22,35 @@ pub struct Intent {
     pub host: Option<String>,
     pub pid: u32,
     pub limits: Limits,
+    /// The per-tool-call gate the call runs under (absent: none), so
+    /// that verify knows every tools/call needs a decision.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_gate: Option<IntentGate>,
+}
+
+/// A tool gate, as the intent records it.
+#[derive(Debug, Clone, Serialize)]
+pub struct IntentGate {
+    pub allow: Vec<String>,
+    pub deny: Vec<String>,
+    pub approve: Vec<String>,
+    /// SHA-256 of the approver's argv as JSON; null without one.
+    pub approver_sha256: Option<String>,
+}
+
+impl From<&crate::session::ToolGate> for IntentGate {
+    fn from(gate: &crate::session::ToolGate) -> IntentGate {
+        use sha2::Digest;
+        IntentGate {
+            allow: gate.allow.clone(),
+            deny: gate.deny.clone(),
+            approve: gate.approve.clone(),
+            approver_sha256: gate.approver.as_ref().map(|a| {
+                let argv = serde_json::to_vec(&a.argv).expect("strings serialize");
+                crate::ids::hex(&sha2::Sha256::digest(argv))
+            }),
+        }
+    }
 }
 
 /// One signal mcp-bound sent, as the terminal entry lists them.
@@ -190,6 +219,22 @@ pub struct McpTask {
     pub duration_ms: u64,
 }
 
+/// The tool gate's decision on a `tools/call`, written before the call
+/// can reach the server: bound to its exact `params` by their SHA-256.
+#[derive(Debug, Clone, Serialize)]
+pub struct McpDecision {
+    pub call_id: String,
+    pub request_id: crate::request_id::RequestId,
+    pub tool: String,
+    /// As the request's own entry has it.
+    pub params_sha256: Option<String>,
+    pub decision: crate::record::Decision,
+    /// `policy` (--tool-allow, --tool-deny) or `command` (the approver).
+    pub by: crate::session::DecidedBy,
+    pub waited_ms: u64,
+    pub approver_exit: Option<Exit>,
+}
+
 /// What a caller appends.
 pub enum Entry<'a> {
     Intent(&'a Intent),
@@ -198,6 +243,7 @@ pub enum Entry<'a> {
     McpRequest(&'a McpRequest),
     McpResponse(&'a McpResponse),
     McpTask(&'a McpTask),
+    McpDecision(&'a McpDecision),
     /// A terminal entry's fields as one JSON object's text (a serialized
     /// [`Terminal`]): what mcp-bound handed its watchdog to write if it
     /// died while writing them itself.
@@ -214,6 +260,7 @@ impl Entry<'_> {
             Entry::McpRequest(body) => format_line(key, seq, prev, "mcp_request", ts, body),
             Entry::McpResponse(body) => format_line(key, seq, prev, "mcp_response", ts, body),
             Entry::McpTask(body) => format_line(key, seq, prev, "mcp_task", ts, body),
+            Entry::McpDecision(body) => format_line(key, seq, prev, "mcp_decision", ts, body),
             Entry::RawTerminal(body) => format_raw_line(key, seq, prev, "terminal", ts, body),
         }
     }

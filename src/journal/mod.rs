@@ -36,8 +36,8 @@ mod verify;
 pub use crate::ids::hex;
 pub use append::Journal;
 pub use entry::{
-    Appended, DecisionEntry, Entry, Intent, McpRequest, McpResponse, McpTask, SignalFact,
-    StreamFacts, Terminal,
+    Appended, DecisionEntry, Entry, Intent, IntentGate, McpDecision, McpRequest, McpResponse,
+    McpTask, SignalFact, StreamFacts, Terminal,
 };
 pub use key::Key;
 pub use report::{Break, BreakKind, Head, Report, Unfinished};
@@ -253,6 +253,7 @@ mod tests {
             host: Some("h".into()),
             pid: 1,
             limits,
+            tool_gate: None,
         };
         let decision = DecisionEntry {
             call_id: "c_all".into(),
@@ -399,6 +400,7 @@ mod tests {
                 redact_patterns: 0,
                 rlimits: Default::default(),
             },
+            tool_gate: None,
         };
         let run = |name: &str, entries: &[Entry<'_>]| {
             let path = dir.path().join(name);

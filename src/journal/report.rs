@@ -18,6 +18,10 @@ pub enum BreakKind {
     Malformed,
     /// The anchor's `h` is not in the journal: cut, rolled back or rewritten.
     AnchorMissing,
+    /// Under a tool gate: a tools/call that reached the server without an
+    /// `approved` decision for its exact params, or a decision for other
+    /// params than its request's.
+    Unapproved,
 }
 
 impl Serialize for BreakKind {
@@ -38,6 +42,7 @@ impl BreakKind {
             BreakKind::DuplicateCall => "DUPLICATE_CALL",
             BreakKind::Malformed => "MALFORMED",
             BreakKind::AnchorMissing => "ANCHOR_MISSING",
+            BreakKind::Unapproved => "UNAPPROVED",
         }
     }
 }
@@ -58,6 +63,9 @@ pub struct Unfinished {
     pub ts: String,
     /// A decision entry was written (the call was approved, or not).
     pub decided: bool,
+    /// Its intent records a tool gate: every tools/call needs a decision.
+    #[serde(skip)]
+    pub gated: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -98,4 +106,9 @@ pub struct UnfinishedRequest {
     /// The request was answered with a task, whose end (`mcp_task`) never
     /// came.
     pub task: bool,
+    /// Its params' SHA-256, and the gate's decision on it (a gated call).
+    #[serde(skip)]
+    pub params_sha256: Option<String>,
+    #[serde(skip)]
+    pub decision: Option<crate::record::Decision>,
 }

@@ -26,6 +26,7 @@ impl OpenRequests {
         line_no: u64,
         parsed: &Parsed<'_>,
         call_open: bool,
+        gated: bool,
     ) -> Result<(), (BreakKind, String)> {
         let call_id = parsed.call_id().unwrap_or_default();
         let raw = parsed.body.request_id().map(|r| r.get()).unwrap_or("null");
@@ -72,8 +73,37 @@ impl OpenRequests {
                 method: parsed.body.method().unwrap_or_default(),
                 ts: parsed.ts.to_string(),
                 task: false,
+                params_sha256: match &parsed.body {
+                    Body::McpRequest(r) => r.params_sha256.as_deref().map(String::from),
+                    _ => None,
+                },
+                decision: None,
             };
             self.open.insert(key, request);
+        } else if let Body::McpDecision(decision) = &parsed.body {
+            let Some(request) = self.open.get_mut(&key) else {
+                return Err((
+                    BreakKind::OrphanTerminal,
+                    format!(
+                        "an mcp_decision {request_id} of call {call_id} with no open mcp_request"
+                    ),
+                ));
+            };
+            if request.decision.is_some() {
+                return Err((
+                    BreakKind::DuplicateCall,
+                    format!("a second mcp_decision for request {request_id} of call {call_id}"),
+                ));
+            }
+            if decision.params_sha256.as_deref() != request.params_sha256.as_deref() {
+                return Err((
+                    BreakKind::Unapproved,
+                    format!(
+                        "the mcp_decision for request {request_id} of call {call_id} is for other params than its mcp_request"
+                    ),
+                ));
+            }
+            request.decision = Some(decision.decision);
         } else {
             let Some(request) = self.open.remove(&key) else {
                 return Err((
@@ -83,6 +113,12 @@ impl OpenRequests {
                     ),
                 ));
             };
+            if let Body::McpResponse(response) = &parsed.body
+                && gated
+                && request.method == "tools/call"
+            {
+                check_gate(&request, &response.outcome)?;
+            }
             if matches!(&parsed.body, Body::McpResponse(response)
                 if response.result_type == Some(crate::session::ResultType::Task))
             {
@@ -119,5 +155,34 @@ impl OpenRequests {
             .drain()
             .chain(self.tasks.drain())
             .map(|(_, request)| request)
+    }
+}
+
+/// A gated tools/call's end: one that reached the server needs an
+/// `approved` decision; one not approved ends `denied`, or `cancelled`
+/// (the client's cancel while it waited).
+fn check_gate(request: &UnfinishedRequest, outcome: &str) -> Result<(), (BreakKind, String)> {
+    use crate::record::Decision;
+    let id = &request.request_id;
+    let call = &request.call_id;
+    match (request.decision, outcome) {
+        (Some(Decision::Approved), "denied") => Err((
+            BreakKind::Unapproved,
+            format!("request {id} of call {call} was approved, yet its response says denied"),
+        )),
+        (Some(Decision::Approved), _) | (Some(_), "denied" | "cancelled") => Ok(()),
+        (None, _) => Err((
+            BreakKind::Unapproved,
+            format!(
+                "tools/call {id} of call {call} ended ({outcome}) with no mcp_decision under a tool gate"
+            ),
+        )),
+        (Some(decision), _) => Err((
+            BreakKind::Unapproved,
+            format!(
+                "tools/call {id} of call {call} reached the server ({outcome}) though its decision was {}",
+                serde_json::to_string(&decision).unwrap_or_default()
+            ),
+        )),
     }
 }

@@ -57,6 +57,8 @@ pub(crate) struct Intent<'a> {
     host: Ignored,
     pub(crate) pid: u32,
     limits: Present,
+    #[serde(default)]
+    pub(crate) tool_gate: Option<IgnoredAny>,
     h: Hash,
 }
 
@@ -124,8 +126,8 @@ pub(crate) struct McpRequest<'a> {
     pub(crate) method: &'a RawValue,
     #[serde(default)]
     name: Ignored,
-    #[serde(default)]
-    params_sha256: Ignored,
+    #[serde(default, borrow)]
+    pub(crate) params_sha256: Option<Cow<'a, str>>,
     #[serde(default)]
     line_sha256: Ignored,
     #[serde(default)]
@@ -143,7 +145,8 @@ pub(crate) struct McpResponse<'a> {
     pub(crate) request_id: &'a RawValue,
     #[serde(borrow)]
     method: Cow<'a, str>,
-    outcome: Present,
+    #[serde(borrow)]
+    pub(crate) outcome: Cow<'a, str>,
     #[serde(default)]
     error_code: Option<i64>,
     #[serde(default)]
@@ -173,6 +176,25 @@ pub(crate) struct McpTask<'a> {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+pub(crate) struct McpDecision<'a> {
+    #[serde(borrow)]
+    pub(crate) call_id: Cow<'a, str>,
+    #[serde(borrow)]
+    pub(crate) request_id: &'a RawValue,
+    tool: Present,
+    #[serde(default, borrow)]
+    pub(crate) params_sha256: Option<Cow<'a, str>>,
+    pub(crate) decision: crate::record::Decision,
+    by: Present,
+    waited_ms: u64,
+    #[serde(default)]
+    approver_exit: Ignored,
+    h: Hash,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct Recover<'a> {
     pub(crate) torn_offset: u64,
     pub(crate) torn_length: u64,
@@ -191,6 +213,7 @@ pub(crate) enum Body<'a> {
     McpRequest(McpRequest<'a>),
     McpResponse(McpResponse<'a>),
     McpTask(McpTask<'a>),
+    McpDecision(McpDecision<'a>),
     Recover(Recover<'a>),
 }
 
@@ -217,6 +240,13 @@ impl<'a> Body<'a> {
                 }
                 Body::McpTask(body)
             }
+            "mcp_decision" => {
+                let body = McpDecision::deserialize(rest)?;
+                if body.request_id.get() == "null" {
+                    return Err(D::Error::custom("an mcp_decision's request_id is null"));
+                }
+                Body::McpDecision(body)
+            }
             "recover" => Body::Recover(Recover::deserialize(rest)?),
             other => return Err(D::Error::custom(format!("unknown kind '{other}'"))),
         })
@@ -232,6 +262,7 @@ impl<'a> Body<'a> {
             Body::McpRequest(_) => "mcp_request",
             Body::McpResponse(_) => "mcp_response",
             Body::McpTask(_) => "mcp_task",
+            Body::McpDecision(_) => "mcp_decision",
             Body::Recover(_) => "recover",
         }
     }
@@ -245,6 +276,7 @@ impl<'a> Body<'a> {
             Body::McpRequest(b) => Some(&b.call_id),
             Body::McpResponse(b) => Some(&b.call_id),
             Body::McpTask(b) => Some(&b.call_id),
+            Body::McpDecision(b) => Some(&b.call_id),
             Body::Genesis(_) | Body::Recover(_) => None,
         }
     }
@@ -255,6 +287,7 @@ impl<'a> Body<'a> {
             Body::McpRequest(b) => Some(b.request_id),
             Body::McpResponse(b) => Some(b.request_id),
             Body::McpTask(b) => Some(b.request_id),
+            Body::McpDecision(b) => Some(b.request_id),
             _ => None,
         }
     }
@@ -265,6 +298,7 @@ impl<'a> Body<'a> {
             Body::McpRequest(b) => serde_json::from_str(b.method.get()).ok(),
             Body::McpResponse(b) => Some(b.method.to_string()),
             Body::McpTask(b) => Some(b.method.to_string()),
+            Body::McpDecision(_) => Some("tools/call".to_string()),
             _ => None,
         }
     }

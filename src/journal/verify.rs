@@ -298,6 +298,7 @@ impl Verifier<'_> {
                             },
                             ts: parsed.ts.to_string(),
                             decided: false,
+                            gated: matches!(body, Body::Intent(intent) if intent.tool_gate.is_some()),
                         },
                     );
                 } else if kind == "decision" {
@@ -317,9 +318,11 @@ impl Verifier<'_> {
                         }
                     }
                 } else if kind.starts_with("mcp_") {
-                    let call_open = self.open.contains_key(call_id);
-                    if let Err((kind, detail)) =
-                        self.open_requests.on_entry(line_no, &parsed, call_open)
+                    let call = self.open.get(call_id);
+                    let (call_open, gated) = (call.is_some(), call.is_some_and(|c| c.gated));
+                    if let Err((kind, detail)) = self
+                        .open_requests
+                        .on_entry(line_no, &parsed, call_open, gated)
                     {
                         return fail(kind, detail);
                     }

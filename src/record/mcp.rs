@@ -148,6 +148,54 @@ pub struct AgentExcerpts {
     pub bytes: u64,
 }
 
+/// Decisions made, by outcome, for the record.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DecisionCounts {
+    pub approved: u64,
+    pub denied: u64,
+    pub expired: u64,
+    pub cancelled: u64,
+    pub error: u64,
+}
+
+impl DecisionCounts {
+    pub fn count(&mut self, decision: crate::record::Decision) {
+        let slot = match decision {
+            crate::record::Decision::Approved => &mut self.approved,
+            crate::record::Decision::Denied => &mut self.denied,
+            crate::record::Decision::Expired => &mut self.expired,
+            crate::record::Decision::Cancelled => &mut self.cancelled,
+            crate::record::Decision::Error => &mut self.error,
+        };
+        *slot += 1;
+    }
+}
+
+/// CPU time, user and system.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cpu {
+    pub user_ms: u64,
+    pub sys_ms: u64,
+}
+
+/// The per-tool-call gate's facts (null without --tool-allow,
+/// --tool-deny or --tool-approve-cmd).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolGateFacts {
+    /// Every `tools/call` decided, by outcome (by the policy or the
+    /// approver).
+    pub decisions: DecisionCounts,
+    /// Approvers asked (one per call the approver decides).
+    pub approvers_asked: u64,
+    /// CPU the approvers used, kept apart from the server's `usage`.
+    pub approver_cpu: Cpu,
+    /// Tools removed from `tools/list` results: the only change made to
+    /// the bytes of a server's message.
+    pub tools_hidden: u64,
+    /// `tools/list` results refused because they could not be filtered.
+    pub lists_refused: u64,
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct McpFacts {
     pub limits: SessionLimits,
@@ -181,6 +229,15 @@ pub struct McpFacts {
     pub runs: Runs,
     /// The requests the end of the session cut off (the first 32).
     pub interrupted: Vec<Interrupted>,
+    /// The per-tool-call gate, when one is on.
+    pub tool_gate: Option<ToolGateFacts>,
+}
+
+impl McpFacts {
+    /// The gate's facts, made when first needed.
+    pub fn tool_gate_mut(&mut self) -> &mut ToolGateFacts {
+        self.tool_gate.get_or_insert_with(ToolGateFacts::default)
+    }
 }
 
 /// The server's runs: how many restarts, why restarting stopped, and

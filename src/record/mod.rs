@@ -295,12 +295,15 @@ pub enum ApprovalMethod {
     Tty,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Decision {
     Approved,
     Denied,
     Expired,
+    /// The call was cancelled while it waited (a per-call approval: the
+    /// client's cancel, or the session's end).
+    Cancelled,
     /// The approval could not be asked (no approver, no terminal).
     Error,
 }

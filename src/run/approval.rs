@@ -83,7 +83,8 @@ pub(super) fn decide(
             }
             return Ok(authorized);
         }
-        Some(Decision::Error) | None => {
+        // A cancel of the launch's approval is a signal, seen above.
+        Some(Decision::Error | Decision::Cancelled) | None => {
             let error = outcome.error.unwrap_or_else(|| "approval failed".into());
             return Err(ending.failed(pending, error, code::OWN_FAILURE));
         }

@@ -87,6 +87,12 @@ pub(super) fn validate<'a>(
             host: sys::hostname(),
             pid: std::process::id(),
             limits: record.limits.clone(),
+            tool_gate: settings
+                .streams
+                .session
+                .as_ref()
+                .and_then(|s| s.tools.as_ref())
+                .map(journal::IntentGate::from),
         };
         if let Err(err) = journal.append(journal::Entry::Intent(&intent)) {
             let error = format!(
@@ -263,9 +269,18 @@ pub(super) fn supervise(
     let stderr_log = outcome.stderr_log.take();
     let mut ended = dispatched.ended(settings.preserve_status, outcome);
     let record = &mut ended.record;
+    // The per-call approvers were reaped too: their CPU is theirs.
+    let approvers = record
+        .mcp
+        .as_ref()
+        .and_then(|mcp| mcp.tool_gate.as_ref())
+        .map(|gate| gate.approver_cpu)
+        .unwrap_or_default();
     record.usage = usage_since(started.usage_before).map(|usage| {
         let (cgroup_cpu_ms, memory_peak_bytes) = contain.cgroup_usage();
         Usage {
+            user_ms: usage.user_ms.saturating_sub(approvers.user_ms),
+            sys_ms: usage.sys_ms.saturating_sub(approvers.sys_ms),
             cgroup_cpu_ms,
             memory_peak_bytes,
             ..usage

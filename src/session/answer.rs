@@ -155,6 +155,40 @@ pub(crate) fn invalid_request(id: Option<&str>, why: &str) -> Vec<u8> {
     )
 }
 
+/// Why a `tools/call` was not sent: `reason` is the data's word
+/// (`tool_denied`, `tool_approval_expired`, ...), `message` names the
+/// tool and who said so, `detail` is the approver's reason line, masked.
+pub(crate) fn tool_not_run(
+    id: &str,
+    tool: &str,
+    reason: &str,
+    message: &str,
+    by: super::gate::DecidedBy,
+    detail: Option<&str>,
+) -> Vec<u8> {
+    let message = match detail {
+        Some(detail) => format!("{message}: {detail}"),
+        None => message.to_string(),
+    };
+    error_line(
+        id,
+        SERVER_ERROR,
+        &message,
+        json!({ "reason": reason, "tool": tool, "by": by, "detail": detail }),
+    )
+}
+
+/// A `tools/list` answer the gate could not filter: refused rather than
+/// shown with tools the policy denies.
+pub(crate) fn tools_list_unreadable(id: &str) -> Vec<u8> {
+    error_line(
+        id,
+        SERVER_ERROR,
+        "The server's tools/list result could not be read to remove the tools mcp-bound's policy denies (--tool-allow, --tool-deny); it was not passed on",
+        json!({ "reason": "tools_list_unreadable" }),
+    )
+}
+
 pub(crate) fn cancelled(id: &str, timeout: Duration) -> Vec<u8> {
     let reason = format!(
         "timed out after {} (mcp-bound --request-timeout)",

@@ -16,6 +16,9 @@ pub enum RequestOutcome {
     Ended,
     /// A stream open when the host ended the session: ended, unanswered.
     ShutDown,
+    /// A `tools/call` the gate did not let through (its `mcp_decision`
+    /// says why): it never reached the server.
+    Denied,
 }
 
 /// What a result says of its request (MCP 2026-07-28 `resultType`).
@@ -104,6 +107,16 @@ pub enum Audit {
         duration_ms: u64,
         /// The response's bytes, as the client got it.
         bytes: u64,
+    },
+    /// The gate's decision on a `tools/call`, before it reaches the server.
+    Decision {
+        id: String,
+        tool: String,
+        params_sha256: Option<String>,
+        decision: crate::record::Decision,
+        by: super::gate::DecidedBy,
+        waited_ms: u64,
+        approver_exit: Option<crate::record::Exit>,
     },
     /// The end of a task an audited call created.
     Task {

@@ -25,6 +25,7 @@ use std::time::{Duration, Instant};
 use sha2::{Digest, Sha256};
 
 use super::audit::{Audit, Irregular, RequestOutcome};
+use super::gate::Verdict;
 use super::kind::Kind;
 use super::lenient::{self, Object, Reading};
 use super::message::{self, Message, join_batch};
@@ -77,8 +78,6 @@ impl<'l> Form<'l> {
     }
 }
 
-/// A client line over --max-message-bytes, streaming through: its hash
-/// so far.
 /// Where the client line being read stands.
 #[derive(Default)]
 pub(super) struct CurrentLine {
@@ -86,11 +85,18 @@ pub(super) struct CurrentLine {
     /// whose elements may be answered here).
     ends_at: u64,
     /// A line over --max-message-bytes is streaming through.
-    overlong: Option<Overlong>,
+    pub(super) overlong: Option<Overlong>,
+    /// The gate's tickets for calls in it that wait for approval.
+    pub(super) held: Vec<u64>,
+    /// In a batch under an approver: the requests entered as it came.
+    pub(super) admitted: Vec<Key>,
+    in_batch: bool,
 }
 
+/// A client line over --max-message-bytes, streaming through: its hash
+/// so far (None: refused, under a gate, which cannot read it).
 pub(super) struct Overlong {
-    hash: Sha256,
+    pub(super) hash: Option<Sha256>,
 }
 
 impl Session {
@@ -113,58 +119,6 @@ impl Session {
     ) {
         self.note_line_end(line, out, out_at);
         self.client_line(now, line, out, Form::new(line, true));
-    }
-
-    /// A piece of a client line over --max-message-bytes (`first` on the
-    /// one that found it too long). It goes on unread, but hashed: when
-    /// the piece with its newline comes, the request entry (for a line the
-    /// audit cannot read, whatever it may hold) is made first, and the
-    /// loop writes it to the journal before that piece reaches the server.
-    pub fn on_client_overlong(&mut self, piece: &[u8], first: bool, out: &mut Vec<u8>) {
-        if first {
-            self.facts.client.non_jsonrpc_lines += 1;
-            self.current_line.overlong = Some(Overlong {
-                hash: Sha256::new(),
-            });
-        }
-        let complete = piece.last() == Some(&b'\n');
-        if let Some(overlong) = self.current_line.overlong.as_mut() {
-            overlong.hash.update(if complete {
-                &piece[..piece.len() - 1]
-            } else {
-                piece
-            });
-        }
-        if complete {
-            self.end_overlong(false);
-        }
-        out.extend_from_slice(piece);
-    }
-
-    /// The client's stream ended inside a line over --max-message-bytes.
-    pub fn on_client_overlong_eof(&mut self) {
-        self.end_overlong(true);
-    }
-
-    fn end_overlong(&mut self, unterminated: bool) {
-        let Some(overlong) = self.current_line.overlong.take() else {
-            return;
-        };
-        if self.policy.audit == super::AuditRequests::None {
-            return;
-        }
-        let mut irregular = vec![Irregular::OverMaxMessageBytes];
-        if unterminated {
-            irregular.push(Irregular::Unterminated);
-        }
-        self.audit.push(Audit::Request {
-            id: None,
-            method: None,
-            name: None,
-            params_sha256: None,
-            line_sha256: Some(hex(&overlong.hash.finalize())),
-            irregular,
-        });
     }
 
     fn note_line_end(&mut self, line: &[u8], out: &[u8], out_at: u64) {
@@ -195,7 +149,7 @@ impl Session {
             .then(|| super::scan::object_and_cr(text))
             .flatten();
         let cr = scanned.as_ref().is_none_or(|(_, cr)| *cr);
-        if let Some(ids) = cr.then(|| split_by_cr(text)).flatten() {
+        if let Some(ids) = cr.then(|| super::cr_split::split_by_cr(text)).flatten() {
             let ids: Vec<Option<&str>> = ids.into_iter().map(Some).collect();
             self.refuse(
                 &ids,
@@ -218,6 +172,8 @@ impl Session {
             Reading::One(object) => {
                 if self.client_message(now, message::read(object), &mut form) {
                     out.extend_from_slice(line);
+                } else if !self.current_line.held.is_empty() {
+                    self.hold_line(line, None);
                 }
             }
             Reading::Batch(elements) if form.invalid_utf8 => {
@@ -233,14 +189,30 @@ impl Session {
             }
             Reading::Batch(elements) => {
                 let total = elements.len();
-                let kept: Vec<&str> = elements
+                self.current_line.in_batch = self.gate.is_some();
+                let kept: Vec<(&str, Option<u64>)> = elements
                     .into_iter()
                     .filter_map(|(raw, object)| {
                         let message = object.map_or(Message::Invalid, message::read);
-                        self.client_message(now, message, &mut form).then_some(raw)
+                        let before = self.current_line.held.len();
+                        let pass = self.client_message(now, message, &mut form);
+                        let held = self.current_line.held[before..].first().copied();
+                        (pass || held.is_some()).then_some((raw, held))
                     })
                     .collect();
-                join_batch(line, total, &kept, out);
+                self.current_line.in_batch = false;
+                if self.current_line.held.is_empty() {
+                    self.current_line.admitted.clear();
+                    let kept: Vec<&str> = kept.into_iter().map(|(raw, _)| raw).collect();
+                    join_batch(line, total, &kept, out);
+                } else {
+                    // Held whole until its decisions are made.
+                    let kept = kept
+                        .into_iter()
+                        .map(|(raw, held)| (raw.to_string(), held))
+                        .collect();
+                    self.hold_line(line, Some((total, kept)));
+                }
             }
         }
     }
@@ -254,7 +226,7 @@ impl Session {
     /// Answer -32600 for each of `ids` (the requests of what is refused;
     /// None: one whose id cannot be told, answered with null), and send
     /// nothing of it to the server.
-    fn refuse(&mut self, ids: &[Option<&str>], why: &str) {
+    pub(super) fn refuse(&mut self, ids: &[Option<&str>], why: &str) {
         self.facts.refused += 1;
         let mut answered: Vec<Option<Key>> = Vec::new();
         for id in ids {
@@ -306,6 +278,13 @@ impl Session {
                     self.facts.cancelled_by_client += 1;
                     let end = End::by(RequestOutcome::Cancelled, None);
                     self.finish(now, id, entry, end, 0);
+                } else if method == "notifications/cancelled"
+                    && let Some(key) = message::cancelled_id(params)
+                    && self.cancel_pending(now, &key)
+                {
+                    // A call still waiting for approval: never sent, and
+                    // its approver ended.
+                    self.facts.cancelled_by_client += 1;
                 }
                 true
             }
@@ -356,6 +335,7 @@ impl Session {
         } else {
             None
         };
+        let verdict = self.gate_verdict(method, name.as_deref());
         let fits = id.len() <= MAX_TRACKED && method.len() <= MAX_TRACKED;
         let key = fits.then(|| request_id::key(id)).flatten();
         let mut irregular = if form.regular() {
@@ -368,19 +348,36 @@ impl Session {
                 irregular.push(Irregular::UntrackedId);
                 false
             }
-            Some(key) if self.in_flight.contains_key(&**key) => {
+            Some(key)
+                if self.in_flight.contains_key(&**key)
+                    || self.gate.as_ref().is_some_and(|g| g.holds(key)) =>
+            {
                 irregular.push(Irregular::DuplicateId);
                 false
             }
             Some(_) => true,
         };
+        if verdict.is_some() && !tracked {
+            // A decision is bound to one request: one the table cannot
+            // tell apart is not sent.
+            self.refuse(
+                &[Some(id)],
+                "a tools/call under the tool gate whose id cannot be tracked (in flight already, or not a short string or number)",
+            );
+            return false;
+        }
         if tracked && self.in_flight.len() >= self.policy.max_in_flight {
             self.to_client
                 .extend(answer::too_many_in_flight(id, self.policy.max_in_flight));
             self.facts.synthesized.too_many_in_flight += 1;
             return false;
         }
-        let audited = self.policy.audit.covers(method);
+        // Under a gate every tools/call is journaled, so that its decision
+        // is bound to it.
+        let audited = self.policy.audit.covers(method) || verdict.is_some();
+        let params_sha256 = audited
+            .then(|| params.map(|p| hex(&Sha256::digest(p.as_bytes()))))
+            .flatten();
         if audited {
             let line_sha256 = (!irregular.is_empty()).then(|| form.line_sha256());
             self.audit.push(Audit::Request {
@@ -388,10 +385,24 @@ impl Session {
                     .then(|| id.to_string()),
                 method: (method.len() <= MAX_TRACKED).then(|| method.to_string()),
                 name: name.clone(),
-                params_sha256: params.map(|p| hex(&Sha256::digest(p.as_bytes()))),
+                params_sha256: params_sha256.clone(),
                 line_sha256,
                 irregular,
             });
+        }
+        let call = super::approval::Call {
+            id,
+            tool: name.as_deref().unwrap_or(""),
+            params,
+            params_sha256,
+        };
+        match verdict {
+            Some(Verdict::Denied) => {
+                self.decided_by_policy(now, &call, false);
+                return false;
+            }
+            Some(Verdict::Allowed) => self.decided_by_policy(now, &call, true),
+            Some(Verdict::Ask) | None => {}
         }
         self.opening.spoken.on_request(method, params);
         let Some(key) = key.filter(|_| tracked) else {
@@ -405,7 +416,7 @@ impl Session {
         } else {
             None
         };
-        self.seq += 1;
+        self.marks.seq += 1;
         let task = method
             .starts_with("tasks/")
             .then(|| super::tasks::task_id_of(params))
@@ -415,11 +426,11 @@ impl Session {
             spelled: (*key != *id).then(|| id.to_string()),
             kind,
             task,
-            stderr_at: self.stderr_seen,
+            stderr_at: self.marks.stderr_seen,
             method: Key::new(method),
-            name,
+            name: name.clone(),
             started: now,
-            seq: self.seq,
+            seq: self.marks.seq,
             timeout,
             deadline: timeout.and_then(|t: Duration| now.checked_add(t)),
             progress_token,
@@ -427,14 +438,14 @@ impl Session {
             ends_at: self.current_line.ends_at,
         };
         let key = Key::new(&key);
-        if let Some(at) = entry.deadline {
-            self.deadlines.insert((at, entry.seq), key.clone());
+        if verdict == Some(Verdict::Ask) {
+            self.hold(now, &call, key, entry);
+            return false;
         }
-        if let Some(token) = &entry.progress_token {
-            self.progress.insert(token.clone(), key.clone());
+        if self.current_line.in_batch {
+            self.current_line.admitted.push(key.clone());
         }
-        self.in_flight.insert(key, entry);
-        self.facts.peak_in_flight = self.facts.peak_in_flight.max(self.in_flight.len() as u64);
+        self.admit(key, entry);
         true
     }
 }
@@ -453,43 +464,4 @@ fn tool_name(params: Option<&str>) -> Option<Option<String>> {
             None => Some(None),
         },
     }
-}
-
-/// A line that a reader splitting lines on a carriage return too (as
-/// Python's universal newlines do) would read as two or more pieces, one
-/// of them a message: the ids of every request in the line and in its
-/// pieces. None for a line with no such CR (the common case: one memchr).
-fn split_by_cr(text: &str) -> Option<Vec<&str>> {
-    let body = text.strip_suffix('\n').unwrap_or(text);
-    let body = body.strip_suffix('\r').unwrap_or(body);
-    memchr::memchr(b'\r', body.as_bytes())?;
-    let blank = |piece: &str| piece.trim_matches([' ', '\t', '\r', '\n']).is_empty();
-    let pieces: Vec<&str> = body.split('\r').filter(|piece| !blank(piece)).collect();
-    if pieces.len() < 2 {
-        return None;
-    }
-    let mut ids = Vec::new();
-    let mut any_message = false;
-    for (i, piece) in pieces
-        .iter()
-        .copied()
-        .chain(std::iter::once(body))
-        .enumerate()
-    {
-        let reading = lenient::read(piece).0;
-        let objects: Vec<Object<'_>> = match reading {
-            Reading::One(object) => vec![object],
-            Reading::Batch(elements) => elements.into_iter().filter_map(|(_, o)| o).collect(),
-            Reading::NotJson => Vec::new(),
-        };
-        for object in objects {
-            let is_piece = i < pieces.len();
-            let message = object.fields.method.is_some() || object.fields.id.is_some();
-            any_message |= is_piece && message;
-            if object.fields.method.is_some() {
-                ids.extend(object.fields.id);
-            }
-        }
-    }
-    any_message.then_some(ids)
 }

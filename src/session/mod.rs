@@ -15,13 +15,17 @@
 //!   remembered, and ids and methods over 1 KiB are passed on untracked.
 
 mod answer;
+mod approval;
 mod audit;
 mod client;
+mod cr_split;
 mod era;
+mod gate;
 mod kind;
 mod late;
 mod lenient;
 mod message;
+mod overlong;
 mod policy;
 mod replay;
 mod restart;
@@ -43,6 +47,8 @@ pub(crate) use answer::{REQUEST_TIMEOUT, SERVER_ERROR};
 use late::Answered;
 
 pub use audit::{Audit, Irregular, RequestOutcome, ResultType, TaskStatus};
+pub(crate) use gate::Ask;
+pub use gate::{ApproverCommand, DecidedBy, ToolGate};
 pub use policy::{AuditRequests, SessionPolicy};
 use replay::Replay;
 pub use restart::RestartPolicy;
@@ -128,7 +134,6 @@ pub(crate) struct Session {
     in_flight: HashMap<Key, InFlight>,
     deadlines: BTreeMap<(Instant, u64), Key>,
     progress: HashMap<String, Key>,
-    seq: u64,
     /// Ids answered by mcp-bound (timed out): their late response is dropped.
     answered: Answered,
     gone: Option<Gone>,
@@ -143,8 +148,20 @@ pub(crate) struct Session {
     current_line: client::CurrentLine,
     /// Tasks audited calls created, until their end is seen.
     tasks: tasks::Tasks,
-    /// The server's stderr bytes so far, as the loop last said.
+    marks: Marks,
+    /// The per-tool-call gate (--tool-allow, --tool-deny,
+    /// --tool-approve-cmd).
+    gate: Option<gate::Gate>,
+}
+
+/// Where things stand: requests numbered so far, and, as the loop last
+/// said, the server's stderr bytes and the end of the stream queued for
+/// its stdin.
+#[derive(Default)]
+struct Marks {
+    seq: u64,
     stderr_seen: u64,
+    server_stream: u64,
 }
 
 /// The opening exchange, across restarts: the client's cached
@@ -161,8 +178,10 @@ struct Opening {
 impl Session {
     pub fn new(policy: SessionPolicy, call_id: String) -> Session {
         let max_in_flight = policy.max_in_flight;
+        let gate = policy.tools.clone().map(gate::Gate::new);
         let facts = McpFacts {
             limits: policy.limits(),
+            tool_gate: gate.as_ref().map(|_| Default::default()),
             ..McpFacts::default()
         };
         Session {
@@ -171,7 +190,6 @@ impl Session {
             in_flight: HashMap::default(),
             deadlines: BTreeMap::new(),
             progress: HashMap::default(),
-            seq: 0,
             answered: Answered::new(max_in_flight),
             gone: None,
             to_client: Vec::new(),
@@ -181,13 +199,16 @@ impl Session {
             opening: Opening::default(),
             current_line: client::CurrentLine::default(),
             tasks: tasks::Tasks::new(max_in_flight),
-            stderr_seen: 0,
+            marks: Marks::default(),
+            gate,
         }
     }
 
-    /// The earliest request deadline.
+    /// The earliest request or approval deadline.
     pub fn deadline(&self) -> Option<Instant> {
-        self.deadlines.keys().next().map(|(at, _)| *at)
+        let request = self.deadlines.keys().next().map(|(at, _)| *at);
+        let approval = self.gate.as_ref().and_then(gate::Gate::deadline);
+        request.into_iter().chain(approval).min()
     }
 
     pub fn call_id(&self) -> &str {
@@ -272,7 +293,25 @@ impl Session {
     /// The server's stderr has had `bytes` so far (a request notes where
     /// it stood when the request came).
     pub fn note_stderr_seen(&mut self, bytes: u64) {
-        self.stderr_seen = bytes;
+        self.marks.stderr_seen = bytes;
+    }
+
+    /// The stream for the server's stdin has had `bytes` queued so far
+    /// (what `to_server` holds goes after them).
+    pub fn note_server_stream(&mut self, bytes: u64) {
+        self.marks.server_stream = bytes;
+    }
+
+    /// An authorized request, dispatched: into the table.
+    fn admit(&mut self, key: Key, entry: InFlight) {
+        if let Some(at) = entry.deadline {
+            self.deadlines.insert((at, entry.seq), key.clone());
+        }
+        if let Some(token) = &entry.progress_token {
+            self.progress.insert(token.clone(), key.clone());
+        }
+        self.in_flight.insert(key, entry);
+        self.facts.peak_in_flight = self.facts.peak_in_flight.max(self.in_flight.len() as u64);
     }
 
     /// An excerpt of `text` for an answer's message, counted.
@@ -295,6 +334,7 @@ impl Session {
     /// most what a crash answer carries), masked; asked only for a request
     /// that timed out while the server wrote some.
     pub fn tick(&mut self, now: Instant, stderr_since: &mut dyn FnMut(u64) -> String) {
+        self.tick_gate(now);
         while let Some(entry) = self.deadlines.first_key_value() {
             if entry.0.0 > now {
                 return;
@@ -306,7 +346,7 @@ impl Session {
             let timeout = entry.timeout.unwrap_or_default();
             self.to_server.extend(answer::cancelled(&id, timeout));
             self.facts.cancellations_sent += 1;
-            let written = self.stderr_seen.saturating_sub(entry.stderr_at);
+            let written = self.marks.stderr_seen.saturating_sub(entry.stderr_at);
             let excerpt = (written > 0 && self.policy.agent_excerpt_bytes > 0)
                 .then(|| stderr_since(written))
                 .and_then(|text| self.agent_excerpt(&text));
@@ -430,6 +470,7 @@ pub fn fuzz_client_line(
         max_in_flight: 4096,
         audit: AuditRequests::Tools,
         agent_excerpt_bytes: 1024,
+        tools: None,
         restart: RestartPolicy {
             mode: crate::record::mcp::RestartMode::Never,
             max_restarts: 0,
@@ -450,7 +491,7 @@ pub fn fuzz_client_line(
         .into_iter()
         .filter_map(|audit| match audit {
             Audit::Request { method, name, .. } => Some((method, name)),
-            Audit::Response { .. } | Audit::Task { .. } => None,
+            Audit::Response { .. } | Audit::Task { .. } | Audit::Decision { .. } => None,
         })
         .collect();
     (out, requests)

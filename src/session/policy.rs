@@ -43,6 +43,8 @@ pub struct SessionPolicy {
     /// Most bytes of the server's last stderr lines in the message of an
     /// error mcp-bound answers (0: none).
     pub agent_excerpt_bytes: usize,
+    /// The per-tool-call gate, when one is set.
+    pub tools: Option<super::ToolGate>,
 }
 
 impl SessionPolicy {

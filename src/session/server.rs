@@ -8,7 +8,9 @@ use std::time::Instant;
 use super::audit::Audit;
 use super::message::{self, Line, Message, join_batch};
 use super::replay::Replayed;
-use super::{End, InFlight, Key, RequestOutcome, ResultType, Session, TaskStatus, results, tasks};
+use super::{
+    End, InFlight, Key, RequestOutcome, ResultType, Session, TaskStatus, answer, results, tasks,
+};
 use crate::request_id;
 use crate::units::millis;
 
@@ -20,26 +22,50 @@ impl Session {
         match message::parse(line) {
             Line::NotJson => return false,
             Line::One(message) => {
-                if self.server_message(now, message, line.len()) {
-                    out.extend_from_slice(line);
+                let text = std::str::from_utf8(line).unwrap_or_default();
+                let mut rewritten = None;
+                if self.server_message(now, message, text, &mut rewritten) {
+                    match rewritten {
+                        Some(text) => out.extend_from_slice(text.as_bytes()),
+                        None => out.extend_from_slice(line),
+                    }
                 }
             }
             Line::Batch(elements) => {
                 let total = elements.len();
-                let kept: Vec<&str> = elements
+                let mut rewrote = false;
+                let kept: Vec<std::borrow::Cow<'_, str>> = elements
                     .into_iter()
                     .filter_map(|(raw, message)| {
-                        // `raw.len()`: the message's own bytes, for its audit.
-                        self.server_message(now, message, raw.len()).then_some(raw)
+                        let mut rewritten = None;
+                        let pass = self.server_message(now, message, raw, &mut rewritten);
+                        rewrote |= rewritten.is_some();
+                        pass.then(|| rewritten.map_or(raw.into(), Into::into))
                     })
                     .collect();
-                join_batch(line, total, &kept, out);
+                let kept: Vec<&str> = kept.iter().map(|k| &**k).collect();
+                if rewrote {
+                    // Not the line as it came, whatever else was kept.
+                    join_batch(line, usize::MAX, &kept, out);
+                } else {
+                    join_batch(line, total, &kept, out);
+                }
             }
         }
         true
     }
 
-    fn server_message(&mut self, now: Instant, message: Message<'_>, bytes: usize) -> bool {
+    /// One message; true to pass it on (`rewritten`, when set, in place
+    /// of `raw`: a `tools/list` result with the denied tools removed).
+    fn server_message(
+        &mut self,
+        now: Instant,
+        message: Message<'_>,
+        raw: &str,
+        rewritten: &mut Option<String>,
+    ) -> bool {
+        // The message's own bytes, for its audit.
+        let bytes = raw.len();
         match message {
             Message::Response { id, result, error } => {
                 self.facts.server.responses += 1;
@@ -61,6 +87,11 @@ impl Session {
                     });
                     false
                 } else if let Some((id, entry)) = self.remove(&key) {
+                    if &*entry.method == "tools/list"
+                        && let (Some(result), None) = (result, error)
+                    {
+                        *rewritten = self.filter_tools(&id, raw, result);
+                    }
                     self.on_task_answer(now, &entry, result, error);
                     let end = match error {
                         Some(code) => End::error(code),
@@ -172,6 +203,57 @@ impl Session {
                 error_code: code,
                 duration_ms: millis(now.saturating_duration_since(created.started)),
             });
+        }
+    }
+
+    /// A `tools/list` result under a policy by name: the message with
+    /// the denied tools taken out of `result.tools` (every other byte as
+    /// it came), None when nothing is denied; refused (an error in its
+    /// place) when it cannot be read.
+    fn filter_tools(&mut self, id: &str, raw: &str, result: &str) -> Option<String> {
+        #[derive(serde::Deserialize)]
+        struct Tools<'a> {
+            #[serde(borrow)]
+            tools: &'a serde_json::value::RawValue,
+        }
+        #[derive(serde::Deserialize)]
+        struct Tool<'a> {
+            #[serde(borrow)]
+            name: std::borrow::Cow<'a, str>,
+        }
+        let gate = self.gate.as_ref().filter(|g| g.filters())?;
+        let read = || -> Option<(std::ops::Range<usize>, String, u64)> {
+            let tools = serde_json::from_str::<Tools<'_>>(result).ok()?.tools.get();
+            let start = (tools.as_ptr() as usize).checked_sub(raw.as_ptr() as usize)?;
+            let span = start..start + tools.len();
+            (raw.get(span.clone())? == tools).then_some(())?;
+            let list: Vec<&serde_json::value::RawValue> = serde_json::from_str(tools).ok()?;
+            let mut kept = Vec::with_capacity(list.len());
+            let mut hidden = 0;
+            for tool in list {
+                let name = serde_json::from_str::<Tool<'_>>(tool.get()).ok()?.name;
+                if gate.shows(&name) {
+                    kept.push(tool.get());
+                } else {
+                    hidden += 1;
+                }
+            }
+            Some((span, format!("[{}]", kept.join(",")), hidden))
+        };
+        match read() {
+            Some((_, _, 0)) => None,
+            Some((span, tools, hidden)) => {
+                self.facts.tool_gate_mut().tools_hidden += hidden;
+                Some(format!("{}{tools}{}", &raw[..span.start], &raw[span.end..]))
+            }
+            None => {
+                self.facts.tool_gate_mut().lists_refused += 1;
+                let mut line = answer::tools_list_unreadable(id);
+                if !raw.ends_with('\n') {
+                    line.pop();
+                }
+                Some(String::from_utf8(line).expect("an answer is UTF-8"))
+            }
         }
     }
 

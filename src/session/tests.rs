@@ -14,6 +14,7 @@ fn policy() -> SessionPolicy {
         max_in_flight: 4,
         audit: AuditRequests::Tools,
         agent_excerpt_bytes: 1024,
+        tools: None,
         restart: RestartPolicy {
             mode: crate::record::mcp::RestartMode::Never,
             max_restarts: 0,
@@ -388,7 +389,7 @@ fn an_id_is_answered_as_the_client_spelled_it() {
         .into_iter()
         .map(|audit| match audit {
             Audit::Request { id, .. } => id.unwrap(),
-            Audit::Response { id, .. } | Audit::Task { id, .. } => id,
+            Audit::Response { id, .. } | Audit::Task { id, .. } | Audit::Decision { id, .. } => id,
         })
         .collect();
     assert_eq!(ids, ["\"a\\u0062\"", "1e2", "\"a\\u0062\"", "1e2"]);
@@ -445,7 +446,7 @@ fn requests(session: &mut Session) -> Vec<Entry> {
                 irregular,
                 ..
             } => Some((id, method, name, irregular)),
-            Audit::Response { .. } | Audit::Task { .. } => None,
+            Audit::Response { .. } | Audit::Task { .. } | Audit::Decision { .. } => None,
         })
         .collect()
 }
@@ -906,7 +907,7 @@ fn a_results_type_is_journaled_and_an_mrtr_round_is_not_a_final_result() {
             Audit::Response {
                 id, result_type, ..
             } => Some((id, result_type)),
-            Audit::Request { .. } | Audit::Task { .. } => None,
+            Audit::Request { .. } | Audit::Task { .. } | Audit::Decision { .. } => None,
         })
         .collect();
     assert_eq!(
@@ -933,7 +934,7 @@ fn task_ends(session: &mut Session) -> Vec<(String, String, TaskStatus, Option<i
                 error_code,
                 ..
             } => Some((id, task_id, status, error_code)),
-            Audit::Request { .. } | Audit::Response { .. } => None,
+            Audit::Request { .. } | Audit::Response { .. } | Audit::Decision { .. } => None,
         })
         .collect()
 }

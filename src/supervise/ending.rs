@@ -41,7 +41,8 @@ impl Loop<'_> {
         if self.exit.is_some() {
             self.reap_helper();
         }
-        child::reap_orphans(self.tree.family.helper);
+        // The approvers were stopped and reaped with the session.
+        child::reap_orphans(self.tree.family.helper, &[]);
         let log = self.intake.log.take();
         let stream_end = if self.abandoned_open {
             StreamEnd::ClosedWhileHeld

@@ -38,7 +38,14 @@ impl Loop<'_> {
                     },
                 );
             }
-            child::reap_orphans(self.tree.family.helper);
+            let mut keep = Vec::new();
+            if let Some(session) = self.session.as_mut()
+                && let Some(approvers) = session.approvers.as_mut()
+            {
+                approvers.on_child_changed(now, &mut session.table, &self.redactor);
+                keep = approvers.pids();
+            }
+            child::reap_orphans(self.tree.family.helper, &keep);
         }
         let host_signalled = !pending.terminating.is_empty();
         for (signo, count) in pending.terminating {

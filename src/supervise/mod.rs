@@ -11,6 +11,7 @@
 //! poll with a timeout computed from the next deadline (or none: an idle
 //! helper costs no wake-ups at all), and dispatch.
 
+mod approvers;
 mod ending;
 mod host;
 mod live_out;
@@ -235,6 +236,8 @@ struct Slots {
     /// The session layer: our stdin read, the server's stdin written.
     client: Option<usize>,
     server_in: Option<usize>,
+    /// Per-call approvers' pipes: (slot, approver, pipe).
+    approvers: Vec<(usize, usize, usize)>,
 }
 
 fn push(interests: &mut Vec<Interest>, interest: Interest) -> usize {
@@ -326,6 +329,17 @@ impl Loop<'_> {
                 .as_ref()
                 .and_then(|s| s.stdin.write_interest())
                 .map(|fd| push(interests, Interest::new(fd, false, true))),
+            approvers: self
+                .session
+                .as_ref()
+                .and_then(|s| s.approvers.as_ref())
+                .map(|a| {
+                    a.interests()
+                        .into_iter()
+                        .map(|(fd, i, p)| (push(interests, read(fd)), i, p))
+                        .collect()
+                })
+                .unwrap_or_default(),
         }
     }
 
@@ -450,6 +464,14 @@ impl Loop<'_> {
         {
             self.watch_stdin = false;
             self.on_stdin_closed(now);
+        }
+        if let Some(approvers) = self.session.as_mut().and_then(|s| s.approvers.as_mut()) {
+            for &(slot, i, pipe) in &slots.approvers {
+                let r = ready[slot];
+                if r.readable || r.hangup || r.error {
+                    approvers.on_readable(i, pipe);
+                }
+            }
         }
     }
 }

@@ -7,6 +7,7 @@
 use std::os::fd::OwnedFd;
 use std::time::Instant;
 
+use super::approvers::Approvers;
 use super::restart::{Current, Restarter};
 use super::stdin::{Read0, StdinRelay};
 use super::{Loop, SessionConfig};
@@ -41,6 +42,8 @@ pub(super) struct SessionParts<'a> {
     /// An audit append failed: no more are tried, and nothing more is
     /// written to the server.
     pub(super) journal_failed: bool,
+    /// The per-call approvers, with --tool-approve-cmd.
+    pub(super) approvers: Option<Approvers>,
 }
 
 impl<'a> SessionParts<'a> {
@@ -71,6 +74,12 @@ impl<'a> SessionParts<'a> {
             },
             end_cut: false,
             journal_failed: false,
+            approvers: config
+                .policy
+                .tools
+                .as_ref()
+                .and_then(|gate| gate.approver.as_ref())
+                .map(|approver| Approvers::new(&approver.argv)),
         }
     }
 }
@@ -79,6 +88,13 @@ impl Loop<'_> {
     /// The session layer's facts, with the client's bytes the relay counted.
     pub(super) fn session_facts(&self, session: &SessionParts<'_>) -> McpFacts {
         let mut facts = session.table.facts();
+        if let Some(approvers) = &session.approvers {
+            let (user, system) = approvers.cpu;
+            facts.tool_gate_mut().approver_cpu = crate::record::mcp::Cpu {
+                user_ms: crate::units::millis(user),
+                sys_ms: crate::units::millis(system),
+            };
+        }
         facts.client_bytes = ClientBytes {
             read: session.stdin.bytes_read,
             to_server: session.stdin.bytes_written,
@@ -137,6 +153,15 @@ impl Loop<'_> {
             return;
         }
         self.server_gone(Instant::now(), true);
+        if let Some(session) = self.session.as_mut() {
+            // Calls still waiting for approval are answered; their
+            // approvers ended.
+            session.table.end_pending(Instant::now());
+            if let Some(approvers) = session.approvers.as_mut() {
+                approvers.end(session.table.take_approver_ends());
+                approvers.stop();
+            }
+        }
         // A server that went away on its own, with nothing of the host's
         // after it (no restart, no signal, no hang-up): that crash was the
         // session's end, and what it cut off is the session's too.
@@ -168,6 +193,7 @@ impl Loop<'_> {
         let diagnostics = &mut self.intake.diagnostics;
         let redactor = &self.redactor;
         session.table.note_stderr_seen(diagnostics.bytes_seen());
+        session.table.note_server_stream(session.stdin.queued_end());
         session.table.tick(now, &mut |since| {
             masked_tail(
                 diagnostics,
@@ -236,6 +262,17 @@ impl Loop<'_> {
         let Some(session) = self.session.as_mut() else {
             return Ok(());
         };
+        if let Some(approvers) = session.approvers.as_mut() {
+            // As soon as the gate asks: nothing the server writes delays it.
+            let asks = session.table.take_asks();
+            if !asks.is_empty() {
+                let family = &mut self.tree.family;
+                approvers.start(Instant::now(), asks, &mut session.table, &mut |pid| {
+                    family.adopt_stranger(pid)
+                });
+            }
+            approvers.end(session.table.take_approver_ends());
+        }
         let mut failed = Ok(());
         if session.table.has_audit() {
             let audit = session.table.take_audit();
@@ -253,6 +290,7 @@ impl Loop<'_> {
         } else {
             session.stdin.take_from(&mut session.table);
             session.stdin.flush();
+            session.table.note_server_stream(session.stdin.queued_end());
         }
         if !session.table.to_client.is_empty() {
             let answers = std::mem::take(&mut session.table.to_client);
@@ -282,6 +320,7 @@ fn append_audit(journal: &Journal, call_id: &str, audit: &[Audit]) -> Result<(),
         Request(journal::McpRequest),
         Response(journal::McpResponse),
         Task(journal::McpTask),
+        Decision(journal::McpDecision),
     }
     let id = RequestId::new;
     let owned: Vec<Owned> = audit
@@ -337,6 +376,24 @@ fn append_audit(journal: &Journal, call_id: &str, audit: &[Audit]) -> Result<(),
                 error_code: *error_code,
                 duration_ms: *duration_ms,
             }),
+            Audit::Decision {
+                id: request_id,
+                tool,
+                params_sha256,
+                decision,
+                by,
+                waited_ms,
+                approver_exit,
+            } => Owned::Decision(journal::McpDecision {
+                call_id: call_id.to_string(),
+                request_id: id(request_id).expect("a decided id is strict JSON"),
+                tool: tool.clone(),
+                params_sha256: params_sha256.clone(),
+                decision: *decision,
+                by: *by,
+                waited_ms: *waited_ms,
+                approver_exit: approver_exit.clone(),
+            }),
         })
         .collect();
     let entries: Vec<journal::Entry<'_>> = owned
@@ -345,6 +402,7 @@ fn append_audit(journal: &Journal, call_id: &str, audit: &[Audit]) -> Result<(),
             Owned::Request(request) => journal::Entry::McpRequest(request),
             Owned::Response(response) => journal::Entry::McpResponse(response),
             Owned::Task(task) => journal::Entry::McpTask(task),
+            Owned::Decision(decision) => journal::Entry::McpDecision(decision),
         })
         .collect();
     journal.append_all(&entries).map(|_| ()).map_err(|err| {

@@ -241,6 +241,12 @@ impl StdinRelay {
         self.written_to
     }
 
+    /// Where the stream for the server ends so far: every byte queued
+    /// (what the session adds next goes after it).
+    pub fn queued_end(&self) -> u64 {
+        self.out_at + self.out.len() as u64
+    }
+
     /// The server is gone: nothing more is written to it. Our stdin is
     /// still read, so that requests are answered at once.
     pub fn server_gone(&mut self) {

@@ -465,6 +465,20 @@ pub fn wait_exit(pid: i32, block: bool) -> Option<ChildExit> {
     }
 }
 
+/// Reap child `pid` if it has exited, with the CPU (user, system) it
+/// and its reaped descendants used; never waits. None: not reaped.
+pub fn reap_with_usage(pid: i32) -> Option<(std::time::Duration, std::time::Duration)> {
+    // SAFETY: rusage is plain data that wait4 fills.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let mut status = 0;
+    // SAFETY: our own child, valid pointers.
+    let rc = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+    let time = |t: libc::timeval| {
+        std::time::Duration::new(t.tv_sec as u64, (t.tv_usec as u32).saturating_mul(1000))
+    };
+    (rc == pid).then(|| (time(usage.ru_utime), time(usage.ru_stime)))
+}
+
 /// Reap child `pid` if it has exited; never waits.
 pub fn reap(pid: i32) {
     let _ = nix::sys::wait::waitpid(

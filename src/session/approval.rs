@@ -1,0 +1,449 @@
+//! The per-call gate's transitions in the session: a `tools/call` is
+//! received and validated (`client.rs`), then authorized by the policy,
+//! denied by it, or pending approval until its approver decides, its
+//! deadline passes, or the client cancels it; an authorized call is
+//! dispatched (sent to the server, its request deadline starting then).
+//! Each decision is an audit fact, journaled before the call can reach
+//! the server; a call not sent is answered here.
+//!
+//! A held line is sent, or what is left of a batch, once every decision
+//! in it is made: a held call may reach the server after lines the
+//! client sent later (JSON-RPC requests are independent).
+
+use std::time::Instant;
+
+use super::gate::{Ask, DecidedBy, Held, Pending, Verdict};
+use super::message::join_batch;
+use super::{End, InFlight, Key, RequestOutcome, Session, answer};
+use crate::record::{Decision, Exit};
+use crate::request_id::RequestId;
+use crate::units::millis;
+
+/// A call's facts the gate needs, as the client line gave them.
+pub(super) struct Call<'a> {
+    pub(super) id: &'a str,
+    pub(super) tool: &'a str,
+    pub(super) params: Option<&'a str>,
+    pub(super) params_sha256: Option<String>,
+}
+
+impl Session {
+    /// The gate's word on a request: None without a gate, or for a
+    /// method it does not decide.
+    pub(super) fn gate_verdict(&self, method: &str, tool: Option<&str>) -> Option<Verdict> {
+        let gate = self.gate.as_ref()?;
+        (method == "tools/call").then(|| gate.verdict(tool.unwrap_or("")))
+    }
+
+    /// The policy decided alone: journaled; a denial answered here.
+    pub(super) fn decided_by_policy(&mut self, now: Instant, call: &Call<'_>, approved: bool) {
+        let decision = if approved {
+            Decision::Approved
+        } else {
+            Decision::Denied
+        };
+        self.decision(call, decision, DecidedBy::Policy, 0, None);
+        if !approved {
+            let message = format!(
+                "Tool \"{}\" denied by mcp-bound's policy (--tool-allow, --tool-deny)",
+                call.tool
+            );
+            self.refuse_call(now, call, "tool_denied", &message, DecidedBy::Policy);
+        }
+    }
+
+    /// Hold a call for its approver (`entry`: its table entry, entered
+    /// once it is sent). Past --max-pending-approvals, answered at once.
+    pub(super) fn hold(&mut self, now: Instant, call: &Call<'_>, key: Key, entry: InFlight) {
+        let Some(gate) = self.gate.as_mut() else {
+            return;
+        };
+        if gate.is_full() {
+            let limit = gate.settings.approver.as_ref().map_or(0, |a| a.max_pending);
+            self.decision(call, Decision::Error, DecidedBy::Command, 0, None);
+            let message = format!(
+                "Tool \"{}\" not run: {limit} calls already wait for approval (mcp-bound --max-pending-approvals)",
+                call.tool
+            );
+            self.refuse_call(
+                now,
+                call,
+                "too_many_pending_approvals",
+                &message,
+                DecidedBy::Command,
+            );
+            return;
+        }
+        let ticket = gate.ticket();
+        let arguments = super::gate::arguments_of(call.params);
+        let request_id = serde_json::value::RawValue::from_string(call.id.to_string())
+            .unwrap_or_else(|_| serde_json::value::RawValue::from_string("null".into()).unwrap());
+        let request = super::gate::ApprovalRequest {
+            tool: call.tool,
+            arguments: &arguments,
+            params_sha256: call.params_sha256.as_deref(),
+            request_id: &request_id,
+            call_id: &self.call_id,
+            session_id: gate.settings.session_id.as_deref(),
+            argv: &gate.settings.server_argv,
+        };
+        let mut stdin = serde_json::to_vec(&request).expect("a request serializes");
+        stdin.push(b'\n');
+        gate.asks.push(Ask { ticket, stdin });
+        gate.pending.insert(
+            ticket,
+            Pending {
+                id: Key::new(call.id),
+                key,
+                tool: call.tool.to_string(),
+                params_sha256: call.params_sha256.clone(),
+                asked: now,
+                deadline: now + gate.timeout(),
+                entry,
+                line: 0,
+            },
+        );
+        self.current_line.held.push(ticket);
+        self.facts.tool_gate_mut().approvers_asked += 1;
+    }
+
+    /// After a client line: if calls in it wait, the line (or the
+    /// batch's kept elements) waits with them.
+    pub(super) fn hold_line(&mut self, line: &[u8], batch: Option<super::gate::HeldBatch>) {
+        let tickets = std::mem::take(&mut self.current_line.held);
+        let admitted = std::mem::take(&mut self.current_line.admitted);
+        let Some(gate) = self.gate.as_mut() else {
+            return;
+        };
+        // Tickets answered at once (none) leave nothing to hold.
+        let waiting: Vec<u64> = tickets
+            .into_iter()
+            .filter(|t| gate.pending.contains_key(t))
+            .collect();
+        let Some(&first) = waiting.first() else {
+            return;
+        };
+        for ticket in &waiting {
+            if let Some(pending) = gate.pending.get_mut(ticket) {
+                pending.line = first;
+            }
+        }
+        gate.held.insert(
+            first,
+            Held {
+                line: line.to_vec(),
+                batch,
+                waiting: waiting.len(),
+                approved: Vec::new(),
+                admitted,
+            },
+        );
+    }
+
+    /// The approvers to start, in order.
+    pub fn take_asks(&mut self) -> Vec<Ask> {
+        self.gate
+            .as_mut()
+            .map(|g| std::mem::take(&mut g.asks))
+            .unwrap_or_default()
+    }
+
+    /// The tickets whose approver is to be ended (decided without it).
+    pub fn take_approver_ends(&mut self) -> Vec<u64> {
+        self.gate
+            .as_mut()
+            .map(|g| std::mem::take(&mut g.ends))
+            .unwrap_or_default()
+    }
+
+    /// The approver for `ticket` exited: 0 approves, anything else
+    /// denies, `reason` (its first line, bounded and masked) saying why.
+    pub fn on_approver_exit(
+        &mut self,
+        now: Instant,
+        ticket: u64,
+        exit: Option<Exit>,
+        reason: Option<String>,
+    ) {
+        let decision = match exit {
+            Some(Exit::Code { code: 0 }) => Decision::Approved,
+            _ => Decision::Denied,
+        };
+        self.decide(now, ticket, decision, exit, reason);
+    }
+
+    /// The approver for `ticket` could not be started.
+    pub fn on_approver_failed(&mut self, now: Instant, ticket: u64, error: String) {
+        self.decide(now, ticket, Decision::Error, None, Some(error));
+    }
+
+    /// Approvals whose deadline `now` reached: expired, their approvers
+    /// ended (TERM and KILL together: nothing they do stretches it).
+    pub(super) fn tick_gate(&mut self, now: Instant) {
+        let expired = self
+            .gate
+            .as_ref()
+            .map(|g| g.expired(now))
+            .unwrap_or_default();
+        for ticket in expired {
+            self.end_approver(ticket);
+            self.decide(now, ticket, Decision::Expired, None, None);
+        }
+    }
+
+    /// The client cancelled `key`: if it waits for approval, its approver
+    /// is ended and nothing is sent. True if it waited.
+    pub(super) fn cancel_pending(&mut self, now: Instant, key: &str) -> bool {
+        let Some(ticket) = self.gate.as_ref().and_then(|g| g.ticket_of(key)) else {
+            return false;
+        };
+        self.end_approver(ticket);
+        self.decide(now, ticket, Decision::Cancelled, None, None);
+        true
+    }
+
+    /// The session ends: every call still waiting is cancelled, answered,
+    /// and its approver ended.
+    pub fn end_pending(&mut self, now: Instant) {
+        let tickets: Vec<u64> = self
+            .gate
+            .as_ref()
+            .map(|g| g.pending.keys().copied().collect())
+            .unwrap_or_default();
+        for ticket in tickets {
+            self.end_approver(ticket);
+            self.decide(
+                now,
+                ticket,
+                Decision::Cancelled,
+                None,
+                Some("the session ended while it waited for approval".into()),
+            );
+        }
+    }
+
+    fn end_approver(&mut self, ticket: u64) {
+        if let Some(gate) = self.gate.as_mut() {
+            gate.ends.push(ticket);
+        }
+    }
+
+    /// One decision on a waiting call: journaled; approved, it goes with
+    /// its line once the line's last decision is made; otherwise it is
+    /// answered (a call the client cancelled is not: it no longer waits).
+    fn decide(
+        &mut self,
+        now: Instant,
+        ticket: u64,
+        decision: Decision,
+        exit: Option<Exit>,
+        reason: Option<String>,
+    ) {
+        let Some(gate) = self.gate.as_mut() else {
+            return;
+        };
+        let Some(pending) = gate.pending.remove(&ticket) else {
+            return;
+        };
+        let timeout = gate.timeout();
+        let call = Call {
+            id: &pending.id,
+            tool: &pending.tool,
+            params: None,
+            params_sha256: pending.params_sha256.clone(),
+        };
+        let waited = millis(now.saturating_duration_since(pending.asked));
+        self.decision(&call, decision, DecidedBy::Command, waited, exit.clone());
+        let tool = pending.tool.clone();
+        let line_id = pending.line;
+        let approved = decision == Decision::Approved;
+        let Some(gate) = self.gate.as_mut() else {
+            return;
+        };
+        let id = pending.id.clone();
+        if let Some(held) = gate.held.get_mut(&line_id) {
+            held.waiting -= 1;
+            if approved {
+                held.approved.push((ticket, pending.key, pending.entry));
+            }
+        }
+        if !approved {
+            let (reason_word, message) = match decision {
+                Decision::Expired => (
+                    "tool_approval_expired",
+                    format!(
+                        "Tool \"{tool}\" not run: its approval expired after {} (mcp-bound --tool-approval-timeout)",
+                        humantime::format_duration(timeout)
+                    ),
+                ),
+                Decision::Cancelled => (
+                    "tool_approval_cancelled",
+                    format!("Tool \"{tool}\" not run"),
+                ),
+                Decision::Error => (
+                    "tool_denied",
+                    format!("Tool \"{tool}\" not run: the approver could not decide"),
+                ),
+                Decision::Denied | Decision::Approved => (
+                    "tool_denied",
+                    format!(
+                        "Tool \"{tool}\" denied by mcp-bound's approver ({})",
+                        spoken_exit(exit.as_ref())
+                    ),
+                ),
+            };
+            let by_client = decision == Decision::Cancelled && reason.is_none();
+            if by_client {
+                self.audit_not_run(now, &id, pending.asked, RequestOutcome::Cancelled, 0);
+            } else {
+                let line = answer::tool_not_run(
+                    &id,
+                    &tool,
+                    reason_word,
+                    &message,
+                    DecidedBy::Command,
+                    reason.as_deref(),
+                );
+                self.not_run(now, &id, pending.asked, line);
+            }
+        }
+        if self
+            .gate
+            .as_ref()
+            .and_then(|g| g.held.get(&line_id))
+            .is_some_and(|held| held.waiting == 0)
+        {
+            self.release(now, line_id);
+        }
+    }
+
+    /// Every decision in a held line is made: send what is left of it,
+    /// and enter its approved calls into the table, their deadlines
+    /// starting now.
+    fn release(&mut self, now: Instant, line_id: u64) {
+        let Some(gate) = self.gate.as_mut() else {
+            return;
+        };
+        let Some(held) = gate.held.remove(&line_id) else {
+            return;
+        };
+        let tickets: Vec<u64> = held.approved.iter().map(|(t, _, _)| *t).collect();
+        let approved = held.approved;
+        if let Some(gone) = &self.gone {
+            // Approved, but no server to take it: answered, never written.
+            let exit = gone.exit.clone();
+            let tail = gone.stderr_tail.clone();
+            for (_, key, entry) in approved {
+                let id = entry.spelled.clone().map_or(key, Key::from);
+                let line =
+                    answer::server_exited(&id, exit.as_ref(), &tail, &self.call_id, false, None);
+                self.facts.synthesized.server_exited += 1;
+                let bytes = line.len() as u64;
+                self.to_client.extend(line);
+                if entry.audited {
+                    let end = End::by(RequestOutcome::ServerExited, Some(answer::SERVER_ERROR));
+                    self.finish(now, id, entry, end, bytes);
+                }
+            }
+            return;
+        }
+        match held.batch {
+            None if !approved.is_empty() => self.to_server.extend_from_slice(&held.line),
+            None => {}
+            Some((total, elements)) => {
+                let kept: Vec<&str> = elements
+                    .iter()
+                    .filter(|(_, ticket)| ticket.is_none_or(|t| tickets.contains(&t)))
+                    .map(|(raw, _)| raw.as_str())
+                    .collect();
+                join_batch(&held.line, total, &kept, &mut self.to_server);
+            }
+        }
+        let ends_at = self.marks.server_stream + self.to_server.len() as u64;
+        for key in &held.admitted {
+            if let Some(entry) = self.in_flight.get_mut(&**key) {
+                entry.ends_at = ends_at;
+            }
+        }
+        for (_, key, mut entry) in approved {
+            entry.started = now;
+            entry.deadline = entry.timeout.and_then(|t| now.checked_add(t));
+            entry.stderr_at = self.marks.stderr_seen;
+            entry.ends_at = ends_at;
+            self.admit(key, entry);
+        }
+    }
+
+    /// The decision, as an audit fact and a count.
+    fn decision(
+        &mut self,
+        call: &Call<'_>,
+        decision: Decision,
+        by: DecidedBy,
+        waited_ms: u64,
+        approver_exit: Option<Exit>,
+    ) {
+        self.facts.tool_gate_mut().decisions.count(decision);
+        if RequestId::new(call.id).is_some() {
+            self.audit.push(super::Audit::Decision {
+                id: call.id.to_string(),
+                tool: call.tool.to_string(),
+                params_sha256: call.params_sha256.clone(),
+                decision,
+                by,
+                waited_ms,
+                approver_exit,
+            });
+        }
+    }
+
+    /// A call refused as it came: answered at once, and ended.
+    fn refuse_call(
+        &mut self,
+        now: Instant,
+        call: &Call<'_>,
+        reason: &str,
+        message: &str,
+        by: DecidedBy,
+    ) {
+        let line = answer::tool_not_run(call.id, call.tool, reason, message, by, None);
+        self.not_run(now, call.id, now, line);
+    }
+
+    /// A call not sent: its answer to the client, and its end.
+    fn not_run(&mut self, now: Instant, id: &str, since: Instant, line: Vec<u8>) {
+        let bytes = line.len() as u64;
+        self.to_client.extend(line);
+        self.audit_not_run(now, id, since, RequestOutcome::Denied, bytes);
+    }
+
+    fn audit_not_run(
+        &mut self,
+        now: Instant,
+        id: &str,
+        since: Instant,
+        outcome: RequestOutcome,
+        bytes: u64,
+    ) {
+        if RequestId::new(id).is_some() {
+            self.audit.push(super::Audit::Response {
+                id: id.to_string(),
+                method: "tools/call".to_string(),
+                outcome,
+                error_code: (outcome == RequestOutcome::Denied).then_some(answer::SERVER_ERROR),
+                result_type: None,
+                duration_ms: millis(now.saturating_duration_since(since)),
+                bytes,
+            });
+        }
+    }
+}
+
+/// An approver's exit, as a denial's message says it.
+fn spoken_exit(exit: Option<&Exit>) -> String {
+    match exit {
+        Some(Exit::Code { code }) => format!("exit {code}"),
+        Some(Exit::Signal { signal, .. }) => format!("killed by SIG{signal}"),
+        None => "no exit observed".to_string(),
+    }
+}

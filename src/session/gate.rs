@@ -1,0 +1,333 @@
+//! The per-tool-call gate, pure (issue 26): which `tools/call` may run.
+//! A call is the seed's action, so it goes through the seed's states, as
+//! the per-launch approval does in `run/call.rs`: received, validated,
+//! then pending approval or authorized, then dispatched (forwarded to the
+//! server), or it ends before dispatch (denied, expired, cancelled,
+//! failed). Nothing the server or the approver prints moves a deadline.
+//!
+//! - **Policy by name:** `--tool-deny` wins; when any `--tool-allow` is
+//!   given, a tool matching none is denied. Globs (`*`, `?`) match the
+//!   name as the server knows it (`params.name`).
+//! - **An approver per call:** a tool the policy allows and
+//!   `--tool-approve` matches waits for `--tool-approve-cmd`, on a
+//!   wall-clock deadline, at most `max_pending` at once.
+//!
+//! This module holds the patterns and the calls waiting for a decision;
+//! `session/approval.rs` moves calls through it, and the loop's
+//! `supervise/approvers.rs` runs the approvers it asks for.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use regex::RegexSet;
+use serde::Serialize;
+
+use super::{InFlight, Key};
+
+/// The gate as the settings resolved it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ToolGate {
+    pub allow: Vec<String>,
+    pub deny: Vec<String>,
+    /// Which allowed tools the approver is asked about (default `*`).
+    pub approve: Vec<String>,
+    pub approver: Option<ApproverCommand>,
+    /// What the approver is told about the server.
+    pub session_id: Option<String>,
+    pub server_argv: Vec<String>,
+}
+
+/// `--tool-approve-cmd`, split like a shell, and its bounds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApproverCommand {
+    pub argv: Vec<String>,
+    pub timeout: Duration,
+    pub max_pending: usize,
+}
+
+/// Who decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DecidedBy {
+    Policy,
+    Command,
+}
+
+/// What the gate says of a tool, before any approver is asked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// Authorized by the policy alone.
+    Allowed,
+    /// Denied by the policy: never reaches the server.
+    Denied,
+    /// The approver decides.
+    Ask,
+}
+
+/// A glob as an anchored regular expression: `*` any run, `?` one
+/// character, everything else itself.
+fn glob_regex(glob: &str) -> String {
+    let mut out = String::from("^(?s:");
+    for c in glob.chars() {
+        match c {
+            '*' => out.push_str(".*"),
+            '?' => out.push('.'),
+            c => out.push_str(&regex::escape(c.encode_utf8(&mut [0; 4]))),
+        }
+    }
+    out.push_str(")$");
+    out
+}
+
+fn set(globs: &[String]) -> RegexSet {
+    RegexSet::new(globs.iter().map(|g| glob_regex(g))).expect("an escaped glob is a valid regex")
+}
+
+struct Patterns {
+    allow: Option<RegexSet>,
+    deny: RegexSet,
+    approve: RegexSet,
+}
+
+/// A call waiting for its approver: the seed's "pending approval".
+pub(super) struct Pending {
+    /// The request's id as the client sent it, and its table key.
+    pub(super) id: Key,
+    pub(super) key: Key,
+    pub(super) tool: String,
+    pub(super) params_sha256: Option<String>,
+    pub(super) asked: Instant,
+    pub(super) deadline: Instant,
+    /// Its table entry, made when it came and entered once it is sent.
+    pub(super) entry: InFlight,
+    /// The held line it belongs to.
+    pub(super) line: u64,
+}
+
+/// A held batch: its element count, and each element kept with the
+/// ticket that decides it (None: it goes with the batch).
+pub(super) type HeldBatch = (usize, Vec<(String, Option<u64>)>);
+
+/// A client line held while calls in it wait: sent (what is left of it)
+/// once every decision in it is made.
+pub(super) struct Held {
+    pub(super) line: Vec<u8>,
+    /// For a batch: its element count and each element kept, with the
+    /// ticket of the call that decides it (None: it goes with the batch).
+    pub(super) batch: Option<HeldBatch>,
+    /// Tickets still waiting, and the calls approved (entered into the
+    /// table when the line is sent).
+    pub(super) waiting: usize,
+    pub(super) approved: Vec<(u64, Key, InFlight)>,
+    /// Requests of a held batch entered into the table when it came:
+    /// where their line ends is known only when it is sent.
+    pub(super) admitted: Vec<Key>,
+}
+
+/// The approver the loop is to start for `ticket`, with its stdin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Ask {
+    pub ticket: u64,
+    pub stdin: Vec<u8>,
+}
+
+/// What the approver is told, on its stdin: one JSON object.
+#[derive(Serialize)]
+pub(super) struct ApprovalRequest<'a> {
+    pub(super) tool: &'a str,
+    /// The JSON the client sent as `params.arguments` (null if none).
+    pub(super) arguments: &'a serde_json::value::RawValue,
+    pub(super) params_sha256: Option<&'a str>,
+    /// As the client wrote it.
+    pub(super) request_id: &'a serde_json::value::RawValue,
+    pub(super) call_id: &'a str,
+    pub(super) session_id: Option<&'a str>,
+    pub(super) argv: &'a [String],
+}
+
+/// The gate's state in the session.
+pub(super) struct Gate {
+    patterns: Patterns,
+    pub(super) settings: ToolGate,
+    /// By ticket, oldest first.
+    pub(super) pending: BTreeMap<u64, Pending>,
+    pub(super) held: BTreeMap<u64, Held>,
+    next: u64,
+    /// Approvers to start, and tickets whose approver is to be ended.
+    pub(super) asks: Vec<Ask>,
+    pub(super) ends: Vec<u64>,
+}
+
+impl Gate {
+    pub(super) fn new(settings: ToolGate) -> Gate {
+        let patterns = Patterns {
+            allow: (!settings.allow.is_empty()).then(|| set(&settings.allow)),
+            deny: set(&settings.deny),
+            approve: set(&settings.approve),
+        };
+        Gate {
+            patterns,
+            settings,
+            pending: BTreeMap::new(),
+            held: BTreeMap::new(),
+            next: 0,
+            asks: Vec::new(),
+            ends: Vec::new(),
+        }
+    }
+
+    /// The policy's word on `tool`, and whether the approver decides.
+    pub(crate) fn verdict(&self, tool: &str) -> Verdict {
+        let patterns = &self.patterns;
+        if patterns.deny.is_match(tool)
+            || patterns.allow.as_ref().is_some_and(|a| !a.is_match(tool))
+        {
+            Verdict::Denied
+        } else if self.settings.approver.is_some() && patterns.approve.is_match(tool) {
+            Verdict::Ask
+        } else {
+            Verdict::Allowed
+        }
+    }
+
+    /// A tool a `tools/list` result may show.
+    pub(crate) fn shows(&self, tool: &str) -> bool {
+        self.verdict(tool) != Verdict::Denied
+    }
+
+    /// Whether a policy by name is set (then `tools/list` is filtered).
+    pub(crate) fn filters(&self) -> bool {
+        self.patterns.allow.is_some() || !self.settings.deny.is_empty()
+    }
+
+    /// A new ticket.
+    pub(super) fn ticket(&mut self) -> u64 {
+        self.next += 1;
+        self.next
+    }
+
+    pub(super) fn is_full(&self) -> bool {
+        self.settings
+            .approver
+            .as_ref()
+            .is_none_or(|a| self.pending.len() >= a.max_pending)
+    }
+
+    pub(super) fn holds(&self, key: &str) -> bool {
+        self.pending.values().any(|p| &*p.key == key)
+    }
+
+    pub(super) fn ticket_of(&self, key: &str) -> Option<u64> {
+        self.pending
+            .iter()
+            .find(|(_, p)| &*p.key == key)
+            .map(|(t, _)| *t)
+    }
+
+    /// The earliest approval deadline (a few at most wait: a scan).
+    pub(super) fn deadline(&self) -> Option<Instant> {
+        self.pending.values().map(|p| p.deadline).min()
+    }
+
+    /// Tickets whose deadline `now` reached.
+    pub(super) fn expired(&self, now: Instant) -> Vec<u64> {
+        self.pending
+            .iter()
+            .filter(|(_, p)| p.deadline <= now)
+            .map(|(t, _)| *t)
+            .collect()
+    }
+
+    pub(super) fn timeout(&self) -> Duration {
+        self.settings
+            .approver
+            .as_ref()
+            .map_or(Duration::ZERO, |a| a.timeout)
+    }
+}
+
+/// `params.arguments` as the client wrote it, or null.
+pub(super) fn arguments_of(params: Option<&str>) -> Box<serde_json::value::RawValue> {
+    #[derive(serde::Deserialize)]
+    struct Params<'a> {
+        #[serde(borrow, default)]
+        arguments: Option<&'a serde_json::value::RawValue>,
+    }
+    params
+        .and_then(|p| serde_json::from_str::<Params<'_>>(p).ok())
+        .and_then(|p| p.arguments.map(|a| a.to_owned()))
+        .unwrap_or_else(|| serde_json::value::RawValue::from_string("null".into()).expect("null"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn gate(allow: &str, deny: &str, approve: Option<&str>) -> Gate {
+        let list = |s: &str| -> Vec<String> {
+            s.split(',')
+                .filter(|p| !p.is_empty())
+                .map(String::from)
+                .collect()
+        };
+        Gate::new(ToolGate {
+            allow: list(allow),
+            deny: list(deny),
+            approve: approve.map_or_else(|| vec!["*".into()], list),
+            approver: approve.map(|_| ApproverCommand {
+                argv: vec!["true".into()],
+                timeout: Duration::from_secs(1),
+                max_pending: 2,
+            }),
+            ..ToolGate::default()
+        })
+    }
+
+    #[test]
+    fn deny_wins_and_an_allow_list_denies_the_rest() {
+        let g = gate("read_*,list", "read_secret*", None);
+        assert_eq!(g.verdict("read_file"), Verdict::Allowed);
+        assert_eq!(g.verdict("list"), Verdict::Allowed);
+        assert_eq!(g.verdict("read_secret_key"), Verdict::Denied);
+        assert_eq!(g.verdict("write_file"), Verdict::Denied);
+        assert_eq!(g.verdict("lis"), Verdict::Denied, "a glob is anchored");
+        let g = gate("", "rm", None);
+        assert_eq!(g.verdict("anything"), Verdict::Allowed);
+        assert_eq!(g.verdict("rm"), Verdict::Denied);
+        assert_eq!(g.verdict("rm2"), Verdict::Allowed);
+    }
+
+    #[test]
+    fn globs_are_star_and_question_mark_and_nothing_else_is_special() {
+        let g = gate("a?c,x.y*,[z]", "", None);
+        assert_eq!(g.verdict("abc"), Verdict::Allowed);
+        assert_eq!(g.verdict("ac"), Verdict::Denied);
+        assert_eq!(g.verdict("x.yz"), Verdict::Allowed);
+        assert_eq!(g.verdict("xzyz"), Verdict::Denied, "a dot is a dot");
+        assert_eq!(g.verdict("[z]"), Verdict::Allowed);
+        assert_eq!(g.verdict("z"), Verdict::Denied, "brackets are literal");
+        assert_eq!(
+            g.verdict("a\nc"),
+            Verdict::Allowed,
+            "? is any one character"
+        );
+    }
+
+    #[test]
+    fn the_approver_is_asked_only_about_allowed_tools_it_matches() {
+        let g = gate("", "rm", Some("write_*"));
+        assert_eq!(g.verdict("write_file"), Verdict::Ask);
+        assert_eq!(g.verdict("read_file"), Verdict::Allowed);
+        assert_eq!(g.verdict("rm"), Verdict::Denied);
+        assert!(!g.filters() || !g.shows("rm"));
+        assert!(g.shows("write_file"), "a tool that asks is still listed");
+    }
+
+    #[test]
+    fn arguments_are_the_clients_own_text() {
+        let args = arguments_of(Some(r#"{"name":"t","arguments":{"b": 1,"a":[ 2 ]}}"#));
+        assert_eq!(args.get(), r#"{"b": 1,"a":[ 2 ]}"#);
+        assert_eq!(arguments_of(Some(r#"{"name":"t"}"#)).get(), "null");
+        assert_eq!(arguments_of(None).get(), "null");
+    }
+}

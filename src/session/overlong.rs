@@ -1,0 +1,85 @@
+//! A client line over --max-message-bytes: it streams through to the
+//! server unread, hashed as it goes, and its request entry (for a line
+//! the audit cannot read) is made before its newline is passed on. Under
+//! a tool gate, which cannot read it either, it is refused instead.
+
+use sha2::{Digest, Sha256};
+
+use super::Session;
+use super::audit::{Audit, Irregular};
+use super::client::Overlong;
+use crate::ids::hex;
+
+impl Session {
+    /// A piece of a client line over --max-message-bytes (`first` on the
+    /// one that found it too long). It goes on unread, but hashed: when
+    /// the piece with its newline comes, the request entry (for a line the
+    /// audit cannot read, whatever it may hold) is made first, and the
+    /// loop writes it to the journal before that piece reaches the server.
+    pub fn on_client_overlong(&mut self, piece: &[u8], first: bool, out: &mut Vec<u8>) {
+        if first {
+            self.facts.client.non_jsonrpc_lines += 1;
+            // A gate cannot read it, so it might be a tools/call: refused.
+            let hash = self.gate.is_none().then(Sha256::new);
+            self.current_line.overlong = Some(Overlong { hash });
+        }
+        let complete = piece.last() == Some(&b'\n');
+        let Some(overlong) = self.current_line.overlong.as_mut() else {
+            out.extend_from_slice(piece);
+            return;
+        };
+        let Some(hash) = overlong.hash.as_mut() else {
+            if complete {
+                self.current_line.overlong = None;
+                self.refuse(
+                    &[None],
+                    "a line over --max-message-bytes, which the tool gate cannot read",
+                );
+            }
+            return;
+        };
+        hash.update(if complete {
+            &piece[..piece.len() - 1]
+        } else {
+            piece
+        });
+        if complete {
+            self.end_overlong(false);
+        }
+        out.extend_from_slice(piece);
+    }
+
+    /// The client's stream ended inside a line over --max-message-bytes.
+    pub fn on_client_overlong_eof(&mut self) {
+        self.end_overlong(true);
+    }
+
+    fn end_overlong(&mut self, unterminated: bool) {
+        let Some(overlong) = self.current_line.overlong.take() else {
+            return;
+        };
+        let Some(hash) = overlong.hash else {
+            // Refused under a gate: nothing of it reached the server.
+            self.refuse(
+                &[None],
+                "a line over --max-message-bytes, which the tool gate cannot read",
+            );
+            return;
+        };
+        if self.policy.audit == super::AuditRequests::None {
+            return;
+        }
+        let mut irregular = vec![Irregular::OverMaxMessageBytes];
+        if unterminated {
+            irregular.push(Irregular::Unterminated);
+        }
+        self.audit.push(Audit::Request {
+            id: None,
+            method: None,
+            name: None,
+            params_sha256: None,
+            line_sha256: Some(hex(&hash.finalize())),
+            irregular,
+        });
+    }
+}
