@@ -22,7 +22,7 @@ use crate::units::millis;
 /// A call's facts the gate needs, as the client line gave them.
 pub(super) struct Call<'a> {
     pub(super) id: &'a str,
-    pub(super) tool: &'a str,
+    pub(super) tool: String,
     pub(super) params: Option<&'a str>,
     pub(super) params_sha256: Option<String>,
 }
@@ -79,7 +79,7 @@ impl Session {
         let request_id = serde_json::value::RawValue::from_string(call.id.to_string())
             .unwrap_or_else(|_| serde_json::value::RawValue::from_string("null".into()).unwrap());
         let request = super::gate::ApprovalRequest {
-            tool: call.tool,
+            tool: &call.tool,
             arguments: &arguments,
             params_sha256: call.params_sha256.as_deref(),
             request_id: &request_id,
@@ -95,7 +95,7 @@ impl Session {
             Pending {
                 id: Key::new(call.id),
                 key,
-                tool: call.tool.to_string(),
+                tool: call.tool.clone(),
                 params_sha256: call.params_sha256.clone(),
                 asked: now,
                 deadline: now + gate.timeout(),
@@ -248,7 +248,7 @@ impl Session {
         let timeout = gate.timeout();
         let call = Call {
             id: &pending.id,
-            tool: &pending.tool,
+            tool: pending.tool.clone(),
             params: None,
             params_sha256: pending.params_sha256.clone(),
         };
@@ -406,7 +406,7 @@ impl Session {
         message: &str,
         by: DecidedBy,
     ) {
-        let line = answer::tool_not_run(call.id, call.tool, reason, message, by, None);
+        let line = answer::tool_not_run(call.id, &call.tool, reason, message, by, None);
         self.not_run(now, call.id, now, line);
     }
 

@@ -390,19 +390,21 @@ impl Session {
                 irregular,
             });
         }
-        let call = super::approval::Call {
+        // Only under a gate: the tool's name is copied for it (nothing
+        // is on the path of an ungated request).
+        let call = verdict.map(|_| super::approval::Call {
             id,
-            tool: name.as_deref().unwrap_or(""),
+            tool: name.clone().unwrap_or_default(),
             params,
             params_sha256,
-        };
-        match verdict {
-            Some(Verdict::Denied) => {
-                self.decided_by_policy(now, &call, false);
+        });
+        match (verdict, &call) {
+            (Some(Verdict::Denied), Some(call)) => {
+                self.decided_by_policy(now, call, false);
                 return false;
             }
-            Some(Verdict::Allowed) => self.decided_by_policy(now, &call, true),
-            Some(Verdict::Ask) | None => {}
+            (Some(Verdict::Allowed), Some(call)) => self.decided_by_policy(now, call, true),
+            _ => {}
         }
         self.opening.spoken.on_request(method, params);
         let Some(key) = key.filter(|_| tracked) else {
@@ -428,7 +430,7 @@ impl Session {
             task,
             stderr_at: self.marks.stderr_seen,
             method: Key::new(method),
-            name: name.clone(),
+            name,
             started: now,
             seq: self.marks.seq,
             timeout,
@@ -438,8 +440,8 @@ impl Session {
             ends_at: self.current_line.ends_at,
         };
         let key = Key::new(&key);
-        if verdict == Some(Verdict::Ask) {
-            self.hold(now, &call, key, entry);
+        if let (Some(Verdict::Ask), Some(call)) = (verdict, &call) {
+            self.hold(now, call, key, entry);
             return false;
         }
         if self.current_line.in_batch {

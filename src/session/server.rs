@@ -22,9 +22,8 @@ impl Session {
         match message::parse(line) {
             Line::NotJson => return false,
             Line::One(message) => {
-                let text = std::str::from_utf8(line).unwrap_or_default();
                 let mut rewritten = None;
-                if self.server_message(now, message, text, &mut rewritten) {
+                if self.server_message(now, message, line, &mut rewritten) {
                     match rewritten {
                         Some(text) => out.extend_from_slice(text.as_bytes()),
                         None => out.extend_from_slice(line),
@@ -38,7 +37,8 @@ impl Session {
                     .into_iter()
                     .filter_map(|(raw, message)| {
                         let mut rewritten = None;
-                        let pass = self.server_message(now, message, raw, &mut rewritten);
+                        let pass =
+                            self.server_message(now, message, raw.as_bytes(), &mut rewritten);
                         rewrote |= rewritten.is_some();
                         pass.then(|| rewritten.map_or(raw.into(), Into::into))
                     })
@@ -61,7 +61,7 @@ impl Session {
         &mut self,
         now: Instant,
         message: Message<'_>,
-        raw: &str,
+        raw: &[u8],
         rewritten: &mut Option<String>,
     ) -> bool {
         // The message's own bytes, for its audit.
@@ -210,7 +210,7 @@ impl Session {
     /// the denied tools taken out of `result.tools` (every other byte as
     /// it came), None when nothing is denied; refused (an error in its
     /// place) when it cannot be read.
-    fn filter_tools(&mut self, id: &str, raw: &str, result: &str) -> Option<String> {
+    fn filter_tools(&mut self, id: &str, raw: &[u8], result: &str) -> Option<String> {
         #[derive(serde::Deserialize)]
         struct Tools<'a> {
             #[serde(borrow)]
@@ -222,6 +222,8 @@ impl Session {
             name: std::borrow::Cow<'a, str>,
         }
         let gate = self.gate.as_ref().filter(|g| g.filters())?;
+        // The line parsed as JSON, so it is UTF-8 (if not: refused).
+        let raw = std::str::from_utf8(raw).unwrap_or_default();
         let read = || -> Option<(std::ops::Range<usize>, String, u64)> {
             let tools = serde_json::from_str::<Tools<'_>>(result).ok()?.tools.get();
             let start = (tools.as_ptr() as usize).checked_sub(raw.as_ptr() as usize)?;
