@@ -9,6 +9,7 @@ mod util;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use mcp_bound::journal::hex;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use util::{json_line as line, parse_message as parse, rpc_request as request, server};
@@ -228,7 +229,7 @@ fn the_approver_gets_the_exact_call_and_its_word_forwards_or_refuses_it() {
         serde_json::from_str(&std::fs::read_to_string(dir.path().join("5.json")).unwrap()).unwrap();
     assert_eq!(asked["tool"], "ok_go");
     assert_eq!(asked["arguments"], json!({"b": 1, "a": [2]}));
-    let digest = util_hex(&Sha256::digest(params.as_bytes()));
+    let digest = hex(&Sha256::digest(params.as_bytes()));
     assert_eq!(asked["params_sha256"], digest.as_str());
     assert_eq!(asked["request_id"], 5);
     assert_eq!(asked["session_id"], "s-1");
@@ -273,10 +274,6 @@ fn the_approver_gets_the_exact_call_and_its_word_forwards_or_refuses_it() {
     assert_eq!(decision["approver_exit"], json!({"code": 0}));
     let (ok, report) = util::verify_report(&journal);
     assert!(ok, "{report}");
-}
-
-fn util_hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[test]
@@ -392,7 +389,7 @@ fn a_forged_approval_for_other_arguments_fails_verify() {
             forged_line = i + 1;
         }
         let prefix = &l[..l.rfind(",\"h\":\"").unwrap()];
-        let h = util_hex(&Sha256::digest(prefix.as_bytes()));
+        let h = hex(&Sha256::digest(prefix.as_bytes()));
         out.push(format!("{prefix},\"h\":\"{h}\"}}"));
         prev = h;
     }

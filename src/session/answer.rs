@@ -101,7 +101,7 @@ pub(crate) fn timed_out(
 }
 
 /// How the server ended, as the message says it.
-fn ended(exit: Option<&Exit>) -> String {
+pub(super) fn ended(exit: Option<&Exit>) -> String {
     match exit {
         Some(Exit::Code { code }) => format!("exit {code}"),
         Some(Exit::Signal { signal, .. }) => format!("killed by SIG{signal}"),

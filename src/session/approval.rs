@@ -288,7 +288,7 @@ impl Session {
                     "tool_denied",
                     format!(
                         "Tool \"{tool}\" denied by mcp-bound's approver ({})",
-                        spoken_exit(exit.as_ref())
+                        answer::ended(exit.as_ref())
                     ),
                 ),
             };
@@ -436,14 +436,5 @@ impl Session {
                 bytes,
             });
         }
-    }
-}
-
-/// An approver's exit, as a denial's message says it.
-fn spoken_exit(exit: Option<&Exit>) -> String {
-    match exit {
-        Some(Exit::Code { code }) => format!("exit {code}"),
-        Some(Exit::Signal { signal, .. }) => format!("killed by SIG{signal}"),
-        None => "no exit observed".to_string(),
     }
 }
