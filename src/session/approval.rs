@@ -109,35 +109,40 @@ impl Session {
 
     /// After a client line: if calls in it wait, the line (or the
     /// batch's kept elements) waits with them.
-    pub(super) fn hold_line(&mut self, line: &[u8], batch: Option<super::gate::HeldBatch>) {
+    pub(super) fn hold_line(
+        &mut self,
+        now: Instant,
+        line: &[u8],
+        batch: Option<super::gate::HeldBatch>,
+    ) {
         let tickets = std::mem::take(&mut self.current_line.held);
         let admitted = std::mem::take(&mut self.current_line.admitted);
         let Some(gate) = self.gate.as_mut() else {
             return;
         };
-        // Tickets answered at once (none) leave nothing to hold.
-        let waiting: Vec<u64> = tickets
-            .into_iter()
-            .filter(|t| gate.pending.contains_key(t))
-            .collect();
-        let Some(&first) = waiting.first() else {
-            return;
-        };
-        for ticket in &waiting {
-            if let Some(pending) = gate.pending.get_mut(ticket) {
-                pending.line = first;
+        let line_id = gate.ticket();
+        let mut waiting = 0;
+        // A call the client cancelled later in the same batch is decided
+        // already: it no longer holds the line.
+        for ticket in tickets {
+            if let Some(pending) = gate.pending.get_mut(&ticket) {
+                pending.line = line_id;
+                waiting += 1;
             }
         }
         gate.held.insert(
-            first,
+            line_id,
             Held {
                 line: line.to_vec(),
                 batch,
-                waiting: waiting.len(),
+                waiting,
                 approved: Vec::new(),
                 admitted,
             },
         );
+        if waiting == 0 {
+            self.release(now, line_id);
+        }
     }
 
     /// The approvers to start, in order.
@@ -436,5 +441,102 @@ impl Session {
                 bytes,
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{ApproverCommand, AuditRequests, RestartPolicy, SessionPolicy, ToolGate};
+    use super::*;
+    use std::time::Duration;
+
+    fn gated() -> Session {
+        let policy = SessionPolicy {
+            default_timeout: None,
+            method_timeouts: Vec::new(),
+            resets_on_progress: false,
+            max_in_flight: 16,
+            audit: AuditRequests::Tools,
+            agent_excerpt_bytes: 0,
+            tools: Some(ToolGate {
+                approve: vec!["w*".into()],
+                approver: Some(ApproverCommand {
+                    argv: vec!["approver".into()],
+                    timeout: Duration::from_secs(60),
+                    max_pending: 4,
+                }),
+                ..ToolGate::default()
+            }),
+            restart: RestartPolicy {
+                mode: crate::record::mcp::RestartMode::Never,
+                max_restarts: 0,
+                window: Duration::from_secs(1),
+                backoff: Duration::ZERO,
+                max_backoff: Duration::ZERO,
+            },
+        };
+        Session::new(policy, "c1".into())
+    }
+
+    /// A batch whose only gated call the client cancels within the same
+    /// batch still sends the rest of it, at once.
+    #[test]
+    fn a_batch_whose_held_call_is_cancelled_in_it_sends_the_rest() {
+        let mut session = gated();
+        let now = Instant::now();
+        let batch = concat!(
+            r#"[{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"write"}},"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}},"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"echo"}]"#,
+            "\n"
+        );
+        let mut out = Vec::new();
+        session.on_client_line(now, batch.as_bytes(), &mut out, 0);
+        out.extend(std::mem::take(&mut session.to_server));
+        let sent = String::from_utf8(out).unwrap();
+        assert_eq!(
+            sent,
+            concat!(
+                r#"[{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}},"#,
+                r#"{"jsonrpc":"2.0","id":2,"method":"echo"}]"#,
+                "\n"
+            ),
+            "the cancelled call is not sent, the rest is"
+        );
+        assert_eq!(
+            session.take_approver_ends().len(),
+            1,
+            "its approver is ended"
+        );
+        assert_eq!(session.in_flight(), 1, "echo 2 is tracked");
+        assert!(
+            session.gate.as_ref().unwrap().held.is_empty(),
+            "nothing held"
+        );
+    }
+
+    /// A call held and then approved is sent with its deadline from then.
+    #[test]
+    fn an_approved_call_is_sent_whole_and_tracked_from_its_dispatch() {
+        let mut session = gated();
+        let t0 = Instant::now();
+        let call = concat!(
+            r#"{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"write"}}"#,
+            "\n"
+        );
+        let mut out = Vec::new();
+        session.on_client_line(t0, call.as_bytes(), &mut out, 0);
+        assert!(out.is_empty() && session.to_server.is_empty(), "held");
+        let asks = session.take_asks();
+        assert_eq!(asks.len(), 1);
+        assert_eq!(session.in_flight(), 0, "not in flight before its dispatch");
+        session.on_approver_exit(
+            t0 + Duration::from_millis(5),
+            asks[0].ticket,
+            Some(Exit::Code { code: 0 }),
+            None,
+        );
+        assert_eq!(session.to_server, call.as_bytes(), "sent byte-exact");
+        assert_eq!(session.in_flight(), 1);
     }
 }

@@ -173,7 +173,7 @@ impl Session {
                 if self.client_message(now, message::read(object), &mut form) {
                     out.extend_from_slice(line);
                 } else if !self.current_line.held.is_empty() {
-                    self.hold_line(line, None);
+                    self.hold_line(now, line, None);
                 }
             }
             Reading::Batch(elements) if form.invalid_utf8 => {
@@ -211,7 +211,7 @@ impl Session {
                         .into_iter()
                         .map(|(raw, held)| (raw.to_string(), held))
                         .collect();
-                    self.hold_line(line, Some((total, kept)));
+                    self.hold_line(now, line, Some((total, kept)));
                 }
             }
         }
