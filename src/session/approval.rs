@@ -93,7 +93,6 @@ impl Session {
         gate.pending.insert(
             ticket,
             Pending {
-                id: Key::new(call.id),
                 key,
                 tool: call.tool.clone(),
                 params_sha256: call.params_sha256.clone(),
@@ -251,8 +250,9 @@ impl Session {
             return;
         };
         let timeout = gate.timeout();
+        let id = Key::new(pending.id());
         let call = Call {
-            id: &pending.id,
+            id: &id,
             tool: pending.tool.clone(),
             params: None,
             params_sha256: pending.params_sha256.clone(),
@@ -265,7 +265,6 @@ impl Session {
         let Some(gate) = self.gate.as_mut() else {
             return;
         };
-        let id = pending.id.clone();
         if let Some(held) = gate.held.get_mut(&line_id) {
             held.waiting -= 1;
             if approved {
@@ -339,7 +338,7 @@ impl Session {
             let exit = gone.exit.clone();
             let tail = gone.stderr_tail.clone();
             for (_, key, entry) in approved {
-                let id = entry.spelled.clone().map_or(key, Key::from);
+                let (id, entry) = super::taken(key, entry);
                 let line =
                     answer::server_exited(&id, exit.as_ref(), &tail, &self.call_id, false, None);
                 self.facts.synthesized.server_exited += 1;

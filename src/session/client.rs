@@ -350,7 +350,10 @@ impl Session {
             }
             Some(key)
                 if self.in_flight.contains_key(&**key)
-                    || self.gate.as_ref().is_some_and(|g| g.holds(key)) =>
+                    || self
+                        .gate
+                        .as_ref()
+                        .is_some_and(|g| g.ticket_of(key).is_some()) =>
             {
                 irregular.push(Irregular::DuplicateId);
                 false
@@ -375,7 +378,7 @@ impl Session {
         // Under a gate every tools/call is journaled, so that its decision
         // is bound to it.
         let audited = self.policy.audit.covers(method) || verdict.is_some();
-        let params_sha256 = audited
+        let mut params_sha256 = audited
             .then(|| params.map(|p| hex(&Sha256::digest(p.as_bytes()))))
             .flatten();
         if audited {
@@ -385,7 +388,12 @@ impl Session {
                     .then(|| id.to_string()),
                 method: (method.len() <= MAX_TRACKED).then(|| method.to_string()),
                 name: name.clone(),
-                params_sha256: params_sha256.clone(),
+                // Moved when no gate needs it after (the common path).
+                params_sha256: if verdict.is_some() {
+                    params_sha256.clone()
+                } else {
+                    params_sha256.take()
+                },
                 line_sha256,
                 irregular,
             });

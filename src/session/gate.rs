@@ -91,8 +91,8 @@ struct Patterns {
 
 /// A call waiting for its approver: the seed's "pending approval".
 pub(super) struct Pending {
-    /// The request's id as the client sent it, and its table key.
-    pub(super) id: Key,
+    /// The request's table key (its entry keeps the id as sent, when
+    /// that differs).
     pub(super) key: Key,
     pub(super) tool: String,
     pub(super) params_sha256: Option<String>,
@@ -107,6 +107,13 @@ pub(super) struct Pending {
 /// A held batch: its element count, and each element kept with the
 /// ticket that decides it (None: it goes with the batch).
 pub(super) type HeldBatch = (usize, Vec<(String, Option<u64>)>);
+
+impl Pending {
+    /// The request's id as the client sent it.
+    pub(super) fn id(&self) -> &str {
+        self.entry.spelled.as_deref().unwrap_or(&self.key)
+    }
+}
 
 /// A client line held while calls in it wait: sent (what is left of it)
 /// once every decision in it is made.
@@ -211,10 +218,6 @@ impl Gate {
             .approver
             .as_ref()
             .is_none_or(|a| self.pending.len() >= a.max_pending)
-    }
-
-    pub(super) fn holds(&self, key: &str) -> bool {
-        self.pending.values().any(|p| &*p.key == key)
     }
 
     pub(super) fn ticket_of(&self, key: &str) -> Option<u64> {

@@ -160,10 +160,7 @@ impl Approvers {
                 read_some(&mut running, pipe, REASON_BYTES * 2);
             }
             child::signal_group(running.pid, signals::SIGKILL);
-            if let Some((user, system)) = child::reap_with_usage(running.pid) {
-                self.cpu.0 += user;
-                self.cpu.1 += system;
-            }
+            self.reap(running.pid);
             if !running.ended {
                 let reason = reason(&running.firsts, redactor);
                 table.on_approver_exit(now, running.ticket, Some(ExitObs::to_record(exit)), reason);
@@ -175,12 +172,17 @@ impl Approvers {
     pub(super) fn stop(&mut self) {
         let tickets: Vec<u64> = self.running.iter().map(|r| r.ticket).collect();
         self.end(tickets);
-        for running in self.running.drain(..) {
+        for running in std::mem::take(&mut self.running) {
             child::await_exit(running.pid);
-            if let Some((user, system)) = child::reap_with_usage(running.pid) {
-                self.cpu.0 += user;
-                self.cpu.1 += system;
-            }
+            self.reap(running.pid);
+        }
+    }
+
+    /// Reap an approver that exited, its CPU counted.
+    fn reap(&mut self, pid: i32) {
+        if let Some((user, system)) = child::reap_with_usage(pid) {
+            self.cpu.0 += user;
+            self.cpu.1 += system;
         }
     }
 }

@@ -158,7 +158,8 @@ impl Loop<'_> {
             // approvers ended.
             session.table.end_pending(Instant::now());
             if let Some(approvers) = session.approvers.as_mut() {
-                approvers.end(session.table.take_approver_ends());
+                // Every approver is ended here, those the table named too.
+                session.table.take_approver_ends();
                 approvers.stop();
             }
         }
@@ -193,7 +194,6 @@ impl Loop<'_> {
         let diagnostics = &mut self.intake.diagnostics;
         let redactor = &self.redactor;
         session.table.note_stderr_seen(diagnostics.bytes_seen());
-        session.table.note_server_stream(session.stdin.queued_end());
         session.table.tick(now, &mut |since| {
             masked_tail(
                 diagnostics,
@@ -290,6 +290,8 @@ impl Loop<'_> {
         } else {
             session.stdin.take_from(&mut session.table);
             session.stdin.flush();
+            // Where what the table adds next will sit (writes do not move
+            // it; the client's lines read next turn do, and route again).
             session.table.note_server_stream(session.stdin.queued_end());
         }
         if !session.table.to_client.is_empty() {
