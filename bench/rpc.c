@@ -15,6 +15,8 @@
  *                         N pipelined requests of SIZE bytes, at most WINDOW
  *                         unanswered: prints MB/s of requests (each is answered
  *                         with a response a little larger)
+ *   rpc stamp FILE        an approver: writes CLOCK_MONOTONIC (ns) to FILE the
+ *                         moment it runs, then approves (exit 0)
  *   rpc inflight N CMD... N requests that are never answered (CMD relays to a
  *                         sink): prints CMD's peak RSS (VmHWM, KiB) and how
  *                         many answers came back (mcp-bound's own errors)
@@ -266,7 +268,17 @@ static int inflight(int n, char **argv) {
     return 0;
 }
 
+static int stamp(const char *path) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    FILE *f = fopen(path, "w");
+    if (!f) return 2;
+    fprintf(f, "%lld\n", (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec);
+    return fclose(f) ? 2 : 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc >= 3 && !strcmp(argv[1], "stamp")) return stamp(argv[2]);
     signal(SIGPIPE, SIG_IGN);
     if (argc >= 2 && !strcmp(argv[1], "server")) return server(1);
     if (argc >= 2 && !strcmp(argv[1], "sink")) return server(0);

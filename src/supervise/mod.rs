@@ -415,6 +415,16 @@ impl Loop<'_> {
         if ready[slots.signals].readable {
             self.on_signals(now);
         }
+        // The client before the server's stderr: a tools/call's approver
+        // starts before this turn's drain, so a flood cannot delay it.
+        if let Some(r) = is(slots.client)
+            && (r.readable || r.hangup || r.error)
+        {
+            if self.on_client_readable(now) == Read0::Eof {
+                self.on_stdin_closed(now);
+            }
+            self.start_approvers();
+        }
         if let Some(r) = is(slots.stderr)
             && (r.readable || r.hangup || r.error)
             && self.stderr.drain(now, &mut self.intake) == Drained::Closed
@@ -452,12 +462,6 @@ impl Loop<'_> {
             && (r.writable || r.error || r.hangup)
         {
             self.on_server_stdin_writable();
-        }
-        if let Some(r) = is(slots.client)
-            && (r.readable || r.hangup || r.error)
-            && self.on_client_readable(now) == Read0::Eof
-        {
-            self.on_stdin_closed(now);
         }
         if let Some(r) = is(slots.stdin)
             && (r.hangup || r.error)
