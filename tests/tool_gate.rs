@@ -414,3 +414,35 @@ fn a_gate_without_the_session_layer_is_a_usage_error_unless_it_comes_from_the_en
         .run();
     fine.expect_state("completed", 0);
 }
+
+#[test]
+fn a_tools_list_too_large_to_read_under_a_policy_is_refused_not_streamed() {
+    let mut run = server(&[])
+        .opt(&[
+            "--mcp",
+            "--tool-deny",
+            "secret",
+            "--max-message-bytes",
+            "2K",
+        ])
+        .start();
+    run.send(&request(json!(1), "tools/list", json!({"generate": 100})));
+    let answer = run.read_line();
+    let text = String::from_utf8_lossy(&answer).to_string();
+    assert!(
+        !text.contains("secret"),
+        "the denied tool never shows: {text}"
+    );
+    let answer = parse(&answer);
+    assert_eq!(answer["id"], 1);
+    assert_eq!(
+        answer["error"]["data"]["mcp_bound"]["reason"], "tools_list_unreadable",
+        "{answer}"
+    );
+    run.send(&request(json!(2), "echo", json!({"after": true})));
+    assert_eq!(parse(&run.read_line())["id"], 2, "the session goes on");
+    run.close_stdin();
+    let done = run.finish();
+    done.expect_state("shut_down", 0)
+        .expect("/mcp/tool_gate/lists_refused", json!(1));
+}

@@ -206,6 +206,41 @@ impl Session {
         }
     }
 
+    /// The guard diverted a server line over --max-message-bytes: under a
+    /// policy by name, it may have been a `tools/list` result, which can
+    /// neither be filtered nor told apart by id. Each `tools/list` waiting
+    /// is answered refused (its late answer, if any, dropped), never left
+    /// to wait for one the client will not get.
+    pub fn on_server_overlong(&mut self, now: Instant) {
+        if !self.gate.as_ref().is_some_and(|g| g.filters()) {
+            return;
+        }
+        let mut lists: Vec<(u64, Key)> = self
+            .in_flight
+            .iter()
+            .filter(|(_, entry)| &*entry.method == "tools/list")
+            .map(|(key, entry)| (entry.seq, key.clone()))
+            .collect();
+        lists.sort();
+        for (_, key) in lists {
+            let Some((id, entry)) = self.remove(&key) else {
+                continue;
+            };
+            let line = answer::tools_list_unreadable(&id);
+            let bytes = line.len() as u64;
+            self.to_client.extend(line);
+            self.answered.insert(key.to_string());
+            self.facts.tool_gate_mut().lists_refused += 1;
+            self.finish(
+                now,
+                id,
+                entry,
+                End::error(Some(answer::SERVER_ERROR)),
+                bytes,
+            );
+        }
+    }
+
     /// A `tools/list` result under a policy by name: the message with
     /// the denied tools taken out of `result.tools` (every other byte as
     /// it came), None when nothing is denied; refused (an error in its

@@ -192,6 +192,7 @@ impl<'s> StdoutRelay<'s> {
             } => {
                 self.waiting.clear();
                 let waiting = &mut self.waiting;
+                let mut too_long = false;
                 guard.feed_lines(
                     &self.read_buf[..n],
                     &mut |line| match table.as_deref_mut() {
@@ -205,8 +206,14 @@ impl<'s> StdoutRelay<'s> {
                             message
                         }
                     },
-                    &mut |bytes, reason| divert(intake, now, bytes, reason),
+                    &mut |bytes, reason| {
+                        too_long |= reason == crate::guard::DivertReason::TooLong;
+                        divert(intake, now, bytes, reason)
+                    },
                 );
+                if too_long && let Some(table) = table {
+                    table.on_server_overlong(now);
+                }
                 self.waiting.len()
             }
         };
