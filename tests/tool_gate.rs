@@ -15,7 +15,8 @@ use sha2::{Digest, Sha256};
 use util::{json_line as line, parse_message as parse, rpc_request as request, server};
 
 /// The approver the tests use: it writes its stdin to DIR/<request id>.json,
-/// then follows the tool's name: `ok*` approves; `wait*` waits until
+/// then follows the tool's name: `ok*` approves; `burn*` uses 0.6 s of
+/// CPU, then approves; `wait*` waits until
 /// DIR/go exists, then approves; `hang*` ignores TERM, floods stderr and
 /// sleeps; anything else prints a reason and denies.
 const APPROVER: &str = r#"
@@ -26,6 +27,11 @@ with open(os.path.join(d, str(r["request_id"]) + ".json"), "w") as f:
     json.dump(r, f)
 tool = r["tool"]
 if tool.startswith("ok"):
+    sys.exit(0)
+if tool.startswith("burn"):
+    end = time.process_time() + 0.6
+    while time.process_time() < end:
+        pass
     sys.exit(0)
 if tool.startswith("wait"):
     while not os.path.exists(os.path.join(d, "go")):
@@ -445,4 +451,27 @@ fn a_tools_list_too_large_to_read_under_a_policy_is_refused_not_streamed() {
     let done = run.finish();
     done.expect_state("shut_down", 0)
         .expect("/mcp/tool_gate/lists_refused", json!(1));
+}
+
+#[test]
+fn the_approvers_cpu_is_counted_apart_from_the_servers_usage() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut run, _) = gated(dir.path(), &[]);
+    run.send(&call(1, "burn", json!({})));
+    assert_eq!(parse(&run.read_line())["result"]["ran"], "burn");
+    run.close_stdin();
+    let done = run.finish();
+    done.expect_state("shut_down", 0);
+    let cpu = done.field("/mcp/tool_gate/approver_cpu");
+    let approver = cpu["user_ms"].as_u64().unwrap() + cpu["sys_ms"].as_u64().unwrap();
+    let usage = done.field("/usage/user_ms").as_u64().unwrap()
+        + done.field("/usage/sys_ms").as_u64().unwrap();
+    done.check(
+        approver >= 500,
+        &format!("the approver's 0.6 s of CPU: {cpu}"),
+    );
+    done.check(
+        usage < approver,
+        &format!("the server's usage ({usage} ms) does not carry the approver's ({approver} ms)"),
+    );
 }
