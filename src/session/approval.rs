@@ -538,4 +538,33 @@ mod tests {
         assert_eq!(session.to_server, call.as_bytes(), "sent byte-exact");
         assert_eq!(session.in_flight(), 1);
     }
+
+    /// Past --max-pending-approvals a call is answered at once, and
+    /// nothing of it is sent or asked about.
+    #[test]
+    fn past_the_bound_on_pending_approvals_a_call_is_answered_at_once() {
+        let mut session = gated();
+        let now = Instant::now();
+        for id in 1..=5 {
+            let call = format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"write"}}}}"#
+            ) + "\n";
+            let mut out = Vec::new();
+            session.on_client_line(now, call.as_bytes(), &mut out, 0);
+            assert!(out.is_empty(), "nothing of call {id} is sent");
+        }
+        assert_eq!(
+            session.take_asks().len(),
+            4,
+            "four approvers asked (the bound)"
+        );
+        let answer: serde_json::Value = serde_json::from_slice(&session.to_client).unwrap();
+        assert_eq!(answer["id"], 5);
+        assert_eq!(
+            answer["error"]["data"]["mcp_bound"]["reason"],
+            "too_many_pending_approvals"
+        );
+        assert_eq!(session.facts().tool_gate.unwrap().decisions.error, 1);
+        assert!(session.to_server.is_empty());
+    }
 }
