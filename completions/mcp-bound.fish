@@ -24,7 +24,7 @@ function __fish_mcp_bound_using_subcommand
     contains -- $cmd[1] $argv
 end
 
-complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l timeout -d 'Deadline for the helper, from its start; 0 or inf means none. GNU syntax: 10, 1.5, 1e-3, 0x1p-3, 500ms, 30s, 5m, 1h, 1d' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l timeout -d 'Deadline for the helper, from its start; 0 or inf means none. GNU syntax: 10, 1.5, 1e-3, 0x1p-3, 500ms, 30s, 5m, 1h, 1d [default: off]' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -s s -l signal -d 'Signal sent to the helper\'s group at the deadline: a name (any case, SIG optional; RTMIN+N, RTMAX-N) or a number' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -s k -l grace -l kill-after -d 'Time between the first signal and SIGKILL to the whole tree; 0 kills at once. Also spelled --kill-after, as GNU timeout names it [default: 5s; 1s with --mcp]' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l wait-delay -d 'After the helper exits, how long to wait for descendants to release its pipes before terminating them; also the wait for EOF after the final KILL [default: 1s; 500ms with --mcp]' -r

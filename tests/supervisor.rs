@@ -1181,3 +1181,28 @@ fn the_suite_does_not_depend_on_the_callers_signal_dispositions() {
     done.expect_state("timed_out", 124)
         .expect("/exit", json!({"signal": "HUP", "core_dumped": false}));
 }
+
+#[test]
+fn a_mistyped_option_keeps_clap_s_suggestion_on_its_one_line() {
+    let done = Call::new(&["true"])
+        .without_record()
+        .opt(&["--timout", "1s"])
+        .run();
+    done.expect_code(125);
+    let stderr = done.stderr_text();
+    done.check(stderr.trim_end().lines().count() == 1, "one line");
+    done.check(
+        stderr.contains("'--timout'") && stderr.contains("'--timeout'"),
+        &format!("names the typo and the option meant: {stderr}"),
+    );
+}
+
+#[test]
+fn a_command_named_help_that_is_not_found_points_to_help() {
+    let done = Call::new(&["help"]).run();
+    done.expect_state("failed_before_dispatch", 127);
+    done.check(
+        done.stderr_text().contains("--help"),
+        &format!("says where mcp-bound's own help is: {}", done.stderr_text()),
+    );
+}

@@ -23,7 +23,6 @@ pub use audit::{ApprovalArgs, ApproveOn, CommandLine, JournalArgs, Sub, VerifyAr
 pub use deadline::{DeadlineArgs, LimitsMode};
 pub use docs::{Generate, completion, generate, man_page};
 pub use mcp::{McpArgs, RequestTimeout, SessionMode};
-use texts::AFTER_HELP;
 pub use texts::{EXIT_STATUS, MAN_SECTIONS, RECORD};
 
 /// When mcp-bound prints the stderr excerpt to its own stderr at exit.
@@ -45,7 +44,6 @@ stdout is forwarded byte-exact (a protocol channel). stderr is always drained; a
 head and tail of it are kept, what is dropped is counted and marked. A deadline or a \
 signal ends the helper's whole process tree: signal, grace, then KILL. At the end one JSON \
 record states what was observed.",
-    after_help = AFTER_HELP,
     max_term_width = 100,
     override_usage = "mcp-bound [OPTIONS] -- <COMMAND> [ARGS]...\n       mcp-bound verify [OPTIONS] <JOURNAL>",
     subcommand_negates_reqs = true,
@@ -283,7 +281,17 @@ pub fn command() -> clap::Command {
             .mut_args(|arg| arg.hide_env_values(true))
             .mut_subcommands(hide_values)
     }
-    hide_values(Cli::command())
+    hide_values(Cli::command()).after_help(after_help())
+}
+
+/// The after-help text, with the exit statuses (`EXIT_STATUS`, the man
+/// page's table too).
+fn after_help() -> String {
+    let mut exit = String::from("\nExit status:\n");
+    for (status, meaning) in EXIT_STATUS {
+        exit.push_str(&format!("  {status:<6} {meaning}\n"));
+    }
+    texts::AFTER_HELP.replace("{exit}", &exit)
 }
 
 /// What the command line asks for.
@@ -421,6 +429,15 @@ fn one_line(rendered: &str, kind: clap::error::ErrorKind) -> String {
             .collect();
         text.push(' ');
         text.push_str(&missing.join(", "));
+    }
+    // clap's suggestion for a typo ("tip: a similar argument exists:
+    // '--timeout'") is on a line of its own: kept on ours.
+    if let Some(tip) = rendered
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("tip: "))
+    {
+        text.push_str("; ");
+        text.push_str(tip);
     }
     let usage = rendered
         .lines()

@@ -4,7 +4,10 @@
 
 /// The exit status table, as (status, meaning).
 pub const EXIT_STATUS: &[(&str, &str)] = &[
-    ("0-123", "the helper's own exit code"),
+    (
+        "0-255",
+        "the helper's own exit code, whatever it is: a helper's own 77, 124-127 or 141 look like mcp-bound's below, so the record's state is the unambiguous answer (completed: the helper's own)",
+    ),
     (
         "124",
         "the deadline passed (with --preserve-status: the helper's own status instead)",
@@ -282,6 +285,7 @@ for the helper's own status (137 after KILL).",
 
 pub(crate) const AFTER_HELP: &str = "\
 Every option also reads an environment variable, named in brackets.
+{exit}
 
 Examples:
   mcp-bound --timeout 30s --record call.json -- ssh host uptime

@@ -186,10 +186,18 @@ pub(super) fn dispatch(
         Err(err) => {
             let program = settings.command[0].to_string_lossy();
             let (error, exit_code) = match err {
-                child::SpawnError::NotFound(e) => (
-                    Error::NotFound(format!("{program}: command not found ({e})")),
-                    code::NOT_FOUND,
-                ),
+                child::SpawnError::NotFound(e) => {
+                    // `mcp-bound help` runs a command named help.
+                    let hint = if program == "help" {
+                        "; mcp-bound's own help is mcp-bound --help"
+                    } else {
+                        ""
+                    };
+                    (
+                        Error::NotFound(format!("{program}: command not found ({e}){hint}")),
+                        code::NOT_FOUND,
+                    )
+                }
                 child::SpawnError::NotExecutable(e) => (
                     Error::NotExecutable(format!("{program}: cannot run: {e}")),
                     code::NOT_EXECUTABLE,
