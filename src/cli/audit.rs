@@ -97,7 +97,6 @@ pub struct JournalArgs {
         long,
         value_name = "FILE",
         env = "MCP_BOUND_JOURNAL_KEY",
-        requires = "journal",
         help_heading = "Journal options"
     )]
     pub journal_key: Option<PathBuf>,
@@ -109,7 +108,6 @@ pub struct JournalArgs {
         env = "MCP_BOUND_JOURNAL_REQUESTS",
         value_enum,
         default_value = "tools",
-        requires = "journal",
         help_heading = "Journal options"
     )]
     pub journal_requests: crate::session::AuditRequests,

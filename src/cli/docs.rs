@@ -69,8 +69,17 @@ pub fn man_page() -> String {
     }
     extra.control("SH", ["ENVIRONMENT"]).text([roman(
         "Each option reads a default from the environment variable shown with it; \
-         a command-line option wins over the environment.",
+         a command-line option wins over the environment. An option that only tunes \
+         a feature that is off is refused when given on the command line (exit 125, \
+         nothing runs), and ignored when it comes from its variable, which host \
+         configs set broadly. These are:",
     )]);
+    for (option, needs) in super::check::dependent_options() {
+        extra
+            .control("TP", [])
+            .text([bold(option.as_str())])
+            .text([roman(needs)]);
+    }
     out.extend_from_slice(extra.render().as_bytes());
     man.render_version_section(&mut out)
         .expect("writing to memory cannot fail");

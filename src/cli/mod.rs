@@ -15,11 +15,13 @@ use crate::error::Error;
 use crate::units;
 
 mod audit;
+mod check;
 mod deadline;
 mod docs;
 mod mcp;
 mod texts;
 pub use audit::{ApprovalArgs, ApproveOn, CommandLine, JournalArgs, Sub, VerifyArgs};
+pub use check::dependent_options;
 pub use deadline::{DeadlineArgs, LimitsMode};
 pub use docs::{Generate, completion, generate, man_page};
 pub use mcp::{McpArgs, RequestTimeout, SessionMode};
@@ -148,7 +150,7 @@ pub struct StderrLogArgs {
     pub stderr_log: Option<PathBuf>,
 
     /// Rotate the stderr log when the next line would take it past this size (a longer line is split at it).
-    #[arg(long, value_name = "BYTES", env = "MCP_BOUND_STDERR_LOG_SIZE", default_value = "10MiB", value_parser = positive_bytes, requires = "stderr_log", help_heading = "Stderr log options")]
+    #[arg(long, value_name = "BYTES", env = "MCP_BOUND_STDERR_LOG_SIZE", default_value = "10MiB", value_parser = positive_bytes, help_heading = "Stderr log options")]
     pub stderr_log_size: u64,
 
     /// Older stderr log files kept (PATH.1 … PATH.N): the disk used stays under size × (N + 1).
@@ -157,17 +159,16 @@ pub struct StderrLogArgs {
         value_name = "N",
         env = "MCP_BOUND_STDERR_LOG_KEEP",
         default_value = "3",
-        requires = "stderr_log",
         help_heading = "Stderr log options"
     )]
     pub stderr_log_keep: u32,
 
     /// Prefix each stderr log line with an RFC 3339 UTC time, taken when the line was read.
-    #[arg(long, env = "MCP_BOUND_STDERR_LOG_TIMESTAMPS", value_parser = BoolishValueParser::new(), default_value_t = false, num_args = 0, default_missing_value = "true", requires = "stderr_log", help_heading = "Stderr log options")]
+    #[arg(long, env = "MCP_BOUND_STDERR_LOG_TIMESTAMPS", value_parser = BoolishValueParser::new(), default_value_t = false, num_args = 0, default_missing_value = "true", help_heading = "Stderr log options")]
     pub stderr_log_timestamps: bool,
 
     /// A stderr log that cannot be opened does not stop the call (the record says why); otherwise it is exit 125 and nothing runs.
-    #[arg(long, env = "MCP_BOUND_STDERR_LOG_OPTIONAL", value_parser = BoolishValueParser::new(), default_value_t = false, num_args = 0, default_missing_value = "true", requires = "stderr_log", help_heading = "Stderr log options")]
+    #[arg(long, env = "MCP_BOUND_STDERR_LOG_OPTIONAL", value_parser = BoolishValueParser::new(), default_value_t = false, num_args = 0, default_missing_value = "true", help_heading = "Stderr log options")]
     pub stderr_log_optional: bool,
 }
 
@@ -313,7 +314,7 @@ where
     let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
     let verifying = args.get(1).is_some_and(|arg| arg == "verify");
     let parsed = command().try_get_matches_from(&args).and_then(|matches| {
-        let given = Given::from(&matches);
+        let given = check::Given::from(&matches);
         Cli::from_arg_matches(&matches).map(|cli| (cli, given))
     });
     match parsed {
@@ -331,7 +332,7 @@ where
             },
             _,
         )) => Ok(Parsed::Generate(what)),
-        Ok((cli, given)) => match check(&cli, &given) {
+        Ok((cli, given)) => match check::check(&cli, &given) {
             Ok(()) => Ok(Parsed::Run(Box::new(cli))),
             Err(text) => Err(Error::Usage(text)),
         },
@@ -346,70 +347,6 @@ where
             kind => Err(Error::Usage(one_line(&err.render().to_string(), kind))),
         },
     }
-}
-
-/// Which options were given on the command line itself. An option that
-/// depends on another is an error only then: an `MCP_BOUND_*` variable is
-/// a default that host configs set broadly.
-struct Given {
-    record_keep: bool,
-    /// A --tool-* option on the command line.
-    tool_gate: bool,
-}
-
-impl From<&clap::ArgMatches> for Given {
-    fn from(matches: &clap::ArgMatches) -> Given {
-        let on_the_line =
-            |id: &str| matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
-        Given {
-            record_keep: on_the_line("record_keep"),
-            tool_gate: [
-                "tool_allow",
-                "tool_deny",
-                "tool_approve_cmd",
-                "tool_approve",
-            ]
-            .iter()
-            .any(|id| on_the_line(id)),
-        }
-    }
-}
-
-/// What clap cannot say: options that would do nothing, or contradict
-/// each other, in this combination.
-fn check(cli: &Cli, given: &Given) -> Result<(), String> {
-    let template = cli.record.record.as_ref();
-    if given.record_keep && !template.is_some_and(|t| t.has_placeholder()) {
-        return Err("--record-keep keeps the newest records a --record template makes: give --record a placeholder in its file name ({call_id})".into());
-    }
-    let server = &cli.mcp_mode;
-    let guard_off = server.stdout_guard == Some(GuardMode::Off)
-        || (server.stdout_guard.is_none() && !server.mcp);
-    let session = match server.session {
-        Some(mode) => mode == SessionMode::Jsonrpc,
-        None => server.mcp && server.stdout_guard != Some(GuardMode::Off),
-    };
-    if server.session == Some(SessionMode::Jsonrpc) && guard_off {
-        return Err("--session jsonrpc reads the server's responses through the stdout guard; it cannot run with --stdout-guard off".into());
-    }
-    if !session {
-        let needs = "needs the session layer (--mcp, or --session jsonrpc)";
-        if !server.request_timeout.is_empty() {
-            return Err(format!("--request-timeout {needs}"));
-        }
-        if server.request_timeout_resets_on_progress {
-            return Err(format!("--request-timeout-resets-on-progress {needs}"));
-        }
-        if server.restart != crate::record::mcp::RestartMode::Never {
-            return Err(format!("--restart {needs}"));
-        }
-        if given.tool_gate {
-            return Err(format!(
-                "--tool-allow, --tool-deny and --tool-approve-cmd gate tools/call, and so each {needs}"
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// clap's message on one line, without its "error: " prefix. A missing

@@ -284,7 +284,9 @@ for the helper's own status (137 after KILL).",
 ];
 
 pub(crate) const AFTER_HELP: &str = "\
-Every option also reads an environment variable, named in brackets.
+Every option also reads an environment variable, named in brackets. An option that
+only tunes a feature that is off (--stderr-log-keep without --stderr-log) is refused
+on the command line, and ignored from its variable.
 {exit}
 
 Examples:

@@ -1,0 +1,105 @@
+//! What a newcomer types: options that need another, values out of range,
+//! sizes, and the help and man page saying what the binary does.
+
+mod util;
+
+use util::Call;
+
+/// A value each dependent option accepts.
+fn sample(option: &str) -> Option<&'static str> {
+    Some(match option {
+        "--stderr-log-size" => "1M",
+        "--stderr-log-keep" => "2",
+        "--journal-key" => "/nonexistent-key",
+        "--journal-requests" => "all",
+        "--journal-excerpt-bytes" => "100",
+        "--live-rate" | "--live-burst" => "1K",
+        "--max-restarts" => "2",
+        "--restart-window"
+        | "--restart-backoff"
+        | "--tool-approval-timeout"
+        | "--approval-timeout" => "1s",
+        "--max-message-bytes" => "1K",
+        "--request-timeout" => "5s",
+        "--restart" => "always",
+        "--agent-excerpt-bytes" => "100",
+        "--max-in-flight" | "--max-pending-approvals" => "3",
+        "--tool-allow" | "--tool-deny" | "--tool-approve" => "echo",
+        "--tool-approve-cmd" => "true",
+        "--stderr-log-timestamps"
+        | "--stderr-log-optional"
+        | "--request-timeout-resets-on-progress" => return None,
+        other => panic!("no sample value for {other}: add one"),
+    })
+}
+
+fn env_name(option: &str) -> String {
+    format!(
+        "MCP_BOUND_{}",
+        option
+            .trim_start_matches("--")
+            .replace('-', "_")
+            .to_uppercase()
+    )
+}
+
+/// Each option that needs another is refused on the command line with one
+/// line naming what it needs, nothing run; from its variable it is ignored.
+/// The man page lists the same options.
+#[test]
+fn an_option_that_needs_another_is_refused_on_the_line_and_ignored_from_the_environment() {
+    let man = mcp_bound::cli::man_page();
+    let environment = man
+        .split(".SH ENVIRONMENT")
+        .nth(1)
+        .expect("ENVIRONMENT section");
+    let options: Vec<(String, &str)> = mcp_bound::cli::dependent_options().collect();
+    assert!(options.len() >= 20, "{options:?}");
+    for (option, needs) in &options {
+        let roff = option.replace('-', "\\-");
+        assert!(
+            environment.contains(&roff),
+            "{option} missing from the man page"
+        );
+        let marker = tempfile::tempdir().unwrap();
+        let ran = marker.path().join("ran");
+        let mut line = vec![option.as_str()];
+        line.extend(sample(option));
+        let refused = Call::sh(&format!("touch {}", ran.display()))
+            .opt(&line)
+            .without_record()
+            .run();
+        refused.expect_code(125);
+        let stderr = refused.stderr_text();
+        refused.check(
+            stderr == format!("mcp-bound: {option} {needs}\n"),
+            &format!("{option}: {stderr:?}"),
+        );
+        refused.check(!ran.exists(), "nothing ran");
+        let ignored = Call::sh("true")
+            .env(&env_name(option), sample(option).unwrap_or("true"))
+            .run();
+        ignored.expect_state("completed", 0);
+    }
+}
+
+/// Given with the feature it tunes, each is accepted (the feature turned
+/// on by its own variable counts).
+#[test]
+fn an_option_with_its_feature_is_accepted_however_the_feature_is_on() {
+    let log = tempfile::tempdir().unwrap();
+    let path = log.path().join("log");
+    Call::sh("echo x >&2")
+        .env("MCP_BOUND_STDERR_LOG", path.to_str().unwrap())
+        .opt(&["--stderr-log-keep", "2"])
+        .run()
+        .expect_state("completed", 0)
+        .expect(
+            "/stderr_log/path",
+            serde_json::json!(path.to_str().unwrap()),
+        );
+    Call::sh("true")
+        .opt(&["--live", "--live-rate", "1K"])
+        .run()
+        .expect_state("completed", 0);
+}
