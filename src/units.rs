@@ -1,5 +1,5 @@
 //! Parsing of the units users type: durations (GNU timeout's syntax, plus
-//! `ms`) and byte sizes (bytes, with optional binary suffixes). Pure.
+//! `ms`) and byte sizes (whole bytes, with binary suffixes). Pure.
 
 use std::time::Duration;
 
@@ -194,31 +194,78 @@ fn is_plain_number(number: &str) -> bool {
         && number.bytes().any(|b| b.is_ascii_digit())
 }
 
-/// Parse a byte count: `16384`, `16K`, `16KiB`, `4M`, `1MiB`, `1G`.
-/// Suffixes are binary (K = 1024), as limits on memory usually are.
+/// The size suffixes, any case: all binary (K, KB and KiB are 1024), as
+/// limits on memory usually are, and as `1KB` has always meant here.
+const SIZE_SUFFIXES: [(&str, u32); 5] = [("", 0), ("k", 10), ("m", 20), ("g", 30), ("t", 40)];
+
+/// What `--help` and the man page say a size accepts.
+pub const SIZE_SYNTAX: &str = "a whole number of bytes, or a number (1.5, 1e3, 0x10) with a suffix K, M, G or T, \
+any case, with B or iB optional; every suffix is binary: 1K, 1KB and 1KiB are 1024";
+
+/// Parse a byte count: `16384`, `16K`, `16KiB`, `1.5M`, `1e3`, `0x10`,
+/// `4 mb`. See [`SIZE_SYNTAX`]. The result is a whole number of bytes:
+/// `0.1K` is refused, never rounded.
 pub fn parse_bytes(text: &str) -> Result<u64, String> {
     let trimmed = text.trim();
-    let split = trimmed
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(trimmed.len());
-    let (digits, suffix) = trimmed.split_at(split);
-    if digits.is_empty() {
-        return Err(format!(
-            "'{text}' is not a byte count (use e.g. 4096, 16K, 1MiB)"
-        ));
+    if trimmed.starts_with('-') {
+        return Err(format!("'{text}': a size cannot be negative"));
     }
-    let multiplier: u64 = match suffix.trim() {
-        "" | "B" => 1,
-        "K" | "k" | "KiB" | "KB" => 1 << 10,
-        "M" | "MiB" | "MB" => 1 << 20,
-        "G" | "GiB" | "GB" => 1 << 30,
-        other => return Err(format!("'{text}': unknown size suffix '{other}'")),
-    };
-    digits
-        .parse::<u64>()
-        .ok()
-        .and_then(|n| n.checked_mul(multiplier))
-        .ok_or_else(|| format!("'{text}' is too large"))
+    let unsigned = trimmed.strip_prefix('+').unwrap_or(trimmed);
+    let bad = || format!("'{text}' is not a size (use e.g. 4096, 16K, 1.5MiB, 2G)");
+    let (number, shift) = split_size_suffix(unsigned).ok_or_else(bad)?;
+    let multiplier = 1u64 << shift;
+    let too_large = || format!("'{text}' is too large");
+    if let Some(hex) = number
+        .strip_prefix("0x")
+        .or_else(|| number.strip_prefix("0X"))
+    {
+        let value = u64::from_str_radix(hex, 16).map_err(|_| bad())?;
+        return value.checked_mul(multiplier).ok_or_else(too_large);
+    }
+    if !number.is_empty() && number.bytes().all(|b| b.is_ascii_digit()) {
+        return match number.parse::<u64>() {
+            Ok(value) => value.checked_mul(multiplier).ok_or_else(too_large),
+            Err(_) => Err(too_large()),
+        };
+    }
+    if !is_plain_number(number) || number.starts_with(['+', '-']) {
+        return Err(bad());
+    }
+    let value: f64 = number.parse().map_err(|_| bad())?;
+    let bytes = value * multiplier as f64;
+    // Exact below 2^53; past it a float cannot say which byte was meant.
+    if bytes >= (1u64 << 53) as f64 {
+        return Err(too_large());
+    }
+    if bytes.fract() != 0.0 {
+        return Err(format!("'{text}' is not a whole number of bytes ({bytes})"));
+    }
+    Ok(bytes as u64)
+}
+
+/// The number and the power of two its suffix is worth.
+fn split_size_suffix(text: &str) -> Option<(&str, u32)> {
+    let lower = text.to_ascii_lowercase();
+    // A hex number's digits include b: 0x1b is 27, not 1 byte.
+    let hex = lower.starts_with("0x");
+    let end = lower
+        .find(|c: char| {
+            !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-' || c == 'x' || c == 'e')
+                && !(hex && c.is_ascii_hexdigit())
+        })
+        .unwrap_or(lower.len());
+    // An e that ends the number is no exponent (1e is nothing).
+    let (number, suffix) = (text[..end].trim_end(), lower[end..].trim());
+    let suffix = suffix
+        .strip_suffix("ib")
+        .or_else(|| suffix.strip_suffix('b'))
+        .filter(|unit| !unit.is_empty())
+        .unwrap_or(suffix);
+    let suffix = if suffix == "b" { "" } else { suffix };
+    SIZE_SUFFIXES
+        .iter()
+        .find(|(name, _)| *name == suffix)
+        .map(|(_, shift)| (number, *shift))
 }
 
 /// A capture limit: a byte count no larger than [`MAX_CAPTURE_BYTES`].
@@ -317,17 +364,60 @@ mod tests {
         assert_eq!(parse_bytes("16K"), Ok(16384));
         assert_eq!(parse_bytes("1MiB"), Ok(1 << 20));
         assert_eq!(parse_bytes("2G"), Ok(2 << 30));
+        // What was accepted before means what it meant: binary, KB too.
+        for (text, bytes) in [
+            ("1KB", 1024),
+            ("1k", 1024),
+            ("1MB", 1 << 20),
+            ("1GB", 1 << 30),
+            ("7B", 7),
+        ] {
+            assert_eq!(parse_bytes(text), Ok(bytes), "{text}");
+        }
+        // The spellings users type.
+        for (text, bytes) in [
+            ("1T", 1u64 << 40),
+            ("1TiB", 1 << 40),
+            ("2tb", 2 << 40),
+            ("1.5K", 1536),
+            ("1.5MiB", 3 << 19),
+            ("1e3", 1000),
+            ("2e1K", 20 << 10),
+            ("0x10", 16),
+            ("0x1b", 27),
+            ("0x10K", 16 << 10),
+            ("4 mb", 4 << 20),
+            ("16kib", 16 << 10),
+            ("+3", 3),
+            ("18446744073709551615", u64::MAX),
+        ] {
+            assert_eq!(parse_bytes(text), Ok(bytes), "{text}");
+        }
         for bad in [
             "",
             "-1",
-            "1.5K",
+            "0.1K",
+            "1.5",
             "K",
             "12Q",
+            "1KK",
+            "1iB",
+            "1e",
+            "0x",
+            "0xg",
+            "1.2.3K",
             "99999999999999999999",
             "18446744073709551615G",
+            "1e30",
+            "nan",
+            "inf",
         ] {
             assert!(parse_bytes(bad).is_err(), "{bad:?} should be rejected");
         }
+        assert_eq!(
+            parse_bytes("-5"),
+            Err("'-5': a size cannot be negative".to_string())
+        );
         assert!(parse_capture_bytes("2G").is_err());
         assert_eq!(parse_capture_bytes("1G"), Ok(1 << 30));
     }

@@ -681,7 +681,7 @@ fn invalid_options_exit_125_and_start_nothing() {
         &["--head-bytes", "lots"],
         &["--head-bytes", "2G"],
         &["--tail-bytes", "-1"],
-        &["--excerpt-bytes", "1.5K"],
+        &["--excerpt-bytes", "1.1K"],
         &["--echo", "sometimes"],
         &["--flood-path", "teleport"],
         &["--record-fd", "1"],
@@ -722,8 +722,8 @@ fn invalid_environment_values_exit_125() {
         ("MCP_BOUND_PRESERVE_STATUS", "perhaps"),
         ("MCP_BOUND_LIVE_RATE", "0"),
         ("MCP_BOUND_MAX_MESSAGE_BYTES", "0"),
-        // A key with no journal to key is a mistake, not a no-op.
-        ("MCP_BOUND_JOURNAL_KEY", "/nonexistent/key"),
+        // (A variable whose feature is off, MCP_BOUND_JOURNAL_KEY without
+        // a journal, is a default and is ignored: tests/usage.rs.)
     ] {
         let probe = Call::new(&[]);
         let marker = probe.path("helper-ran");

@@ -103,3 +103,62 @@ fn an_option_with_its_feature_is_accepted_however_the_feature_is_on() {
         .run()
         .expect_state("completed", 0);
 }
+
+/// A negative or malformed number is a bad value, said as such, not an
+/// unknown option; nothing runs.
+#[test]
+fn a_negative_value_is_refused_as_a_value() {
+    for (options, needle) in [
+        (&["--timeout", "-1s"][..], "a duration cannot be negative"),
+        (&["--grace", "-1"][..], "a duration cannot be negative"),
+        (&["--tail-bytes", "-5"][..], "a size cannot be negative"),
+        (&["--cpu-max", "-1"][..], "a positive number of CPUs"),
+        (&["--pids-max", "-2"][..], "'-2'"),
+        (&["--tail-bytes", "0.1K"][..], "not a whole number of bytes"),
+    ] {
+        let marker = tempfile::tempdir().unwrap();
+        let ran = marker.path().join("ran");
+        let done = Call::sh(&format!("touch {}", ran.display()))
+            .opt(options)
+            .without_record()
+            .run();
+        done.expect_code(125);
+        let stderr = done.stderr_text();
+        done.check(
+            stderr.contains(needle)
+                && stderr.contains("invalid value")
+                && !stderr.contains("unexpected argument"),
+            &format!("{options:?}: {stderr}"),
+        );
+        done.check(stderr.lines().count() == 1, "one line");
+        done.check(!ran.exists(), "nothing ran");
+    }
+}
+
+/// The sizes users type are accepted, and mean what `--help` says:
+/// binary suffixes, any case, a fraction when it makes whole bytes.
+#[test]
+fn sizes_take_the_spellings_help_documents() {
+    let help = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-bound"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = String::from_utf8(help.stdout).unwrap();
+    let man = mcp_bound::cli::man_page();
+    for said in [&help, &man] {
+        assert!(said.contains("1K, 1KB and 1KiB are 1024"), "{said}");
+    }
+    for (size, bytes) in [
+        ("1.5K", 1536),
+        ("1e3", 1000),
+        ("0x10", 16),
+        ("2kb", 2048),
+        ("1KB", 1024),
+    ] {
+        Call::sh("true")
+            .opt(&["--tail-bytes", size])
+            .run()
+            .expect_state("completed", 0)
+            .expect("/stderr/tail_bytes", serde_json::json!(bytes));
+    }
+}

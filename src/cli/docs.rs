@@ -63,6 +63,12 @@ pub fn man_page() -> String {
             .text([bold(*status)])
             .text([roman(*meaning)]);
     }
+    extra.control("SH", ["UNITS"]).text([roman(format!(
+        "A DURATION is GNU timeout's: a number of seconds (10, 1.5, 1e-3, 0x1p-3, as strtod reads it) \
+         or one with a unit ms, s, m, h or d; inf is none where a deadline is asked. It is never \
+         negative. A size (BYTES) is {}. A value that is neither is exit 125, with the reason.",
+        crate::units::SIZE_SYNTAX
+    ))]);
     extra.control("SH", ["RECORD"]).text([roman(RECORD)]);
     for (title, text) in MAN_SECTIONS {
         extra.control("SH", [*title]).text([roman(*text)]);

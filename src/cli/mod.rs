@@ -282,8 +282,23 @@ pub fn command() -> clap::Command {
             .mut_args(|arg| arg.hide_env_values(true))
             .mut_subcommands(hide_values)
     }
-    hide_values(Cli::command()).after_help(after_help())
+    hide_values(Cli::command())
+        .mut_args(|arg| {
+            // `--timeout -1s` is a bad value, not an unknown option: the
+            // parser then says why.
+            let numeric = arg.get_value_names().is_some_and(|names| {
+                names
+                    .iter()
+                    .any(|name| NUMERIC_VALUES.contains(&name.as_str()))
+            });
+            arg.allow_hyphen_values(numeric)
+        })
+        .after_help(after_help())
 }
+
+/// The value names of options whose value is a number, which may be
+/// typed with a sign.
+const NUMERIC_VALUES: [&str; 5] = ["DURATION", "BYTES", "N", "CPUS", "[METHOD=]DURATION"];
 
 /// The after-help text, with the exit statuses (`EXIT_STATUS`, the man
 /// page's table too).
@@ -292,7 +307,9 @@ fn after_help() -> String {
     for (status, meaning) in EXIT_STATUS {
         exit.push_str(&format!("  {status:<6} {meaning}\n"));
     }
-    texts::AFTER_HELP.replace("{exit}", &exit)
+    texts::AFTER_HELP
+        .replace("{exit}", &exit)
+        .replace("{sizes}", units::SIZE_SYNTAX)
 }
 
 /// What the command line asks for.

@@ -287,6 +287,9 @@ pub(crate) const AFTER_HELP: &str = "\
 Every option also reads an environment variable, named in brackets. An option that
 only tunes a feature that is off (--stderr-log-keep without --stderr-log) is refused
 on the command line, and ignored from its variable.
+
+A DURATION is GNU timeout's: a number of seconds (10, 1.5, 1e-3, 0x1p-3) or one with a
+unit ms, s, m, h or d; it is never negative. A size (BYTES) is {sizes}.
 {exit}
 
 Examples:
