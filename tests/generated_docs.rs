@@ -191,33 +191,3 @@ fn readme_host_configs_are_valid_for_their_hosts() {
     let contexts: Vec<&String> = blocks.iter().map(|(context, _)| context).collect();
     assert_eq!(vscode, 1, "one VS Code snippet, among: {contexts:?}");
 }
-
-/// `--help` shows the exit statuses (the same table as the man page), and
-/// says that the helper's own status passes through whatever it is.
-#[test]
-fn help_shows_the_exit_statuses_and_the_timeout_default() {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-bound"))
-        .arg("--help")
-        .output()
-        .unwrap();
-    let help = String::from_utf8(output.stdout).unwrap();
-    assert!(help.contains("Exit status:"), "{help}");
-    for (status, _) in mcp_bound::cli::EXIT_STATUS {
-        assert!(
-            help.contains(&format!("  {status} ")),
-            "{status} missing from --help"
-        );
-    }
-    assert!(
-        help.contains("state"),
-        "points to the record's state as the unambiguous answer"
-    );
-    let timeout = help
-        .split("--timeout <DURATION>")
-        .nth(1)
-        .unwrap()
-        .split("\n      --")
-        .next()
-        .unwrap();
-    assert!(timeout.contains("[default: off]"), "{timeout}");
-}

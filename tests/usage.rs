@@ -61,21 +61,10 @@ fn an_option_that_needs_another_is_refused_on_the_line_and_ignored_from_the_envi
             environment.contains(&roff),
             "{option} missing from the man page"
         );
-        let marker = tempfile::tempdir().unwrap();
-        let ran = marker.path().join("ran");
         let mut line = vec![option.as_str()];
         line.extend(sample(option));
-        let refused = Call::sh(&format!("touch {}", ran.display()))
-            .opt(&line)
-            .without_record()
-            .run();
-        refused.expect_code(125);
-        let stderr = refused.stderr_text();
-        refused.check(
-            stderr == format!("mcp-bound: {option} {needs}\n"),
-            &format!("{option}: {stderr:?}"),
-        );
-        refused.check(!ran.exists(), "nothing ran");
+        let stderr = util::refused(&line);
+        assert_eq!(stderr, format!("mcp-bound: {option} {needs}\n"));
         let ignored = Call::sh("true")
             .env(&env_name(option), sample(option).unwrap_or("true"))
             .run();
@@ -116,22 +105,13 @@ fn a_negative_value_is_refused_as_a_value() {
         (&["--pids-max", "-2"][..], "'-2'"),
         (&["--tail-bytes", "0.1K"][..], "not a whole number of bytes"),
     ] {
-        let marker = tempfile::tempdir().unwrap();
-        let ran = marker.path().join("ran");
-        let done = Call::sh(&format!("touch {}", ran.display()))
-            .opt(options)
-            .without_record()
-            .run();
-        done.expect_code(125);
-        let stderr = done.stderr_text();
-        done.check(
+        let stderr = util::refused(options);
+        assert!(
             stderr.contains(needle)
                 && stderr.contains("invalid value")
                 && !stderr.contains("unexpected argument"),
-            &format!("{options:?}: {stderr}"),
+            "{options:?}: {stderr}"
         );
-        done.check(stderr.lines().count() == 1, "one line");
-        done.check(!ran.exists(), "nothing ran");
     }
 }
 
@@ -139,11 +119,7 @@ fn a_negative_value_is_refused_as_a_value() {
 /// binary suffixes, any case, a fraction when it makes whole bytes.
 #[test]
 fn sizes_take_the_spellings_help_documents() {
-    let help = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-bound"))
-        .arg("--help")
-        .output()
-        .unwrap();
-    let help = String::from_utf8(help.stdout).unwrap();
+    let help = util::help();
     let man = mcp_bound::cli::man_page();
     for said in [&help, &man] {
         assert!(said.contains("1K, 1KB and 1KiB are 1024"), "{said}");
@@ -161,4 +137,30 @@ fn sizes_take_the_spellings_help_documents() {
             .expect_state("completed", 0)
             .expect("/stderr/tail_bytes", serde_json::json!(bytes));
     }
+}
+
+/// `--help` shows the exit statuses (the same table as the man page), and
+/// says that the helper's own status passes through whatever it is.
+#[test]
+fn help_shows_the_exit_statuses_and_the_timeout_default() {
+    let help = util::help();
+    assert!(help.contains("Exit status:"), "{help}");
+    for (status, _) in mcp_bound::cli::EXIT_STATUS {
+        assert!(
+            help.contains(&format!("  {status} ")),
+            "{status} missing from --help"
+        );
+    }
+    assert!(
+        help.contains("state"),
+        "points to the record's state as the unambiguous answer"
+    );
+    let timeout = help
+        .split("--timeout <DURATION>")
+        .nth(1)
+        .unwrap()
+        .split("\n      --")
+        .next()
+        .unwrap();
+    assert!(timeout.contains("[default: off]"), "{timeout}");
 }

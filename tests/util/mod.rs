@@ -1100,3 +1100,32 @@ impl Call {
         self.via(AS_NOBODY)
     }
 }
+
+/// Run mcp-bound with `options` and a helper that would leave a mark:
+/// it must exit 125 with one line on stderr, and start nothing. The line
+/// is returned.
+pub fn refused(options: &[&str]) -> String {
+    let marker = tempfile::tempdir().unwrap();
+    let ran = marker.path().join("ran");
+    let done = Call::sh(&format!("touch {}", ran.display()))
+        .opt(options)
+        .without_record()
+        .run();
+    done.expect_code(125);
+    let stderr = done.stderr_text();
+    done.check(
+        stderr.lines().count() == 1,
+        &format!("{options:?}: one line"),
+    );
+    done.check(!ran.exists(), &format!("{options:?}: nothing ran"));
+    stderr
+}
+
+/// What `mcp-bound --help` prints.
+pub fn help() -> String {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-bound"))
+        .arg("--help")
+        .output()
+        .unwrap();
+    String::from_utf8(output.stdout).unwrap()
+}
