@@ -285,7 +285,26 @@ _mcp__bound() {
 }
 
 if [[ "${BASH_VERSINFO[0]}" -eq 4 && "${BASH_VERSINFO[1]}" -ge 4 || "${BASH_VERSINFO[0]}" -gt 4 ]]; then
-    complete -F _mcp__bound -o nosort -o bashdefault -o default mcp-bound
+    complete -F _mcp__bound_or_helper -o nosort -o bashdefault -o default mcp-bound
 else
-    complete -F _mcp__bound -o bashdefault -o default mcp-bound
+    complete -F _mcp__bound_or_helper -o bashdefault -o default mcp-bound
 fi
+
+_mcp__bound_or_helper() {
+    local i
+    for (( i = 1; i < COMP_CWORD; i++ )); do
+        if [[ ${COMP_WORDS[i]} == -- ]]; then
+            if declare -F _comp_command_offset >/dev/null; then
+                _comp_command_offset $(( i + 1 ))
+            elif declare -F _command_offset >/dev/null; then
+                _command_offset $(( i + 1 ))
+            elif (( i + 1 == COMP_CWORD )); then
+                COMPREPLY=( $(compgen -c -- "${COMP_WORDS[COMP_CWORD]}") )
+            else
+                COMPREPLY=( $(compgen -f -- "${COMP_WORDS[COMP_CWORD]}") )
+            fi
+            return 0
+        fi
+    done
+    _mcp__bound "$@"
+}

@@ -199,7 +199,8 @@ impl Capture {
         let head = self.head();
         let tail = self.tail();
         let (mut head_shown, mut tail_shown) = (head.len(), tail.len());
-        if head_shown + tail_shown > budget {
+        let cut_to_budget = head_shown + tail_shown > budget;
+        if cut_to_budget {
             head_shown = if tail.is_empty() {
                 budget.min(head.len())
             } else {
@@ -218,17 +219,31 @@ impl Capture {
         let mut text = String::new();
         if truncated {
             let seen = self.bytes_seen;
-            let marker = match (head_part.is_empty(), tail_part.is_empty()) {
-                (true, false) => format!("kept last {} of {seen} bytes", tail_part.len()),
-                (false, true) => format!("kept first {} of {seen} bytes", head_part.len()),
+            // What was kept (the record's bytes_retained, the summary's
+            // "kept"), then, when the budget cut it, what is shown of it.
+            let marker = match (head.is_empty(), tail.is_empty()) {
+                _ if self.bytes_retained() == seen => format!("kept all {seen} bytes"),
+                (true, false) => format!("kept last {} of {seen} bytes", tail.len()),
+                (false, true) => format!("kept first {} of {seen} bytes", head.len()),
                 (false, false) => format!(
                     "kept first {} and last {} of {seen} bytes",
-                    head_part.len(),
-                    tail_part.len()
+                    head.len(),
+                    tail.len()
                 ),
                 (true, true) => format!("kept 0 of {seen} bytes"),
             };
-            text.push_str(&format!("[stderr truncated: {marker}]\n"));
+            let showing = match (head_part.is_empty(), tail_part.is_empty()) {
+                _ if !cut_to_budget => String::new(),
+                (true, false) => format!("; showing the last {}", tail_part.len()),
+                (false, true) => format!("; showing the first {}", head_part.len()),
+                (false, false) => format!(
+                    "; showing the first {} and the last {}",
+                    head_part.len(),
+                    tail_part.len()
+                ),
+                (true, true) => "; showing none".to_string(),
+            };
+            text.push_str(&format!("[stderr truncated: {marker}{showing}]\n"));
         }
         let head_text = String::from_utf8_lossy(head_part);
         let tail_text = String::from_utf8_lossy(tail_part);
@@ -424,7 +439,18 @@ mod tests {
         assert_eq!(excerpt.tail_shown, 4);
         assert_eq!(
             excerpt.text,
-            "[stderr truncated: kept last 4 of 10 bytes]\n6789"
+            "[stderr truncated: kept all 10 bytes; showing the last 4]\n6789"
+        );
+        // Kept less than seen, shown less than kept: each number said.
+        let capture = fed(0, 6, &[b"0123456789"]);
+        assert_eq!(
+            capture.plain(4).text,
+            "[stderr truncated: kept last 6 of 10 bytes; showing the last 4]\n6789"
+        );
+        let capture = fed(3, 3, &[b"0123456789"]);
+        assert_eq!(
+            capture.plain(4).text,
+            "[stderr truncated: kept first 3 and last 3 of 10 bytes; showing the first 2 and the last 2]\n01\n[stderr: 6 bytes dropped here]\n89"
         );
     }
 

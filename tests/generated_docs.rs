@@ -150,8 +150,8 @@ fn man_page_names_every_state_reason_and_option() {
 }
 
 /// The README's host snippets are copied into real configs: each JSON block
-/// must parse (the record example aside, which elides with …), and the VS
-/// Code one must have the shape VS Code requires: top-level "servers", and
+/// must parse (`tests/usage.rs` checks each against the schemas and the
+/// command line), and the VS Code one must have the shape VS Code requires: top-level "servers", and
 /// "type": "stdio" on each server.
 #[test]
 fn readme_host_configs_are_valid_for_their_hosts() {
@@ -169,9 +169,6 @@ fn readme_host_configs_are_valid_for_their_hosts() {
     }
     let mut vscode = 0;
     for (context, body) in &blocks {
-        if body.contains('…') {
-            continue;
-        }
         let value: serde_json::Value = serde_json::from_str(body)
             .unwrap_or_else(|e| panic!("README JSON after {context:?} does not parse: {e}"));
         if context.contains("VS Code") {
@@ -190,4 +187,36 @@ fn readme_host_configs_are_valid_for_their_hosts() {
     }
     let contexts: Vec<&String> = blocks.iter().map(|(context, _)| context).collect();
     assert_eq!(vscode, 1, "one VS Code snippet, among: {contexts:?}");
+}
+
+/// What bash offers for `words`, the last being the one completed, with
+/// the generated script (bash-completion not loaded).
+fn bash_offers(words: &[&str]) -> Vec<String> {
+    let script = completion(Shell::Bash);
+    let quoted: Vec<String> = words.iter().map(|w| format!("'{w}'")).collect();
+    let program = format!(
+        "{script}\nCOMP_WORDS=({}); COMP_CWORD={}; _mcp__bound_or_helper mcp-bound '{}' '{}'; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        quoted.join(" "),
+        words.len() - 1,
+        words[words.len() - 1],
+        words[words.len() - 2],
+    );
+    let output = Command::new("bash").arg("-c").arg(program).output().unwrap();
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// Before `--` bash completes our options; after it, the helper's command
+/// line: a command name, never one of our options.
+#[test]
+fn bash_completes_the_helper_after_the_double_dash() {
+    assert!(bash_offers(&["mcp-bound", "--ti"]).contains(&"--timeout".to_string()));
+    let helper = bash_offers(&["mcp-bound", "--timeout", "1s", "--", "ech"]);
+    assert!(helper.contains(&"echo".to_string()), "{helper:?}");
+    let after = bash_offers(&["mcp-bound", "--", "ls", "--ti"]);
+    assert!(!after.contains(&"--timeout".to_string()), "{after:?}");
 }

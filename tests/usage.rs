@@ -164,3 +164,117 @@ fn help_shows_the_exit_statuses_and_the_timeout_default() {
         .unwrap();
     assert!(timeout.contains("[default: off]"), "{timeout}");
 }
+
+/// The man page's SYNOPSIS shows the `--` before the helper.
+#[test]
+fn the_man_page_synopsis_shows_the_double_dash() {
+    let man = mcp_bound::cli::man_page();
+    let synopsis = man
+        .split(".SH SYNOPSIS")
+        .nth(1)
+        .and_then(|rest| rest.split(".SH ").next())
+        .expect("SYNOPSIS");
+    assert!(
+        synopsis.contains("[OPTIONS] \\fB\\-\\-\\fR COMMAND"),
+        "{synopsis}"
+    );
+    assert!(synopsis.contains("verify"), "{synopsis}");
+}
+
+/// Every JSON example in the README and the man page is what mcp-bound
+/// takes or writes: a record validates against the record schema, a host
+/// config's args parse as mcp-bound's own command line.
+#[test]
+fn every_json_example_in_the_docs_is_valid() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let mut blocks: Vec<(String, String)> = Vec::new();
+    let mut rest = readme.as_str();
+    while let Some(start) = rest.find("```json\n") {
+        let body = &rest[start + 8..];
+        let end = body.find("```").unwrap();
+        blocks.push(("README".into(), body[..end].to_string()));
+        rest = &body[end..];
+    }
+    for (what, example) in mcp_bound::cli::EXAMPLES {
+        if example.starts_with('{') {
+            blocks.push((format!("man EXAMPLES: {what}"), example.to_string()));
+        }
+    }
+    let man = mcp_bound::cli::man_page();
+    let (mut records, mut configs) = (0, 0);
+    for (source, body) in &blocks {
+        let value: serde_json::Value = serde_json::from_str(body)
+            .unwrap_or_else(|e| panic!("{source}: JSON does not parse: {e}\n{body}"));
+        if value["schema"] == "mcp-bound/record/v1" {
+            util::check_schema(&value);
+            records += 1;
+            continue;
+        }
+        let servers = value
+            .get("mcpServers")
+            .or_else(|| value.get("servers"))
+            .and_then(|servers| servers.as_object())
+            .unwrap_or_else(|| panic!("{source}: neither a record nor a host config\n{body}"));
+        for (name, server) in servers {
+            assert_eq!(server["command"], "mcp-bound", "{source}: {name}");
+            let mut argv = vec!["mcp-bound".to_string()];
+            argv.extend(
+                server["args"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|arg| arg.as_str().unwrap())
+                    // What Cursor and VS Code expand before they start it.
+                    .map(|arg| {
+                        arg.replace("${userHome}", "/home/me")
+                            .replace("${workspaceFolder}", "/home/me/projects")
+                    }),
+            );
+            match mcp_bound::cli::parse(&argv) {
+                Ok(mcp_bound::cli::Parsed::Run(_)) => {}
+                Err(e) => panic!("{source}: {name}: args refused: {e}"),
+                Ok(_) => panic!("{source}: {name}: args do not run a server"),
+            }
+            configs += 1;
+        }
+        if source.starts_with("man") {
+            assert!(man.contains("\"mcpServers\""), "the man page shows it");
+        }
+    }
+    assert!(
+        records >= 1 && configs >= 4,
+        "{records} records, {configs} configs"
+    );
+}
+
+/// The man page's flood repro does what it says: exit 124, the last KiB
+/// kept, echoed with its marker and the summary line.
+#[test]
+fn the_man_page_flood_repro_does_what_it_says() {
+    let (_, example) = mcp_bound::cli::EXAMPLES
+        .iter()
+        .find(|(what, _)| what.starts_with("A flood repro"))
+        .unwrap();
+    let options = example
+        .strip_prefix("mcp-bound ")
+        .and_then(|rest| rest.split(" -- ").next())
+        .unwrap();
+    let script = example
+        .split(" -- sh -c '")
+        .nth(1)
+        .and_then(|rest| rest.strip_suffix('\''))
+        .unwrap();
+    let options: Vec<&str> = options.split_whitespace().collect();
+    let done = Call::sh(script).opt(&options).run();
+    done.expect_state("timed_out", 124)
+        .expect("/stderr/bytes_retained", serde_json::json!(1024));
+    let stderr = done.stderr_text();
+    done.check(
+        stderr.starts_with("[stderr truncated: kept last 1024 of ")
+            && stderr.contains("helper-diagnostic\n")
+            && stderr.contains("mcp-bound: timed_out after ")
+            && stderr.contains(" bytes seen, 1024 kept"),
+        "marker, excerpt and summary, with the same count",
+    );
+}

@@ -8,7 +8,7 @@ use clap::ValueEnum;
 use clap_complete::Shell;
 use roff::{Roff, bold, roman};
 
-use super::{EXIT_STATUS, MAN_SECTIONS, RECORD, command};
+use super::{EXAMPLES, EXIT_STATUS, MAN_SECTIONS, RECORD, command};
 
 /// What `--generate` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -49,7 +49,7 @@ pub fn man_page() -> String {
     let rendered = (|| -> std::io::Result<()> {
         man.render_title(&mut out)?;
         man.render_name_section(&mut out)?;
-        man.render_synopsis_section(&mut out)?;
+        out.extend_from_slice(synopsis().as_bytes());
         man.render_description_section(&mut out)?;
         man.render_options_section(&mut out)?;
         Ok(())
@@ -73,6 +73,19 @@ pub fn man_page() -> String {
     for (title, text) in MAN_SECTIONS {
         extra.control("SH", [*title]).text([roman(*text)]);
     }
+    extra.control("SH", ["EXAMPLES"]);
+    for (what, example) in EXAMPLES {
+        extra
+            .control("PP", [])
+            .text([roman(*what)])
+            .control("PP", [])
+            .control("RS", ["4"])
+            .control("nf", []);
+        for line in example.lines() {
+            extra.text([roman(line)]).control("br", []);
+        }
+        extra.control("fi", []).control("RE", []);
+    }
     extra.control("SH", ["ENVIRONMENT"]).text([roman(
         "Each option reads a default from the environment variable shown with it; \
          a command-line option wins over the environment. An option that only tunes \
@@ -92,9 +105,66 @@ pub fn man_page() -> String {
     String::from_utf8(out).expect("the man page is UTF-8")
 }
 
+/// The synopsis as it is typed: the `--` before the helper is what keeps
+/// its options from being read as ours.
+fn synopsis() -> String {
+    let mut roff = Roff::new();
+    roff.control("SH", ["SYNOPSIS"])
+        .text([
+            bold("mcp-bound"),
+            roman(" [OPTIONS] "),
+            bold("--"),
+            roman(" COMMAND [ARGS]..."),
+        ])
+        .control("br", [])
+        .text([
+            bold("mcp-bound verify"),
+            roman(" [--anchor HEX] [--json] [--key FILE] JOURNAL"),
+        ])
+        .control("br", [])
+        .text([bold("mcp-bound"), roman(" --generate WHAT")])
+        .control("br", [])
+        .text([bold("mcp-bound"), roman(" --help | --version")]);
+    roff.render()
+}
+
 pub fn completion(shell: Shell) -> String {
     let mut command = command();
     let mut out = Vec::new();
     clap_complete::generate(shell, &mut command, "mcp-bound", &mut out);
-    String::from_utf8(out).expect("a completion script is UTF-8")
+    let script = String::from_utf8(out).expect("a completion script is UTF-8");
+    match shell {
+        Shell::Bash => {
+            script.replace(
+                "complete -F _mcp__bound ",
+                "complete -F _mcp__bound_or_helper ",
+            ) + BASH_AFTER_DOUBLE_DASH
+        }
+        _ => script,
+    }
 }
+
+/// After `--` the words are the helper's: bash completes them as a command
+/// line of their own, as GNU timeout's completion does (bash-completion's
+/// `_comp_command_offset`, or `_command_offset` before 2.12; without
+/// bash-completion, command names).
+const BASH_AFTER_DOUBLE_DASH: &str = r#"
+_mcp__bound_or_helper() {
+    local i
+    for (( i = 1; i < COMP_CWORD; i++ )); do
+        if [[ ${COMP_WORDS[i]} == -- ]]; then
+            if declare -F _comp_command_offset >/dev/null; then
+                _comp_command_offset $(( i + 1 ))
+            elif declare -F _command_offset >/dev/null; then
+                _command_offset $(( i + 1 ))
+            elif (( i + 1 == COMP_CWORD )); then
+                COMPREPLY=( $(compgen -c -- "${COMP_WORDS[COMP_CWORD]}") )
+            else
+                COMPREPLY=( $(compgen -f -- "${COMP_WORDS[COMP_CWORD]}") )
+            fi
+            return 0
+        fi
+    done
+    _mcp__bound "$@"
+}
+"#;

@@ -25,7 +25,7 @@ pub use check::dependent_options;
 pub use deadline::{DeadlineArgs, LimitsMode};
 pub use docs::{Generate, completion, generate, man_page};
 pub use mcp::{McpArgs, RequestTimeout, SessionMode};
-pub use texts::{EXIT_STATUS, MAN_SECTIONS, RECORD};
+pub use texts::{EXAMPLES, EXIT_STATUS, MAN_SECTIONS, RECORD};
 
 /// When mcp-bound prints the stderr excerpt to its own stderr at exit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

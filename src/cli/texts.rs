@@ -151,8 +151,11 @@ The message of an error mcp-bound answers carries the server's last stderr lines
 server wrote while the request ran); mcp.agent_excerpts counts them. \
 If the server exits with requests in flight, each gets error -32000 with the exit, the last 2 KiB \
 of its stderr (masked) and written_to_server (false: the server's stdin pipe never had the whole \
-request, so it cannot have acted on it); a request that arrives after that is answered at once. A request is never \
-re-sent: it may have acted. Past --max-in-flight waiting requests, a new one is answered with -32000 \
+request, so it cannot have acted on it). Without --restart (or once --max-restarts is spent) the session \
+then ends with the server: mcp-bound ends the tree, writes the record and exits with the server's status, \
+so the host sees its server gone as it would without mcp-bound; a request read while that end is under way \
+is answered at once (written_to_server false). With --restart, what the client sends meanwhile waits for the \
+new server (below). A request is never re-sent: it may have acted. Past --max-in-flight waiting requests, a new one is answered with -32000 \
 at once. Every error mcp-bound writes carries data.mcp_bound.reason (request_timeout, server_exited, \
 too_many_in_flight, invalid_request), so it cannot be taken for the server's. Its codes are -32001 and \
 -32000 (the legacy implementation-defined range, which MCP 2026-07-28 allocates nothing in) and \
@@ -213,17 +216,19 @@ last, so its process group id cannot be reused while it is signalled. When the h
 descendants hold its stdout or stderr open, mcp-bound waits --wait-delay, then terminates them \
 (signal, --grace, KILL); the helper's real exit status is kept and stream_end says what happened. \
 Descendants still running after the helper exited and its pipes closed are terminated the same way. \
-On Linux the helper gets PR_SET_PDEATHSIG=SIGKILL, so it dies if mcp-bound is SIGKILLed; this \
-covers the helper itself, not its descendants, which must watch their own parent or stdin.",
+On Linux the helper also gets PR_SET_PDEATHSIG=SIGKILL, so it dies with mcp-bound even before the \
+watchdog acts; its descendants are ended by the containment (CONTAINMENT): the watchdog kills the \
+cgroup, or the group and every marked process.",
     ),
     (
         "MCP SERVER MODE",
         "With --mcp: the stdout guard lets through only complete lines that are one JSON object (UTF-8 \
 throughout) and diverts the rest (banners, BOMs, bytes that are not UTF-8, partial lines, over-long lines) into the stderr capture, counted; \
 stderr is forwarded live within a token bucket, drops counted and announced, and the exit echo is then \
-the summary line only (no line twice in the host's log); stdin is watched for \
-hang-up without being read (a socket shut down for writing counts), and the server then gets --stdin-close-grace (2s) to exit before its \
-tree is terminated. Hosts close stdin, SIGTERM 2s later and SIGKILL 2s after that; with --grace 1s \
+the summary line only (no line twice in the host's log). The session layer (MCP SESSION) reads stdin and \
+relays it to the server, and its EOF is the host's hang-up; with --session off the server inherits stdin, \
+which mcp-bound only watches for hang-up without reading it (a socket shut down for writing counts). \
+Either way the server then gets --stdin-close-grace (2s) to exit before its tree is terminated. Hosts close stdin, SIGTERM 2s later and SIGKILL 2s after that; with --grace 1s \
 and --wait-delay 500ms the worst case ends, record written, by about 3.5s: keep \
 stdin-close-grace + grace + wait-delay below the host's total.",
     ),
@@ -280,6 +285,40 @@ secret that already reached a terminal or another log. The environment is never 
 reads from a terminal is stopped by SIGTTIN. mcp-bound is made for pipes (MCP hosts, scripts). \
 Unlike GNU timeout, a timed-out call exits 124 even when KILL was needed; use --preserve-status \
 for the helper's own status (137 after KILL).",
+    ),
+];
+
+/// The man page's EXAMPLES, as (what it shows, the example). Each is
+/// checked: the host config is parsed as mcp-bound's own command line,
+/// the flood repro is run (`tests/usage.rs`).
+pub const EXAMPLES: &[(&str, &str)] = &[
+    (
+        "In a shell script: a deadline, a record, and the record's state when the helper did not succeed \
+(124 is the deadline, but a helper's own 124 is possible: the state tells them apart).",
+        "if ! mcp-bound --timeout 30s --record /tmp/check.json -- make check >check.log; then
+    jq -r '.state, .stderr.excerpt' /tmp/check.json >&2
+fi",
+    ),
+    (
+        "An MCP host config (Claude Desktop's claude_desktop_config.json; other hosts take the same \
+command and args): the server under the session layer, a request timeout below the host's own, and a \
+record per run.",
+        r#"{
+  "mcpServers": {
+    "files": {
+      "command": "mcp-bound",
+      "args": ["--mcp", "--request-timeout", "50s",
+               "--record", "/home/me/.local/state/mcp-bound/files-{call_id}.json",
+               "--record-keep", "20",
+               "--", "npx", "-y", "@modelcontextprotocol/server-filesystem", "/home/me/projects"]
+    }
+  }
+}"#,
+    ),
+    (
+        "A flood repro: gigabytes of stderr for 2 seconds, drained; the last KiB kept, echoed with its \
+marker and the summary line; exit 124.",
+        "mcp-bound --timeout 2s --tail-bytes 1K --echo always -- sh -c 'yes helper-diagnostic >&2'",
     ),
 ];
 
