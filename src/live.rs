@@ -5,7 +5,9 @@
 //! Hosts keep server stderr in log files; users have seen MCP logs grow to
 //! hundreds of GB. Over budget, bytes are dropped (they are still in the
 //! capture and counted) and announced by a marker line as soon as the
-//! budget allows. The queue is bounded by the burst size (plus one held
+//! budget allows, at most one marker a second (a flood's drops are
+//! coalesced, so the budget shows the helper's lines, not our markers;
+//! nothing after a drop is shown before its marker). The queue is bounded by the burst size (plus one held
 //! partial line). What passes is masked line by line (see `redact`); after
 //! a drop, output resumes at the next line so no half secret slips out.
 
@@ -40,6 +42,8 @@ pub struct Live {
     scratch: Vec<u8>,
     /// Dropped since the last marker.
     unannounced: u64,
+    /// When the last marker was queued: the next waits [`MARKER_INTERVAL`].
+    announced_at: Option<Instant>,
     pub bytes_seen: u64,
     pub bytes_forwarded: u64,
     pub bytes_dropped: u64,
@@ -49,6 +53,9 @@ pub struct Live {
     /// marker can start on a line of its own.
     at_line_start: bool,
 }
+
+/// The least time between two drop markers.
+pub const MARKER_INTERVAL: Duration = Duration::from_secs(1);
 
 fn marker(dropped: u64) -> String {
     format!("[mcp-bound: dropped {dropped} bytes of stderr]\n")
@@ -67,6 +74,7 @@ impl Live {
             redactor: LineRedactor::new(redactor),
             scratch: Vec::new(),
             unannounced: 0,
+            announced_at: None,
             bytes_seen: 0,
             bytes_forwarded: 0,
             bytes_dropped: 0,
@@ -87,8 +95,12 @@ impl Live {
         (self.burst as usize).saturating_sub(self.queue.len())
     }
 
-    fn try_announce(&mut self) {
-        if self.unannounced == 0 {
+    fn try_announce(&mut self, now: Instant) {
+        if self.unannounced == 0
+            || self
+                .announced_at
+                .is_some_and(|at| now.saturating_duration_since(at) < MARKER_INTERVAL)
+        {
             return;
         }
         let mut text = marker(self.unannounced);
@@ -101,6 +113,7 @@ impl Live {
             self.queue.extend(text.as_bytes());
             self.pieces.push_back((cost, 0));
             self.unannounced = 0;
+            self.announced_at = Some(now);
             self.at_line_start = true;
         }
     }
@@ -113,7 +126,7 @@ impl Live {
             return;
         }
         self.refill(now);
-        self.try_announce();
+        self.try_announce(now);
         let allowed = if self.unannounced > 0 {
             // Announce a drop before anything after it is shown.
             0
@@ -191,7 +204,7 @@ impl Live {
     /// Time passed: a pending marker may now fit.
     pub fn tick(&mut self, now: Instant) {
         self.refill(now);
-        self.try_announce();
+        self.try_announce(now);
     }
 
     /// When the pending marker will fit, if one is pending.
@@ -201,7 +214,11 @@ impl Live {
         }
         let need = marker(self.unannounced).len() as f64 + 1.0;
         let missing = (need - self.tokens).max(0.0);
-        Some(self.refilled_at + Duration::from_secs_f64(missing / self.rate as f64))
+        let tokens_at = self.refilled_at + Duration::from_secs_f64(missing / self.rate as f64);
+        Some(match self.announced_at {
+            Some(at) => tokens_at.max(at + MARKER_INTERVAL),
+            None => tokens_at,
+        })
     }
 
     pub fn is_empty(&self) -> bool {
@@ -272,6 +289,37 @@ mod tests {
         assert_eq!(live.wake_at(), None);
         live.offer(wake + Duration::from_secs(1), b"after\n");
         assert_eq!(drain(&mut live), b"after\n");
+    }
+
+    /// Under a flood, drops are announced at most once a second, however
+    /// many tokens there are: the budget goes to the helper's lines.
+    #[test]
+    fn a_flood_gets_one_marker_a_second() {
+        let t0 = Instant::now();
+        let mut live = Live::new(1000, 4000, t0, Redactor::default());
+        let line = [b'x'; 99].iter().chain(b"\n").copied().collect::<Vec<u8>>();
+        let (mut markers, mut lines) = (0, 0);
+        // 2 s of a line every millisecond, read at once.
+        for ms in 0..2000 {
+            let now = t0 + Duration::from_millis(ms);
+            live.tick(now);
+            live.offer(now, &line);
+            let shown = String::from_utf8(drain(&mut live)).unwrap();
+            markers += shown.matches("[mcp-bound: dropped").count();
+            lines += shown.matches(&"x".repeat(99)).count();
+        }
+        assert!(markers <= 3, "{markers} markers");
+        // The first burst, then a second's worth of tokens after each
+        // marker (not one marker per line that does not fit).
+        assert!(lines >= 40 + 9, "{lines} lines shown");
+        let seen = live.bytes_seen;
+        assert_eq!(
+            seen,
+            live.bytes_forwarded + live.bytes_dropped + live.unsent()
+        );
+        // The next marker waits its second even with tokens to spare.
+        let pending = live.wake_at().expect("a drop is pending");
+        assert!(pending > t0 + Duration::from_millis(1999), "{pending:?}");
     }
 
     #[test]

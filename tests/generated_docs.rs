@@ -201,7 +201,11 @@ fn bash_offers(words: &[&str]) -> Vec<String> {
         words[words.len() - 1],
         words[words.len() - 2],
     );
-    let output = Command::new("bash").arg("-c").arg(program).output().unwrap();
+    let output = Command::new("bash")
+        .arg("-c")
+        .arg(program)
+        .output()
+        .unwrap();
     assert!(output.status.success(), "{output:?}");
     String::from_utf8(output.stdout)
         .unwrap()

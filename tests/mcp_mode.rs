@@ -129,6 +129,33 @@ fn a_fifty_megabyte_stderr_burst_does_not_stall_the_next_response() {
     );
 }
 
+/// Under a line flood the drop markers are coalesced, at most one a
+/// second: the live budget shows the helper's lines, not our markers.
+#[test]
+fn live_drop_markers_come_at_most_once_a_second() {
+    let done = util::Call::sh(
+        "i=0; while :; do i=$((i+1)); echo \"retry $i failed, padding the line to a hundred bytes or so, padding padding\" >&2; done",
+    )
+    .opt(&["--live", "--timeout", "2s"])
+    .run();
+    done.expect_state("timed_out", 124);
+    let live = done.stderr_text();
+    let markers = live.matches("[mcp-bound: dropped ").count();
+    let lines = live
+        .lines()
+        .filter(|line| line.starts_with("retry "))
+        .count();
+    let seconds = done.field("/duration_ms").as_u64().unwrap().div_ceil(1000);
+    done.check(
+        markers >= 1 && markers as u64 <= seconds + 1,
+        &format!("{markers} markers in {seconds} s"),
+    );
+    done.check(
+        lines > 20 * markers,
+        &format!("{lines} lines, {markers} markers"),
+    );
+}
+
 #[test]
 fn a_server_that_ignores_stdin_eof_is_terminated_after_the_grace() {
     let mut run = server(&["--ignore-eof"])

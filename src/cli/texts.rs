@@ -224,7 +224,8 @@ cgroup, or the group and every marked process.",
         "MCP SERVER MODE",
         "With --mcp: the stdout guard lets through only complete lines that are one JSON object (UTF-8 \
 throughout) and diverts the rest (banners, BOMs, bytes that are not UTF-8, partial lines, over-long lines) into the stderr capture, counted; \
-stderr is forwarded live within a token bucket, drops counted and announced, and the exit echo is then \
+stderr is forwarded live within a token bucket, drops counted and announced (at most one marker a second, \
+nothing after a drop shown before it), and the exit echo is then \
 the summary line only (no line twice in the host's log). The session layer (MCP SESSION) reads stdin and \
 relays it to the server, and its EOF is the host's hang-up; with --session off the server inherits stdin, \
 which mcp-bound only watches for hang-up without reading it (a socket shut down for writing counts). \
