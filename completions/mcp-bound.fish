@@ -40,7 +40,7 @@ best-effort\t''"
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l head-bytes -d 'Bytes of the start of stderr to keep' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l tail-bytes -d 'Bytes of the end of stderr to keep (a ring: memory stays constant)' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l excerpt-bytes -d 'Most bytes of captured stderr that mcp-bound prints to its own stderr at exit' -r
-complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l echo -d 'When to print the stderr excerpt to mcp-bound\'s stderr at exit' -r -f -a "never\t''
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l echo -d 'When to print the stderr excerpt to mcp-bound\'s stderr at exit: on-failure is a non-zero exit, except 141 for a stdout reader that stopped reading (a pipeline into head)' -r -f -a "never\t''
 on-failure\t''
 always\t''"
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l flood-path -d 'How a stderr flood is drained: auto times reads and moves the flood inside the kernel (splice) while copying it is slow and moving proves faster; read always copies; splice always moves. Speed only: what is kept and counted is the same' -r -f -a "auto\t'Time reads; move the flood inside the kernel while copying is slow and moving proves faster'

@@ -409,6 +409,37 @@ fn consumer_that_closes_stdout_cancels_the_helper() {
         .expect("/exit", json!({"signal": "TERM", "core_dumped": false}));
 }
 
+/// `mcp-bound -- cmd | head -2` in a shell script: 141 as a shell reports
+/// a command killed by SIGPIPE, and nothing on stderr (the helper's own
+/// complaint included) unless --echo always; the record says what happened.
+#[test]
+fn a_pipeline_reader_that_stops_early_is_quiet_unless_echo_always() {
+    for (echo, quiet) in [
+        (None, true),
+        (Some("on-failure"), true),
+        (Some("always"), false),
+    ] {
+        let mut run = Call::sh("echo complaint >&2; yes protocol-line");
+        if let Some(echo) = echo {
+            run = run.opt(&["--echo", echo]);
+        }
+        let mut run = run.start();
+        let mut stdout = run.take_stdout();
+        let mut first = [0u8; 64];
+        stdout.read_exact(&mut first).unwrap();
+        drop(stdout);
+        let done = run.finish();
+        done.expect_state("cancelled_after_dispatch", 141)
+            .expect("/cancel_reason", json!("client_disconnected"))
+            .expect("/stderr/bytes_seen", json!(10));
+        let stderr = done.stderr_text();
+        done.check(
+            stderr.is_empty() == quiet,
+            &format!("--echo {echo:?}: {stderr:?}"),
+        );
+    }
+}
+
 #[test]
 fn consumer_that_goes_away_is_noticed_while_the_helper_is_silent() {
     let mut run = Call::sh("echo READY; exec sleep 60").start();

@@ -110,7 +110,7 @@ pub struct CaptureArgs {
     #[arg(long, value_name = "BYTES", env = "MCP_BOUND_EXCERPT_BYTES", default_value = "4096", value_parser = units::parse_capture_bytes, help_heading = "Capture options")]
     pub excerpt_bytes: usize,
 
-    /// When to print the stderr excerpt to mcp-bound's stderr at exit.
+    /// When to print the stderr excerpt to mcp-bound's stderr at exit: on-failure is a non-zero exit, except 141 for a stdout reader that stopped reading (a pipeline into head).
     #[arg(
         long,
         value_name = "WHEN",

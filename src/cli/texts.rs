@@ -28,7 +28,7 @@ pub const EXIT_STATUS: &[(&str, &str)] = &[
     ),
     (
         "141",
-        "mcp-bound's stdout reader went away (EPIPE) and the helper was cancelled",
+        "mcp-bound's stdout reader went away (EPIPE, as in a pipeline into head) and the helper was cancelled: what a shell reports for a command SIGPIPE ended; nothing is printed unless --echo always, and the record says cancelled_after_dispatch, cancel_reason client_disconnected",
     ),
 ];
 
@@ -200,7 +200,8 @@ the new server is ended (signal reason restart_refused) and mcp.restart_stopped 
 forwarded to the helper's process group (as GNU timeout does), then CONT, then KILL after --grace. \
 A second such signal sends KILL at once. mcp-bound exits 128+N after writing the record. \
 A terminating signal that was ignored when mcp-bound started stays ignored. SIGPIPE is ignored; \
-EPIPE on stdout cancels the helper with reason client_disconnected. Signals reach the poll loop \
+EPIPE on stdout cancels the helper with reason client_disconnected: exit 141, \
+as a shell reports a command SIGPIPE ended, and, as a shell does, nothing printed (unless --echo always). Signals reach the poll loop \
 through a self-pipe: no thread handles them.",
     ),
     (

@@ -11,7 +11,7 @@ use crate::cli::Echo;
 use crate::error::code;
 use crate::ids::rfc3339;
 use crate::journal::{self, Journal};
-use crate::record::{Event, EventKind, Record, State, StderrFacts};
+use crate::record::{CancelReason, Event, EventKind, Record, State, StderrFacts};
 use crate::redact::Redactor;
 use crate::settings::Settings;
 use crate::sink::Sink;
@@ -137,6 +137,14 @@ impl Ending<'_> {
                 false
             }
             Echo::Never => false,
+            // Our stdout's reader stopped reading (`| head`): a shell says
+            // nothing for a command SIGPIPE ended, and neither do we. The
+            // record keeps the facts; --echo always still prints.
+            Echo::OnFailure
+                if record.lifecycle.cancel_reason == Some(CancelReason::ClientDisconnected) =>
+            {
+                false
+            }
             Echo::OnFailure => exit_code != 0,
             Echo::Always => true,
         };
