@@ -114,8 +114,24 @@ fn a_denying_approver_means_the_helper_never_runs() {
     done.check(!exists(&marker), "the helper never ran");
     done.check(
         done.stderr_text().trim_end()
-            == "mcp-bound: denied by the approver (exit 3); the helper was not started",
-        "one clear line",
+            == "mcp-bound: denied by the approver (exit 3): no way; the helper was not started",
+        "one clear line, with the approver's reason",
+    );
+    // The reason is masked and bounded like everything else shown.
+    let long = "x".repeat(2000);
+    let (call, _marker, _dir) = call_with_marker(&[
+        "--approve-cmd",
+        &format!("sh -c 'echo; echo password=hunter2 {long}; exit 1'"),
+    ]);
+    let done = call.run();
+    done.expect_state("denied", 77);
+    let line = done.stderr_text();
+    done.check(
+        line.contains("(exit 1): password=[REDACTED]")
+            && !line.contains("hunter2")
+            && line.len() < 700
+            && line.ends_with("; the helper was not started\n"),
+        &line,
     );
 }
 

@@ -240,7 +240,8 @@ stdin-close-grace + grace + wait-delay below the host's total.",
 its stdin (argv exact); exit 0 approves. --approve tty asks on /dev/tty, default no. \
 --approval-timeout is a wall-clock deadline nothing extends: at the deadline the approver's tree \
 gets TERM and KILL together (--grace does not apply). Denied or expired: the helper is \
-never started, state denied, exit 77. With --journal, the decision is its own entry between intent \
+never started, state denied, exit 77, and one line says why, with the approver's first line of \
+output (masked, at most 512 bytes). With --journal, the decision is its own entry between intent \
 and terminal.",
     ),
     (

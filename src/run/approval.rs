@@ -92,14 +92,36 @@ pub(super) fn decide(
             "approval expired after {}; the helper was not started",
             humantime::format_duration(approval.timeout)
         ),
-        Some(Decision::Denied) => match &pending.record().approval.approver_exit {
-            Some(exit) => format!(
-                "denied by the approver ({}); the helper was not started",
-                describe_exit(Some(exit))
-            ),
-            None => "denied; the helper was not started".to_string(),
-        },
+        Some(Decision::Denied) => {
+            let approval = &pending.record().approval;
+            let said = approval
+                .excerpt
+                .as_deref()
+                .and_then(first_line)
+                .map(|line| format!(": {line}"))
+                .unwrap_or_default();
+            match &approval.approver_exit {
+                Some(exit) => format!(
+                    "denied by the approver ({}){said}; the helper was not started",
+                    describe_exit(Some(exit))
+                ),
+                None => format!("denied{said}; the helper was not started"),
+            }
+        }
     };
     ending.say(format!("mcp-bound: {message}\n"));
     Err(pending.denied())
+}
+
+/// The approver's first line of output, already masked in its excerpt,
+/// at most [`REASON_BYTES`](crate::supervise::REASON_BYTES): its reason.
+fn first_line(excerpt: &str) -> Option<String> {
+    let line = excerpt.lines().map(str::trim).find(|line| {
+        !line.is_empty() && !line.starts_with("[stderr truncated:") && *line != "[cut]"
+    })?;
+    let mut end = line.len().min(crate::supervise::REASON_BYTES);
+    while !line.is_char_boundary(end) {
+        end -= 1;
+    }
+    Some(line[..end].to_string())
 }

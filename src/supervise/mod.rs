@@ -46,6 +46,7 @@ use stdin::Read0;
 use stdout::{Destination, StdoutRelay};
 use tree::Tree;
 
+pub(crate) use approvers::REASON_BYTES;
 pub use outcome::{Config, Outcome, SessionConfig, StdoutMode};
 
 /// How the loop waits: a `sys::Poller`, or a stand-in that fails on
