@@ -118,6 +118,23 @@ impl Live {
         }
     }
 
+    /// A line of mcp-bound's own (a restart): queued on a line of its own,
+    /// outside the budget (it is rare and short) but within the queue's
+    /// bound; it stands for none of the helper's bytes. Not shown if it
+    /// does not fit: the record and the stderr log have the fact.
+    pub fn notice(&mut self, line: &str) {
+        let mut text = line.to_string();
+        if !self.at_line_start {
+            text.insert(0, '\n');
+        }
+        if self.gone || self.room() < text.len() {
+            return;
+        }
+        self.queue.extend(text.as_bytes());
+        self.pieces.push_back((text.len(), 0));
+        self.at_line_start = text.ends_with('\n');
+    }
+
     /// The helper wrote `chunk` to stderr: queue what the budget allows.
     pub fn offer(&mut self, now: Instant, chunk: &[u8]) {
         self.bytes_seen += chunk.len() as u64;
@@ -289,6 +306,21 @@ mod tests {
         assert_eq!(live.wake_at(), None);
         live.offer(wake + Duration::from_secs(1), b"after\n");
         assert_eq!(drain(&mut live), b"after\n");
+    }
+
+    #[test]
+    fn a_notice_of_ours_starts_a_line_and_counts_none_of_the_helpers_bytes() {
+        let t0 = Instant::now();
+        let mut live = Live::new(1000, 100, t0, Redactor::default());
+        live.offer(t0, b"partial");
+        live.finish();
+        live.notice("[mcp-bound: restarting]\n");
+        assert_eq!(drain(&mut live), b"partial\n[mcp-bound: restarting]\n");
+        assert_eq!(live.bytes_forwarded, 7);
+        assert_eq!(
+            live.bytes_seen,
+            live.bytes_forwarded + live.bytes_dropped + live.unsent()
+        );
     }
 
     /// Under a flood, drops are announced at most once a second, however

@@ -627,6 +627,15 @@ fn a_crashed_server_restarts_replays_initialize_and_never_gets_a_request_again()
         "the restart is an event",
     );
     done.check(done.events("dispatched").len() == 2, "two dispatches");
+    // Live stderr says so, between the first server's last line and the
+    // second's first: a host's log does not show the start twice unsaid.
+    let (before, after) = stderr
+        .split_once("[mcp-bound: restarting the server (attempt 1, after exit 1) in 10ms]\n")
+        .unwrap_or_else(|| panic!("no restart notice in {stderr}"));
+    done.check(
+        before.contains("boom\n") && after.contains("REQUEST \"mcp-bound-replay-1\" initialize"),
+        "the notice sits where the restart happened",
+    );
     done.check(
         !String::from_utf8_lossy(&done.stdout).contains("mcp-bound-replay"),
         "the replayed initialize's answer never reached the client",

@@ -182,7 +182,8 @@ newline reaches the server), a request whose id is still in flight, and an id th
 tracked. \
 With --restart on-failure (a non-zero exit or a signal) or always (any exit), a server that went away \
 on its own is started again after --restart-backoff, doubled for each restart within --restart-window, \
-at most --max-restarts times in the window (never is the default). Never after our stdin closed, a \
+at most --max-restarts times in the window (never is the default); live stderr says so on a line of \
+its own, [mcp-bound: restarting the server (attempt N, after exit 3) in 250ms]. Never after our stdin closed, a \
 signal from the host, our stdout's reader going away, or --timeout. From the moment the server is \
 gone until the restart is under way, the client's messages wait in our stdin; if the client hangs up while a restart waits, none follows, and what it \
 sent is read and answered (no server runs); a hang-up during the replay means no restart after it. A \

@@ -40,6 +40,11 @@ impl LiveOutput {
         self.live.offer(now, bytes);
     }
 
+    /// A line of mcp-bound's own, among the helper's.
+    pub fn notice(&mut self, line: &str) {
+        self.live.notice(line);
+    }
+
     /// Time passed: a pending drop marker may now fit.
     pub fn tick(&mut self, now: Instant) {
         self.live.tick(now);

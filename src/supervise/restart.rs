@@ -89,6 +89,18 @@ impl Loop<'_> {
                     restarter.at = Some(now + backoff);
                     session.stdin.pause();
                     let attempt = session.table.facts_mut().runs.restarts + 1;
+                    let after = match self.exit {
+                        Some(ExitObs::Code(code)) => format!("exit {code}"),
+                        Some(ExitObs::Signal { signo, .. }) => {
+                            format!("killed by SIG{}", crate::signals::name(signo))
+                        }
+                        None => "no exit seen".to_string(),
+                    };
+                    // A host's log otherwise shows the server's start twice.
+                    self.intake.notice(&format!(
+                        "[mcp-bound: restarting the server (attempt {attempt}, after {after}) in {}]\n",
+                        humantime::format_duration(backoff)
+                    ));
                     self.event(
                         now,
                         EventKind::RestartScheduled {

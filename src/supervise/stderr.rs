@@ -38,6 +38,14 @@ impl Intake {
         }
     }
 
+    /// A line of mcp-bound's own for live stderr, where the helper's lines
+    /// are (without --live, the stderr log's marker says it).
+    pub fn notice(&mut self, line: &str) {
+        if let Some(live) = self.live.as_mut() {
+            live.notice(line);
+        }
+    }
+
     /// Write some of what waits for the stderr log; a line for our stderr
     /// if the log just failed (said once).
     pub fn log_turn(&mut self) -> Option<String> {
