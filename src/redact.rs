@@ -75,6 +75,41 @@ const BUILTIN: &[(&str, &str, &[&str])] = &[
     ),
 ];
 
+/// The index in [`BUILTIN`] of the `password=`-style pairs, whose value
+/// is told from prose ([`is_prose`]).
+const PAIRS: usize = BUILTIN.len() - 1;
+
+/// Words that make a sentence of what follows a label: `secret: the
+/// config key is missing`, `passwd: cannot open /etc/shadow`.
+const FUNCTION_WORDS: &[&str] = &[
+    "a", "an", "the", "is", "are", "was", "were", "be", "been", "not", "no", "cannot", "can't",
+    "could", "does", "doesn't", "did", "didn't", "has", "have", "had", "must", "should", "will",
+    "would", "may", "for", "of", "to", "in", "on", "at", "from", "with", "by", "and", "or", "if",
+    "unable", "failed", "missing", "invalid", "expired", "required", "denied", "unknown", "empty",
+    "such", "file", "found",
+];
+
+/// Whether the unquoted `value` after a label, with `rest` after it, is
+/// the start of a sentence rather than a secret: the value is a plain
+/// word, another plain word follows it on the line, and one of the two is
+/// a function word. A value alone to the end of the line or a separator
+/// (`password: hunter2`), or with a digit or a symbol in it, is a secret.
+fn is_prose(rest: &str, value: &str) -> bool {
+    let plain = |word: &str| {
+        !word.is_empty() && word.bytes().all(|b| b.is_ascii_alphabetic() || b == b'\'')
+    };
+    let Some(after) = rest.strip_prefix([' ', '\t']) else {
+        return false;
+    };
+    let next = after
+        .split([' ', '\t', '\n'])
+        .next()
+        .unwrap_or_default()
+        .trim_end_matches([',', '.', ':', ';', '!', '?', ')']);
+    let function = |word: &str| FUNCTION_WORDS.contains(&word.to_ascii_lowercase().as_str());
+    plain(value) && plain(next) && (function(value) || function(next))
+}
+
 #[derive(Debug, Clone)]
 pub struct Redactor {
     extra: Vec<String>,
@@ -169,11 +204,32 @@ impl Redactor {
             return Cow::Borrowed(text);
         }
         let mut out = Cow::Borrowed(text);
-        for ((regex, replacement), needed) in self.compiled().iter().zip(needed) {
+        for (index, ((regex, replacement), needed)) in
+            self.compiled().iter().zip(needed).enumerate()
+        {
             if !needed {
                 continue;
             }
-            if let Cow::Owned(changed) = regex.replace_all(&out, replacement.as_str()) {
+            let changed = if index == PAIRS {
+                let haystack = out.as_ref();
+                match regex.replace_all(haystack, |caps: &regex::Captures| {
+                    let whole = caps.get(0).expect("a match");
+                    if is_prose(&haystack[whole.end()..], &caps[2]) {
+                        caps[0].to_string()
+                    } else {
+                        format!("{}{MASK}", &caps[1])
+                    }
+                }) {
+                    Cow::Owned(changed) => Some(changed),
+                    Cow::Borrowed(_) => None,
+                }
+            } else {
+                match regex.replace_all(&out, replacement.as_str()) {
+                    Cow::Owned(changed) => Some(changed),
+                    Cow::Borrowed(_) => None,
+                }
+            };
+            if let Some(changed) = changed {
                 out = Cow::Owned(changed);
             }
         }
@@ -401,6 +457,42 @@ mod tests {
         }
     }
 
+    /// A label that opens a sentence is prose, not a secret: masking it
+    /// would hide the diagnosis. A value (one token to the end of the line
+    /// or a separator) is still masked.
+    #[test]
+    fn a_label_that_opens_a_sentence_is_prose() {
+        for prose in [
+            "/etc/passwd: cannot run: Permission denied (os error 13)",
+            "passwd: cannot open /etc/shadow",
+            "secret: the config key is missing",
+            "token: not found in the environment",
+            "password: No such file or directory",
+            "error: token is expired",
+        ] {
+            assert_eq!(masked(prose), prose);
+        }
+        for (secret, shown) in [
+            ("password: hunter2", "password: [REDACTED]"),
+            ("password: hunter2\nnext", "password: [REDACTED]\nnext"),
+            ("password=hunter2, user=me", "password=[REDACTED], user=me"),
+            (
+                "user=me password=hunter2 host=db",
+                "user=me password=[REDACTED] host=db",
+            ),
+            ("secret: letmein", "secret: [REDACTED]"),
+            ("secret: letmein again", "secret: [REDACTED] again"),
+            (
+                "password: correct horse battery staple",
+                "password: [REDACTED] horse battery staple",
+            ),
+            ("token: the", "token: [REDACTED]"),
+            ("passwd: s3cret is wrong", "passwd: [REDACTED] is wrong"),
+        ] {
+            assert_eq!(masked(secret), shown, "{secret}");
+        }
+    }
+
     #[test]
     fn private_key_blocks_are_masked_even_when_cut() {
         let text = "before\n-----BEGIN RSA PRIVATE KEY-----\nMIIE\nabc\n-----END RSA PRIVATE KEY-----\nafter";
@@ -415,6 +507,10 @@ mod tests {
         assert_eq!(redactor.redact("plain words only"), "plain words only");
         assert!(redactor.compiled.get().is_none(), "no trigger, no compile");
         assert_eq!(redactor.compiled().len(), BUILTIN.len());
+        assert!(
+            BUILTIN[PAIRS].0.contains("password"),
+            "PAIRS names the pairs"
+        );
     }
 
     #[test]

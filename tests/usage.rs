@@ -278,3 +278,23 @@ fn the_man_page_flood_repro_does_what_it_says() {
         "marker, excerpt and summary, with the same count",
     );
 }
+
+/// A helper that is not executable gets the OS's words, unmasked: the
+/// `passwd` in its path is no password label.
+#[test]
+fn a_path_with_passwd_in_it_is_not_masked() {
+    let done = Call::new(&["/etc/passwd"]).run();
+    done.expect_state("failed_before_dispatch", 126);
+    let stderr = done.stderr_text();
+    done.check(
+        stderr.contains("/etc/passwd: cannot run: Permission denied")
+            && !stderr.contains("REDACTED"),
+        &stderr,
+    );
+    done.check(
+        done.field("/error")
+            .as_str()
+            .is_some_and(|error| error.contains("cannot run")),
+        "the record's error too",
+    );
+}

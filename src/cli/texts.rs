@@ -275,8 +275,10 @@ intact (warnings allowed), 1 integrity failure, 2 usage or I/O error.",
         "REDACTION",
         "A safety net, not a guarantee: helpers must not print credentials. Captured text is masked \
 when it is written out (record, echo, journal, live stderr, argv): Authorization headers, Bearer \
-tokens, private key blocks, AWS/GitHub/GitLab/Slack/sk- tokens, password=/token=/secret= pairs, \
-and --redact patterns. At a truncation cut, what sits between the cut and the nearest line break is \
+tokens, private key blocks, AWS/GitHub/GitLab/Slack/sk- tokens, password=/token=/secret= pairs \
+(with = or :; a label that opens a sentence, such as secret: the config key is missing, is prose and is \
+left alone: the value is a plain word followed by another, one of them a function word such as the, is, \
+not, cannot), and --redact patterns. At a truncation cut, what sits between the cut and the nearest line break is \
 masked as [cut] (at most 64 bytes at the cut), so half a token, or the value after a cut label, never \
 shows; live stderr and the stderr log treat the point where a line over 4 KiB is let through as such \
 a cut on both sides. --help names environment variables, never their values. \
