@@ -74,13 +74,17 @@ pub fn render(report: &Report) -> String {
     }
     match (&report.broken, &report.head) {
         (Some(broken), _) => {
+            let verified = match report.validated_lines {
+                0 => "no line verified".to_string(),
+                1 => "line 1 verified".to_string(),
+                n => format!("lines 1-{n} verified"),
+            };
             let _ = writeln!(
                 out,
-                "FAILED: line {}: {}: {} (lines 1-{} verified)",
+                "FAILED: line {}: {}: {} ({verified})",
                 broken.line,
                 broken.kind.as_str(),
                 broken.detail,
-                report.validated_lines
             );
         }
         (None, Some(head)) => {

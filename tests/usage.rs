@@ -298,3 +298,65 @@ fn a_path_with_passwd_in_it_is_not_masked() {
         "the record's error too",
     );
 }
+
+/// Every refusal before dispatch says that nothing was started, and names
+/// what is wrong: the missing directory, not a lock file beside it.
+#[test]
+fn a_refusal_before_dispatch_says_nothing_was_started() {
+    let dir = tempfile::tempdir().unwrap();
+    let short_key = dir.path().join("key");
+    std::fs::write(&short_key, b"short").unwrap();
+    let journal = dir.path().join("journal.jsonl");
+    for (options, names) in [
+        (
+            vec!["--stderr-log", "/nonexistent-dir/log"],
+            "no directory /nonexistent-dir",
+        ),
+        (
+            vec![
+                "--journal",
+                journal.to_str().unwrap(),
+                "--journal-key",
+                short_key.to_str().unwrap(),
+            ],
+            "at least 16 bytes",
+        ),
+        (
+            vec!["--approve-cmd", "/nonexistent-approver"],
+            "/nonexistent-approver",
+        ),
+    ] {
+        let stderr = util::refused(&options);
+        assert!(
+            stderr.contains(names)
+                && !stderr.contains(".lock")
+                && (stderr.trim_end().ends_with("nothing was started")
+                    || stderr.trim_end().ends_with("the helper was not started")),
+            "{options:?}: {stderr}"
+        );
+    }
+}
+
+/// `verify` of a file with no entry says so, not "lines 1-0 verified".
+#[test]
+fn verify_of_a_file_that_is_no_journal_says_no_line_was_verified() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty.jsonl");
+    std::fs::write(&empty, b"").unwrap();
+    for path in [std::path::Path::new("/etc/passwd"), empty.as_path()] {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_mcp-bound"))
+            .arg("verify")
+            .arg(path)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1), "{output:?}");
+        let said = String::from_utf8_lossy(&output.stdout).to_string()
+            + &String::from_utf8_lossy(&output.stderr);
+        assert!(
+            said.contains("MALFORMED")
+                && said.contains("(no line verified)")
+                && !said.contains("1-0"),
+            "{path:?}: {said}"
+        );
+    }
+}

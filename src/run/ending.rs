@@ -63,7 +63,16 @@ impl Ending<'_> {
         error: String,
         exit_code: i32,
     ) -> Box<Ended> {
-        self.say(format!("mcp-bound: {error}\n"));
+        // 126 and 127 say it in their own words (cannot run, not found).
+        let said = if exit_code == code::OWN_FAILURE
+            && !error.ends_with("not started")
+            && !error.contains("nothing was started")
+        {
+            format!("{error}; the helper was not started")
+        } else {
+            error.clone()
+        };
+        self.say(format!("mcp-bound: {said}\n"));
         step.fail(error, exit_code)
     }
 

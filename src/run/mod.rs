@@ -45,7 +45,7 @@ pub fn run(settings: Settings) -> Result<i32, Error> {
     sys::become_subreaper().map_err(|e| setup("cannot become a child subreaper", e))?;
     let journal = open_journal(settings)?;
     let redactor = Redactor::new(&settings.capture.redact)
-        .map_err(|e| Error::Usage(format!("--redact {e}")))?;
+        .map_err(|e| Error::Usage(format!("--redact {e}; nothing was started")))?;
     let mut call = Ending {
         settings,
         origin,
@@ -95,7 +95,7 @@ fn claim_record_fd(settings: &Settings) -> Result<(), Error> {
     };
     if !sys::is_open_for_writing(fd) {
         return Err(Error::Usage(format!(
-            "--record-fd {fd}: descriptor {fd} is not open for writing"
+            "--record-fd {fd}: descriptor {fd} is not open for writing; nothing was started"
         )));
     }
     // SAFETY: checked open just above; we never close it.
@@ -110,15 +110,19 @@ fn open_journal(settings: &Settings) -> Result<Option<Journal>, Error> {
         return Ok(None);
     };
     let key = match key {
-        Some(key_path) => journal::Key::load(key_path)
-            .map_err(|e| Error::Usage(format!("--journal-key {}: {e}", key_path.display())))?,
+        Some(key_path) => journal::Key::load(key_path).map_err(|e| {
+            Error::Usage(format!(
+                "--journal-key {}: {e}; nothing was started",
+                key_path.display()
+            ))
+        })?,
         None => journal::Key::Plain,
     };
     Ok(Some(Journal::new(path.clone(), key)))
 }
 
 fn setup(what: &str, err: io::Error) -> Error {
-    Error::Setup(format!("{what}: {err}"))
+    Error::Setup(format!("{what}: {err}; nothing was started"))
 }
 
 fn initial_record(settings: &Settings, started_at: SystemTime, redactor: &Redactor) -> Record {

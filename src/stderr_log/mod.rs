@@ -85,10 +85,17 @@ impl StderrLog {
         } else {
             let lock_path = suffixed(&settings.path, "lock");
             let (lock, _) = sys::open_append_private(&lock_path).map_err(|e| {
-                format!(
-                    "--stderr-log {shown}: cannot open {}: {e}",
-                    lock_path.display()
-                )
+                // The lock file is opened first: name what the user gave.
+                match settings.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    Some(dir) if !dir.is_dir() => format!(
+                        "--stderr-log {shown}: cannot open: no directory {}",
+                        dir.display()
+                    ),
+                    _ => format!(
+                        "--stderr-log {shown}: cannot open its lock file {}: {e}",
+                        lock_path.display()
+                    ),
+                }
             })?;
             Some(lock)
         };
