@@ -90,7 +90,7 @@ fn killed_without_last_words(mode: &str) {
 #[test]
 fn a_sigkilled_mcp_bound_without_last_words_leaves_nothing_in_a_cgroup() {
     if let Err(why) = controllers() {
-        eprintln!("SKIPPED: {why}");
+        skipped!("{why}");
         return;
     }
     killed_without_last_words("cgroup");
@@ -194,8 +194,8 @@ fn a_controller_limit_the_machine_cannot_apply_is_refused_or_listed() {
 fn a_fork_bomb_under_pids_max_ends() {
     let available = controllers().unwrap_or_default();
     if !available.split_whitespace().any(|c| c == "pids") {
-        eprintln!(
-            "SKIPPED: this machine's cgroup v2 has no pids controller (controllers: {available:?}); --rlimit nproc is tested in tests/limits.rs"
+        skipped!(
+            "this machine's cgroup v2 has no pids controller (controllers: {available:?}); --rlimit nproc is tested in tests/limits.rs"
         );
         return;
     }
@@ -225,7 +225,7 @@ fn a_fork_bomb_under_pids_max_ends() {
 #[test]
 fn a_cancelled_tree_in_a_cgroup_is_killed_through_cgroup_kill() {
     if let Err(why) = controllers() {
-        eprintln!("SKIPPED: {why}");
+        skipped!("{why}");
         return;
     }
     let script = "trap '' TERM; setsid sh -c \"trap '' TERM; echo READY; \
@@ -263,7 +263,7 @@ fn usage_in_a_cgroup_has_its_cpu_total_and_memory_peak() {
     let available = match controllers() {
         Ok(available) => available,
         Err(why) => {
-            eprintln!("SKIPPED (the cgroup half): {why}");
+            skipped!("(the cgroup half): {why}");
             return;
         }
     };
@@ -298,7 +298,7 @@ fn usage_in_a_cgroup_has_its_cpu_total_and_memory_peak() {
     {
         done.check(peak.as_u64().is_some_and(|b| b > 0), "memory.peak read");
     } else {
-        eprintln!("SKIPPED (memory.peak): no memory controller here ({available:?})");
+        skipped!("(memory.peak): no memory controller here ({available:?})");
         done.check(peak.is_null(), "null without the memory controller");
     }
 }
@@ -341,7 +341,7 @@ enum Moment {
 #[test]
 fn a_sigkill_during_the_final_writes_leaves_one_true_end() {
     let Some(strace) = strace() else {
-        eprintln!("SKIPPED: strace is not installed (.ci/run installs it)");
+        skipped!("strace is not installed (.ci/run installs it)");
         return;
     };
     for moment in [Moment::RecordSync, Moment::TerminalSync] {
@@ -493,7 +493,7 @@ fn after_a_restart_the_watchdog_never_signals_a_reaped_group() {
     let stranger = match place_stranger(first) {
         Ok(pid) => pid,
         Err(why) => {
-            eprintln!("SKIPPED: no process could be placed at pid {first} ({why})");
+            skipped!("no process could be placed at pid {first} ({why})");
             run.close_stdin();
             run.finish();
             return;

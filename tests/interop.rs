@@ -82,7 +82,7 @@ fn ready() -> bool {
     if std::env::var("MCP_BOUND_INTEROP").as_deref() == Ok("require") {
         panic!("the interop suite needs the official SDKs: {why} (install: {install})");
     }
-    eprintln!("SKIPPED: {why}; install with: {install} (.ci/run does)");
+    skipped!("{why}; install with: {install} (.ci/run does)");
     false
 }
 

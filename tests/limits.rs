@@ -149,7 +149,7 @@ fn raising_a_hard_limit_without_the_capability_is_refused_before_anything_runs()
         .unwrap();
     let is_root = util::python("import os; print(os.geteuid())").stdout == b"0\n";
     if !is_root {
-        eprintln!("SKIPPED: needs root (to drop CAP_SYS_RESOURCE from it)");
+        skipped!("needs root (to drop CAP_SYS_RESOURCE from it)");
         return;
     }
     let wanted = format!("nofile=64:{}", hard + 1);
@@ -181,7 +181,7 @@ fn raising_a_hard_limit_without_the_capability_is_refused_before_anything_runs()
         hard + 1
     );
     if util::python(&raise).stdout != b"yes\n" {
-        eprintln!("SKIPPED the raise: this root has no CAP_SYS_RESOURCE either");
+        skipped!("the raise: this root has no CAP_SYS_RESOURCE either");
         return;
     }
     let done = Call::new(&["sh", "-c", "ulimit -Hn"])

@@ -931,7 +931,7 @@ fn a_request_sent_while_a_restart_is_decided_goes_to_the_new_server() {
     for mode in ["group", "cgroup"] {
         let probe = Call::new(&["true"]).opt(&["--contain", mode]).run();
         if probe.code() != 0 {
-            eprintln!("SKIPPED --contain {mode}: {}", probe.stderr_text().trim());
+            skipped!("--contain {mode}: {}", probe.stderr_text().trim());
             continue;
         }
         let mut run = server(&[])

@@ -320,8 +320,8 @@ fn a_log_directory_that_fills_up_never_fails_the_call() {
         .status()
         .is_ok_and(|s| s.success());
     if !mounted {
-        eprintln!(
-            "SKIPPED: cannot mount a small tmpfs here (not root, or no CAP_SYS_ADMIN); /dev/full is tested above"
+        skipped!(
+            "cannot mount a small tmpfs here (not root, or no CAP_SYS_ADMIN); /dev/full is tested above"
         );
         return;
     }

@@ -1129,3 +1129,14 @@ pub fn help() -> String {
         .unwrap();
     String::from_utf8(output.stdout).unwrap()
 }
+
+/// Say that a test skipped part or all of itself, and why, where `cargo
+/// test` shows it: libtest captures what a passing test prints through
+/// `eprintln!`, but not a write to the stderr handle itself.
+#[macro_export]
+macro_rules! skipped {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), "SKIPPED: {}", format_args!($($arg)*));
+    }};
+}
