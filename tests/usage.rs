@@ -360,3 +360,50 @@ fn verify_of_a_file_that_is_no_journal_says_no_line_was_verified() {
         );
     }
 }
+
+/// The README and the man page name every journal kind the schema has,
+/// and no other.
+#[test]
+fn the_docs_name_every_journal_kind() {
+    let schema: serde_json::Value = serde_json::from_str(mcp_bound::cli::JOURNAL_SCHEMA).unwrap();
+    let mut kinds: Vec<String> = schema["oneOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|each| {
+            each["properties"]["kind"]["const"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    kinds.sort();
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let man = mcp_bound::cli::man_page()
+        .replace("\\-", "-")
+        .replace('\n', " ");
+    for (doc, text, start) in [
+        (
+            "README",
+            readme.replace('\n', " "),
+            "describes one line of each kind:",
+        ),
+        ("man page", man, "for each kind:"),
+    ] {
+        let list = text
+            .split(start)
+            .nth(1)
+            .and_then(|rest| rest.split('.').next())
+            .unwrap_or_else(|| panic!("{doc}: no list of kinds"));
+        let mut named: Vec<String> = list
+            .split(|c: char| !(c.is_ascii_lowercase() || c == '_'))
+            .filter(|word| {
+                !word.is_empty() && !["and", "under", "the", "session", "layer"].contains(word)
+            })
+            .map(str::to_string)
+            .collect();
+        named.sort();
+        assert_eq!(named, kinds, "{doc}: {list}");
+    }
+}

@@ -23,7 +23,7 @@ mod texts;
 pub use audit::{ApprovalArgs, ApproveOn, CommandLine, JournalArgs, Sub, VerifyArgs};
 pub use check::dependent_options;
 pub use deadline::{DeadlineArgs, LimitsMode};
-pub use docs::{Generate, completion, generate, man_page};
+pub use docs::{Generate, JOURNAL_SCHEMA, RECORD_SCHEMA, completion, generate, man_page};
 pub use mcp::{McpArgs, RequestTimeout, SessionMode};
 pub use texts::{EXAMPLES, EXIT_STATUS, MAN_SECTIONS, RECORD};
 

@@ -260,7 +260,9 @@ with its line, lists unfinished calls, uses memory for the calls in flight only,
 and exits 0 intact, 1 broken, 2 unusable. What it cannot prove alone: a cut tail, a rollback or a \
 whole rewritten file pass unless checked with --anchor (a head h kept elsewhere); a correctly \
 chained forged append passes unless the journal is keyed and the forger lacks the key. \
-One line's shape is published as schema/journal.schema.json (mcp-bound --generate schema-journal).",
+One line's shape is published as schema/journal.schema.json (mcp-bound --generate schema-journal), \
+for each kind: genesis, intent, decision, terminal, recover, and under the session layer mcp_request, \
+mcp_response, mcp_task and mcp_decision.",
     ),
     (
         "VERIFY",
