@@ -27,6 +27,7 @@ mod framing;
 mod ids;
 mod live;
 mod redact;
+mod repeats;
 mod request_id;
 mod rlimit;
 mod run;

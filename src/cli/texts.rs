@@ -55,7 +55,11 @@ decided_at, waited_ms, timeout_ms, approver_exit, excerpt}, \
 stdout {bytes_seen, bytes_forwarded, bytes_discarded, guard (off, jsonrpc), lines_forwarded, \
 lines_diverted, bytes_diverted, first_diverted, lines_salvaged}, \
 stderr {bytes_seen, bytes_retained, truncated, head_bytes, tail_bytes, excerpt, live_bytes_forwarded, \
-live_bytes_dropped, live_bytes_unsent: with --live every byte seen is one of the three}, \
+live_bytes_dropped, live_bytes_unsent: with --live every byte seen is one of the three; repeats [{line, count, \
+count_error}]: the most frequent lines, counted at least twice, masked, digit runs folded to #, count over by at \
+most count_error (Space-Saving, 64 entries); repeats_counted {lines, bytes}: the first 256 KiB is counted line by line, \
+then at most one byte in 1024, so bytes below bytes_seen means a sample; the exit echo says the top three after \
+the truncation marker, [not kept: SIZE, mostly \"LINE\" ×N]}, \
 contain (method cgroup or group, the cgroup's path, why auto fell back, the watchdog's pid), \
 usage (what the helper's whole tree used, null until it ended: user_ms, sys_ms, max_rss_kib, the largest \
 resident set of any one process; with a cgroup, cgroup_cpu_ms from its cpu.stat and memory_peak_bytes from its \

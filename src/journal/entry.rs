@@ -89,6 +89,8 @@ pub struct Terminal {
     pub excerpt: Option<String>,
     /// What the helper's tree used; null when it never ran.
     pub usage: Option<crate::record::Usage>,
+    /// The record's `stderr.repeats`, the first three.
+    pub repeats: Vec<crate::record::Repeat>,
 }
 
 impl Terminal {
@@ -131,6 +133,7 @@ impl Terminal {
             },
             excerpt,
             usage: record.usage,
+            repeats: record.stderr.repeats.iter().take(3).cloned().collect(),
         }
     }
 }

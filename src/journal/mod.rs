@@ -184,6 +184,7 @@ mod tests {
             },
             excerpt: Some("x".into()),
             usage: None,
+            repeats: Vec::new(),
         };
         let text = serde_json::to_string(&terminal).unwrap();
         let ts = "2026-01-01T00:00:00.000Z";
@@ -298,6 +299,11 @@ mod tests {
                 cgroup_cpu_ms: Some(1),
                 memory_peak_bytes: Some(1),
             }),
+            repeats: vec![crate::record::Repeat {
+                line: "retry # failed".into(),
+                count: 2,
+                count_error: 0,
+            }],
         };
         let request = McpRequest {
             call_id: "c_all".into(),
@@ -503,6 +509,7 @@ mod tests {
             },
             excerpt: None,
             usage: None,
+            repeats: Vec::new(),
         };
         let report = run(
             "unfinished.jsonl",

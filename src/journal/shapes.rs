@@ -109,6 +109,8 @@ pub(crate) struct Terminal<'a> {
     excerpt: Ignored,
     #[serde(default)]
     usage: Ignored,
+    #[serde(default)]
+    repeats: Option<Vec<IgnoredAny>>,
     h: Hash,
 }
 

@@ -232,6 +232,27 @@ pub struct StderrFacts {
     /// Taken in for live output but still queued at exit, never written.
     /// With --live: bytes_seen = forwarded + dropped + unsent.
     pub live_bytes_unsent: u64,
+    /// What filled the stream: its most frequent lines, digits folded to
+    /// `#`, masked, most first (`repeats`). Only lines counted twice.
+    pub repeats: Vec<Repeat>,
+    /// What the repeats counted: every line, or (bytes < bytes_seen) a
+    /// sample.
+    pub repeats_counted: RepeatsCounted,
+}
+
+/// One of the most frequent stderr lines. `count` over-counts by at most
+/// `count_error` (Space-Saving).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Repeat {
+    pub line: String,
+    pub count: u64,
+    pub count_error: u64,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct RepeatsCounted {
+    pub lines: u64,
+    pub bytes: u64,
 }
 
 /// --stderr-log: what reached the log.

@@ -250,6 +250,7 @@ mod tests {
             cancellation: None,
             stream_end: crate::record::StreamEnd::ClosedWhileHeld,
             capture: crate::capture::Capture::new(0, 16),
+            repeats: crate::repeats::Repeats::new(Redactor::default()),
             stdout: Default::default(),
             live: Default::default(),
             events: Vec::new(),

@@ -11,7 +11,7 @@ use crate::cli::Echo;
 use crate::error::code;
 use crate::ids::rfc3339;
 use crate::journal::{self, Journal};
-use crate::record::{CancelReason, Event, EventKind, Record, State, StderrFacts};
+use crate::record::{CancelReason, Event, EventKind, Record, RepeatsCounted, State, StderrFacts};
 use crate::redact::Redactor;
 use crate::settings::Settings;
 use crate::sink::Sink;
@@ -115,6 +115,11 @@ impl Ending<'_> {
                 live_bytes_forwarded: outcome.live.forwarded,
                 live_bytes_dropped: outcome.live.dropped,
                 live_bytes_unsent: outcome.live.unsent,
+                repeats: outcome.repeats.top(crate::repeats::SHOWN),
+                repeats_counted: RepeatsCounted {
+                    lines: outcome.repeats.lines_counted,
+                    bytes: outcome.repeats.bytes_counted,
+                },
             };
             record.times.last_stdout_at = outcome
                 .last_stdout
@@ -123,11 +128,21 @@ impl Ending<'_> {
                 .last_stderr
                 .map(|at| wall_time(self.origin, self.started_at, at));
             record.events = outcome.events;
-            echo_text = Some(
-                capture
-                    .excerpt(settings.capture.excerpt_bytes, self.redactor)
-                    .text,
-            );
+            let mut text = capture
+                .excerpt(settings.capture.excerpt_bytes, self.redactor)
+                .text;
+            // What was not kept, and what it mostly was: one line after
+            // the truncation marker.
+            let not_kept = capture.bytes_seen() - capture.bytes_retained();
+            if let Some(line) = crate::repeats::not_kept_line(
+                not_kept,
+                &record.stderr.repeats,
+                (!outcome.repeats.exact()).then_some(outcome.repeats.lines_counted),
+            ) && let Some(marker_end) = text.find("]\n")
+            {
+                text.insert_str(marker_end + 2, &format!("{line}\n"));
+            }
+            echo_text = Some(text);
             if let Some(journal) = &settings.journal
                 && journal.excerpt_bytes > 0
             {
@@ -271,6 +286,16 @@ fn summary(record: &Record) -> String {
         }
         if stderr.live_bytes_unsent > 0 {
             live.push_str(&format!(", {} unsent at exit", stderr.live_bytes_unsent));
+        }
+        // The echo is this line only: what filled stderr goes here.
+        if stderr.live_bytes_dropped > 0 && !stderr.repeats.is_empty() {
+            let mostly: Vec<String> = stderr
+                .repeats
+                .iter()
+                .take(2)
+                .map(|r| format!("{:?} ×{}", r.line, r.count))
+                .collect();
+            live.push_str(&format!(", mostly {}", mostly.join(", ")));
         }
         live
     } else {

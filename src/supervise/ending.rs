@@ -53,6 +53,8 @@ impl Loop<'_> {
         };
         let mcp = self.session.as_ref().map(|s| self.session_facts(s));
         let live = self.intake.live_counts();
+        let repeats = self.intake.repeats;
+        let capture = self.intake.diagnostics.finish();
         Outcome {
             exit: self.exit,
             cancelled_while_running: self.term.cancelled_while_running(),
@@ -61,7 +63,8 @@ impl Loop<'_> {
             stdout: self.stdout.facts(&self.redactor),
             last_stdout: self.stdout.last_read,
             last_stderr: self.stderr.last_read,
-            capture: self.intake.finish(),
+            capture,
+            repeats,
             live,
             events: self.events,
             descendants_signalled: self.tree.descendants_signalled(),

@@ -195,6 +195,7 @@ pub(crate) fn supervise_with(
             ),
             live,
             log,
+            repeats: crate::repeats::Repeats::new(config.redactor.clone()),
         },
         watch_stdin: session.is_none()
             && config.policy.stdin_close_grace.is_some()

@@ -67,6 +67,8 @@ pub struct Outcome {
     pub cancellation: Option<Cancellation>,
     pub stream_end: StreamEnd,
     pub capture: Capture,
+    /// What filled stderr (`repeats`).
+    pub repeats: crate::repeats::Repeats,
     pub stdout: StdoutFacts,
     /// What live output did (`unsent`: taken in but never written,
     /// queued at exit).

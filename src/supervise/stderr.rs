@@ -10,8 +10,8 @@ use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::time::Instant;
 
 use super::live_out::{LiveCounts, LiveOutput};
-use crate::capture::Capture;
 use crate::diagnostics::{self, Diagnostics, Took};
+use crate::repeats::Repeats;
 use crate::stderr_log::StderrLog;
 
 /// Bytes read from the helper's stderr at once.
@@ -25,11 +25,14 @@ pub(crate) struct Intake {
     pub diagnostics: Diagnostics,
     pub live: Option<LiveOutput>,
     pub log: Option<StderrLog>,
+    /// What filled stderr: its most frequent lines.
+    pub repeats: Repeats,
 }
 
 impl Intake {
     pub fn push(&mut self, now: Instant, bytes: &[u8]) {
         self.diagnostics.push(bytes);
+        self.repeats.offer(bytes);
         if let Some(log) = self.log.as_mut() {
             log.offer(bytes);
         }
@@ -69,11 +72,6 @@ impl Intake {
         self.live
             .as_ref()
             .map_or_else(LiveCounts::default, LiveOutput::counts)
-    }
-
-    /// The capture, complete (the flood path settled).
-    pub fn finish(self) -> Capture {
-        self.diagnostics.finish()
     }
 }
 
@@ -164,6 +162,7 @@ impl StderrDrain {
             {
                 Took::Bytes(n) => {
                     self.last_read = Some(now);
+                    intake.repeats.unseen(n as u64);
                     if n < diagnostics::MOVE_MAX {
                         break;
                     }
@@ -191,6 +190,7 @@ impl StderrDrain {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::capture::Capture;
     use crate::diagnostics::FloodPath;
     use crate::redact::Redactor;
     use std::io::Write;
@@ -201,6 +201,7 @@ mod tests {
             log: None,
             diagnostics: Diagnostics::new(Capture::new(head, tail), FloodPath::Read),
             live: None,
+            repeats: Repeats::new(Redactor::default()),
         }
     }
 
@@ -229,7 +230,7 @@ mod tests {
         assert_eq!(drain.drain(now, &mut intake), Drained::Closed);
         assert!(!drain.is_open());
         assert_eq!(drain.read_interest(), None);
-        let capture = intake.finish();
+        let capture = intake.diagnostics.finish();
         assert_eq!(capture.bytes_seen(), 15);
         assert_eq!(capture.bytes_retained(), 8);
     }
@@ -251,7 +252,7 @@ mod tests {
             std::thread::yield_now();
         }
         flood.join().unwrap();
-        let capture = intake.finish();
+        let capture = intake.diagnostics.finish();
         assert_eq!(capture.bytes_seen(), 64 << 16);
         assert_eq!(capture.bytes_retained(), 1024);
     }
@@ -274,7 +275,12 @@ mod tests {
         intake.push(now, b"[diverted] out\n");
         intake.flush_live();
         assert_eq!(intake.live_counts().forwarded, 21);
-        let capture = intake.finish();
+        // Live output holds our end of the pipe until it goes.
+        let Intake {
+            diagnostics, live, ..
+        } = intake;
+        drop(live);
+        let capture = diagnostics.finish();
         drop(writer);
         let mut shown = String::new();
         std::io::Read::read_to_string(&mut reader, &mut shown).unwrap();

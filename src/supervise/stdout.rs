@@ -405,6 +405,7 @@ mod tests {
             log: None,
             diagnostics: Diagnostics::new(Capture::new(0, 4096), FloodPath::Read),
             live: None,
+            repeats: crate::repeats::Repeats::new(Redactor::default()),
         }
     }
 
@@ -435,7 +436,11 @@ mod tests {
     }
 
     fn excerpt(intake: Intake) -> String {
-        intake.finish().excerpt(4096, &Redactor::default()).text
+        intake
+            .diagnostics
+            .finish()
+            .excerpt(4096, &Redactor::default())
+            .text
     }
 
     #[test]
