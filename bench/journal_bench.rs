@@ -64,6 +64,7 @@ fn terminal(i: usize) -> Terminal {
         excerpt: Some("make: Nothing to be done for 'all'.\n".into()),
         usage: None,
         repeats: Vec::new(),
+        debug_windows: None,
     }
 }
 

@@ -21,6 +21,7 @@ pub mod sys;
 mod approve;
 mod child;
 mod contain;
+mod debug_window;
 mod diagnostics;
 mod error;
 mod framing;

@@ -23,6 +23,10 @@ pub struct LiveBudget {
     pub rate: u64,
     /// Most bytes at once, and the bound on what waits to be written.
     pub burst: u64,
+    /// How long a debug window (SIGUSR1) stays open; zero refuses it.
+    pub window: std::time::Duration,
+    /// Most bytes one debug window lets through.
+    pub window_bytes: u64,
 }
 
 /// Counts are in the helper's bytes (what was offered), never in what is
@@ -44,6 +48,9 @@ pub struct Live {
     unannounced: u64,
     /// When the last marker was queued: the next waits [`MARKER_INTERVAL`].
     announced_at: Option<Instant>,
+    /// A debug window is open: (bytes it may still let through, bytes it
+    /// let through). No rate limit meanwhile; the queue's bound stays.
+    window: Option<(u64, u64)>,
     pub bytes_seen: u64,
     pub bytes_forwarded: u64,
     pub bytes_dropped: u64,
@@ -75,6 +82,7 @@ impl Live {
             scratch: Vec::new(),
             unannounced: 0,
             announced_at: None,
+            window: None,
             bytes_seen: 0,
             bytes_forwarded: 0,
             bytes_dropped: 0,
@@ -96,10 +104,12 @@ impl Live {
     }
 
     fn try_announce(&mut self, now: Instant) {
+        let unlimited = self.window.is_some();
         if self.unannounced == 0
-            || self
-                .announced_at
-                .is_some_and(|at| now.saturating_duration_since(at) < MARKER_INTERVAL)
+            || (!unlimited
+                && self
+                    .announced_at
+                    .is_some_and(|at| now.saturating_duration_since(at) < MARKER_INTERVAL))
         {
             return;
         }
@@ -108,8 +118,10 @@ impl Live {
             text.insert(0, '\n');
         }
         let cost = text.len();
-        if !self.gone && self.tokens >= cost as f64 && self.room() >= cost {
-            self.tokens -= cost as f64;
+        if !self.gone && (unlimited || self.tokens >= cost as f64) && self.room() >= cost {
+            if !unlimited {
+                self.tokens -= cost as f64;
+            }
             self.queue.extend(text.as_bytes());
             self.pieces.push_back((cost, 0));
             self.unannounced = 0;
@@ -135,6 +147,25 @@ impl Live {
         self.at_line_start = text.ends_with('\n');
     }
 
+    /// Open a debug window: up to `bytes` of the helper's stderr pass
+    /// without the rate limit (a pending drop is announced first).
+    pub fn open_window(&mut self, now: Instant, bytes: u64) {
+        self.window = Some((bytes, 0));
+        self.try_announce(now);
+    }
+
+    /// Close the window: the budget applies again at once, with the tokens
+    /// it has (nothing held back is replayed). Returns the bytes it let
+    /// through.
+    pub fn close_window(&mut self) -> Option<u64> {
+        self.window.take().map(|(_, through)| through)
+    }
+
+    /// The window let through all it may.
+    pub fn window_spent(&self) -> bool {
+        self.window.is_some_and(|(left, _)| left == 0)
+    }
+
     /// The helper wrote `chunk` to stderr: queue what the budget allows.
     pub fn offer(&mut self, now: Instant, chunk: &[u8]) {
         self.bytes_seen += chunk.len() as u64;
@@ -147,12 +178,21 @@ impl Live {
         let allowed = if self.unannounced > 0 {
             // Announce a drop before anything after it is shown.
             0
+        } else if let Some((left, _)) = self.window {
+            (usize::try_from(left).unwrap_or(usize::MAX))
+                .min(self.room())
+                .min(chunk.len())
         } else {
             (self.tokens as usize).min(self.room()).min(chunk.len())
         };
         let mut lost = 0;
-        if allowed > 0 {
+        if let Some((left, through)) = self.window.as_mut() {
+            *left -= allowed as u64;
+            *through += allowed as u64;
+        } else if allowed > 0 {
             self.tokens -= allowed as f64;
+        }
+        if allowed > 0 {
             self.scratch.clear();
             let held_before = self.redactor.held();
             let skipped = self.redactor.feed(&chunk[..allowed], &mut self.scratch);
@@ -226,7 +266,7 @@ impl Live {
 
     /// When the pending marker will fit, if one is pending.
     pub fn wake_at(&self) -> Option<Instant> {
-        if self.unannounced == 0 || self.rate == 0 {
+        if self.unannounced == 0 || self.rate == 0 || self.window.is_some() {
             return None;
         }
         let need = marker(self.unannounced).len() as f64 + 1.0;
@@ -317,6 +357,42 @@ mod tests {
         live.notice("[mcp-bound: restarting]\n");
         assert_eq!(drain(&mut live), b"partial\n[mcp-bound: restarting]\n");
         assert_eq!(live.bytes_forwarded, 7);
+        assert_eq!(
+            live.bytes_seen,
+            live.bytes_forwarded + live.bytes_dropped + live.unsent()
+        );
+    }
+
+    /// In a debug window every byte passes (within the queue's bound and
+    /// the window's own); when it closes the budget is back at once.
+    #[test]
+    fn a_debug_window_lifts_the_rate_not_the_bounds() {
+        let t0 = Instant::now();
+        let mut live = Live::new(10, 400, t0, Redactor::default());
+        let mut first = vec![b'a'; 399];
+        first.push(b'\n');
+        live.offer(t0, &first);
+        live.offer(t0, &[b'x'; 50]);
+        drain(&mut live);
+        assert_eq!(live.bytes_dropped, 50);
+        live.open_window(t0, 1000);
+        // The pending drop is said first; the cut line's end goes too (no
+        // half line), then all passes.
+        live.offer(t0, b"rest of the cut line\nb\n");
+        let shown = String::from_utf8(drain(&mut live)).unwrap();
+        assert_eq!(shown, "[mcp-bound: dropped 50 bytes of stderr]\nb\n");
+        for _ in 0..9 {
+            live.offer(t0, &[b'c'; 99]);
+            live.offer(t0, b"\n");
+            drain(&mut live);
+        }
+        assert_eq!(live.bytes_dropped, 71, "nothing dropped in the window");
+        live.offer(t0, &[b'd'; 100]);
+        assert!(live.window_spent());
+        assert_eq!(live.close_window(), Some(1000));
+        let before = live.bytes_dropped;
+        live.offer(t0, &[b'e'; 100]);
+        assert!(live.bytes_dropped > before, "the budget is back");
         assert_eq!(
             live.bytes_seen,
             live.bytes_forwarded + live.bytes_dropped + live.unsent()

@@ -156,6 +156,8 @@ impl From<&Cli> for Settings {
             live: server.live.unwrap_or(mcp).then_some(LiveBudget {
                 rate: server.live_rate,
                 burst: server.live_burst as u64,
+                window: cli.debug_window.debug_window,
+                window_bytes: cli.debug_window.debug_window_bytes,
             }),
         };
         let approval = &cli.approval;
@@ -285,7 +287,9 @@ mod tests {
             mcp.streams.live,
             Some(LiveBudget {
                 rate: 16 << 10,
-                burst: 256 << 10
+                burst: 256 << 10,
+                window: Duration::from_secs(300),
+                window_bytes: 64 << 20,
             })
         );
 

@@ -13,7 +13,8 @@ fn sample(option: &str) -> Option<&'static str> {
         "--journal-key" => "/nonexistent-key",
         "--journal-requests" => "all",
         "--journal-excerpt-bytes" => "100",
-        "--live-rate" | "--live-burst" => "1K",
+        "--live-rate" | "--live-burst" | "--debug-window-bytes" => "1K",
+        "--debug-window" => "10s",
         "--max-restarts" => "2",
         "--restart-window"
         | "--restart-backoff"

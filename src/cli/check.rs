@@ -101,6 +101,16 @@ const DEPENDENT: &[Needs] = &[
         needs: LIVE,
     },
     Needs {
+        option: "debug_window",
+        on: live,
+        needs: LIVE,
+    },
+    Needs {
+        option: "debug_window_bytes",
+        on: live,
+        needs: LIVE,
+    },
+    Needs {
         option: "max_restarts",
         on: restart,
         needs: RESTART,

@@ -141,3 +141,15 @@ fn parse_request_timeout(text: &str) -> Result<RequestTimeout, String> {
         timeout: units::parse_timeout(duration)?,
     })
 }
+
+/// The debug window: live stderr without its rate limit, for a while.
+#[derive(Args, Debug)]
+pub struct DebugWindowArgs {
+    /// SIGUSR1 to mcp-bound opens a debug window this long: live stderr is not rate-limited (still masked, within --debug-window-bytes); a second SIGUSR1 closes it. 0: SIGUSR1 is refused. The record lists each window.
+    #[arg(long, value_name = "DURATION", env = "MCP_BOUND_DEBUG_WINDOW", default_value = "5m", value_parser = units::parse_duration, help_heading = "MCP server mode options")]
+    pub debug_window: Duration,
+
+    /// Most bytes of the helper's stderr one debug window lets through; past it the budget returns.
+    #[arg(long, value_name = "BYTES", env = "MCP_BOUND_DEBUG_WINDOW_BYTES", default_value = "64MiB", value_parser = positive_bytes, help_heading = "MCP server mode options")]
+    pub debug_window_bytes: u64,
+}

@@ -24,7 +24,7 @@ pub use audit::{ApprovalArgs, ApproveOn, CommandLine, JournalArgs, Sub, VerifyAr
 pub use check::dependent_options;
 pub use deadline::{DeadlineArgs, LimitsMode};
 pub use docs::{Generate, JOURNAL_SCHEMA, RECORD_SCHEMA, completion, generate, man_page};
-pub use mcp::{McpArgs, RequestTimeout, SessionMode};
+pub use mcp::{DebugWindowArgs, McpArgs, RequestTimeout, SessionMode};
 pub use texts::{EXAMPLES, EXIT_STATUS, MAN_SECTIONS, RECORD};
 
 /// When mcp-bound prints the stderr excerpt to its own stderr at exit.
@@ -70,6 +70,9 @@ pub struct Cli {
 
     #[command(flatten)]
     pub mcp_mode: McpArgs,
+
+    #[command(flatten)]
+    pub debug_window: mcp::DebugWindowArgs,
 
     #[command(flatten)]
     pub approval: ApprovalArgs,

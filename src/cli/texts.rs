@@ -59,7 +59,8 @@ live_bytes_dropped, live_bytes_unsent: with --live every byte seen is one of the
 count_error}]: the most frequent lines, counted at least twice, masked, digit runs folded to #, count over by at \
 most count_error (Space-Saving, 64 entries); repeats_counted {lines, bytes}: the first 256 KiB is counted line by line, \
 then at most one byte in 1024, so bytes below bytes_seen means a sample; the exit echo says the top three after \
-the truncation marker, [not kept: SIZE, mostly \"LINE\" ×N]}, \
+the truncation marker, [not kept: SIZE, mostly \"LINE\" ×N]; debug_windows [{opened_at, closed_at, by, \
+closed_by, bytes_forwarded}], debug_windows_not_listed, debug_windows_open_ms: see DEBUG WINDOW}, \
 contain (method cgroup or group, the cgroup's path, why auto fell back, the watchdog's pid), \
 usage (what the helper's whole tree used, null until it ended: user_ms, sys_ms, max_rss_kib, the largest \
 resident set of any one process; with a cgroup, cgroup_cpu_ms from its cpu.stat and memory_peak_bytes from its \
@@ -204,7 +205,9 @@ the new server is ended (signal reason restart_refused) and mcp.restart_stopped 
         "INT, TERM, HUP and QUIT received by mcp-bound cancel the helper: the received signal is \
 forwarded to the helper's process group (as GNU timeout does), then CONT, then KILL after --grace. \
 A second such signal sends KILL at once. mcp-bound exits 128+N after writing the record. \
-A terminating signal that was ignored when mcp-bound started stays ignored. SIGPIPE is ignored; \
+A terminating signal that was ignored when mcp-bound started stays ignored. SIGUSR1 is mcp-bound's \
+own: it is caught, never forwarded to the helper, and never ends the call; it opens a debug window \
+(DEBUG WINDOW), and a second one closes it. SIGPIPE is ignored; \
 EPIPE on stdout cancels the helper with reason client_disconnected: exit 141, \
 as a shell reports a command SIGPIPE ended, and, as a shell does, nothing printed (unless --echo always). Signals reach the poll loop \
 through a self-pipe: no thread handles them.",
@@ -238,6 +241,21 @@ which mcp-bound only watches for hang-up without reading it (a socket shut down 
 Either way the server then gets --stdin-close-grace (2s) to exit before its tree is terminated. Hosts close stdin, SIGTERM 2s later and SIGKILL 2s after that; with --grace 1s \
 and --wait-delay 500ms the worst case ends, record written, by about 3.5s: keep \
 stdin-close-grace + grace + wait-delay below the host's total.",
+    ),
+    (
+        "DEBUG WINDOW",
+        "With live stderr (--live, on under --mcp), SIGUSR1 to mcp-bound opens a debug window for \
+--debug-window (5m): every line of the helper's stderr is forwarded, masked as always, without the \
+rate limit; a reader of our stderr too slow for it still causes drops, counted as always, and the \
+window lets through at most --debug-window-bytes (64 MiB), past which the budget returns. A second \
+SIGUSR1 closes it early. When it closes the budget applies at once, and nothing held back is replayed. \
+Live stderr and the stderr log mark where it opens and closes. The record lists each window in \
+stderr.debug_windows (opened_at, closed_at, by signal, closed_by signal, time, bytes or exit, \
+bytes_forwarded; the first 16, later ones counted in debug_windows_not_listed, and all of them in \
+debug_windows_open_ms); the journal's terminal entry has their count and time open, and the summary \
+line says debug window open N s. --debug-window 0 refuses the signal, said once on our stderr; \
+without live stderr there is no window to open, said once too. A window changes neither the capture \
+nor the counts: bytes_seen = live_bytes_forwarded + live_bytes_dropped + live_bytes_unsent.",
     ),
     (
         "APPROVAL",

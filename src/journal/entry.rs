@@ -91,6 +91,8 @@ pub struct Terminal {
     pub usage: Option<crate::record::Usage>,
     /// The record's `stderr.repeats`, the first three.
     pub repeats: Vec<crate::record::Repeat>,
+    /// The debug windows opened, and their time open; null when none.
+    pub debug_windows: Option<crate::record::DebugWindowsTotal>,
 }
 
 impl Terminal {
@@ -134,6 +136,14 @@ impl Terminal {
             excerpt,
             usage: record.usage,
             repeats: record.stderr.repeats.iter().take(3).cloned().collect(),
+            debug_windows: {
+                let count = record.stderr.debug_windows.len() as u64
+                    + record.stderr.debug_windows_not_listed;
+                (count > 0).then_some(crate::record::DebugWindowsTotal {
+                    count,
+                    open_ms: record.stderr.debug_windows_open_ms,
+                })
+            },
         }
     }
 }

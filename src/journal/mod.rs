@@ -185,6 +185,7 @@ mod tests {
             excerpt: Some("x".into()),
             usage: None,
             repeats: Vec::new(),
+            debug_windows: None,
         };
         let text = serde_json::to_string(&terminal).unwrap();
         let ts = "2026-01-01T00:00:00.000Z";
@@ -299,11 +300,8 @@ mod tests {
                 cgroup_cpu_ms: Some(1),
                 memory_peak_bytes: Some(1),
             }),
-            repeats: vec![crate::record::Repeat {
-                line: "retry # failed".into(),
-                count: 2,
-                count_error: 0,
-            }],
+            repeats: Vec::new(),
+            debug_windows: None,
         };
         let request = McpRequest {
             call_id: "c_all".into(),
@@ -510,6 +508,7 @@ mod tests {
             excerpt: None,
             usage: None,
             repeats: Vec::new(),
+            debug_windows: None,
         };
         let report = run(
             "unfinished.jsonl",

@@ -111,6 +111,8 @@ pub(crate) struct Terminal<'a> {
     usage: Ignored,
     #[serde(default)]
     repeats: Option<Vec<IgnoredAny>>,
+    #[serde(default)]
+    debug_windows: Ignored,
     h: Hash,
 }
 

@@ -238,6 +238,19 @@ pub struct StderrFacts {
     /// What the repeats counted: every line, or (bytes < bytes_seen) a
     /// sample.
     pub repeats_counted: RepeatsCounted,
+    /// The debug windows opened (SIGUSR1), the first 16; later ones are
+    /// counted in `debug_windows_not_listed`.
+    pub debug_windows: Vec<DebugWindow>,
+    pub debug_windows_not_listed: u64,
+    /// The time every window was open, listed or not.
+    pub debug_windows_open_ms: u64,
+}
+
+/// The journal's terminal entry's account of the debug windows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct DebugWindowsTotal {
+    pub count: u64,
+    pub open_ms: u64,
 }
 
 /// One of the most frequent stderr lines. `count` over-counts by at most
@@ -247,6 +260,38 @@ pub struct Repeat {
     pub line: String,
     pub count: u64,
     pub count_error: u64,
+}
+
+/// Why a debug window closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WindowEnd {
+    /// A second SIGUSR1.
+    Signal,
+    /// --debug-window passed.
+    Time,
+    /// It let --debug-window-bytes through.
+    Bytes,
+    /// The call ended while it was open.
+    Exit,
+}
+
+/// How a debug window was opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WindowOpener {
+    Signal,
+}
+
+/// One debug window: live stderr without the rate limit.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DebugWindow {
+    pub opened_at: String,
+    pub closed_at: String,
+    pub by: WindowOpener,
+    pub closed_by: WindowEnd,
+    /// The helper's stderr bytes it let through.
+    pub bytes_forwarded: u64,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]

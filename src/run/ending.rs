@@ -11,7 +11,10 @@ use crate::cli::Echo;
 use crate::error::code;
 use crate::ids::rfc3339;
 use crate::journal::{self, Journal};
-use crate::record::{CancelReason, Event, EventKind, Record, RepeatsCounted, State, StderrFacts};
+use crate::record::{
+    CancelReason, DebugWindow, Event, EventKind, Record, RepeatsCounted, State, StderrFacts,
+    WindowOpener,
+};
 use crate::redact::Redactor;
 use crate::settings::Settings;
 use crate::sink::Sink;
@@ -120,6 +123,33 @@ impl Ending<'_> {
                     lines: outcome.repeats.lines_counted,
                     bytes: outcome.repeats.bytes_counted,
                 },
+                debug_windows: outcome
+                    .live
+                    .windows
+                    .as_ref()
+                    .map_or_else(Vec::new, |windows| {
+                        windows
+                            .listed
+                            .iter()
+                            .map(|closed| DebugWindow {
+                                opened_at: wall_time(self.origin, self.started_at, closed.opened),
+                                closed_at: wall_time(self.origin, self.started_at, closed.closed),
+                                by: WindowOpener::Signal,
+                                closed_by: closed.end,
+                                bytes_forwarded: closed.bytes_forwarded,
+                            })
+                            .collect()
+                    }),
+                debug_windows_not_listed: outcome
+                    .live
+                    .windows
+                    .as_ref()
+                    .map_or(0, |windows| windows.not_listed),
+                debug_windows_open_ms: outcome
+                    .live
+                    .windows
+                    .as_ref()
+                    .map_or(0, |windows| millis(windows.open_total)),
             };
             record.times.last_stdout_at = outcome
                 .last_stdout
@@ -313,8 +343,17 @@ fn summary(record: &Record) -> String {
             u.user_ms, u.sys_ms, u.max_rss_kib
         )
     });
+    let windows = stderr.debug_windows.len() as u64 + stderr.debug_windows_not_listed;
+    let debug = if windows > 0 {
+        format!(
+            "; debug window open {} s",
+            stderr.debug_windows_open_ms.div_ceil(1000)
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "mcp-bound: {state} after {}ms ({exit}{sent}); stderr {} bytes seen, {kept}{usage}; exit {}\n",
+        "mcp-bound: {state} after {}ms ({exit}{sent}); stderr {} bytes seen, {kept}{debug}{usage}; exit {}\n",
         record.times.duration_ms.unwrap_or(0),
         stderr.bytes_seen,
         record.lifecycle.exit_code.unwrap_or(code::OWN_FAILURE),

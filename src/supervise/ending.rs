@@ -35,6 +35,9 @@ impl Loop<'_> {
 
     pub(super) fn finish(mut self) -> Outcome {
         self.finish_session();
+        // An open debug window closes with the call, said before the
+        // last of live output goes out.
+        self.intake.end_window(Instant::now());
         if let Some(live) = self.intake.live.as_mut() {
             live.drain_at_exit(live_out::EXIT_LIMIT);
         }

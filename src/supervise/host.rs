@@ -47,6 +47,12 @@ impl Loop<'_> {
             }
             child::reap_orphans(self.tree.family.helper, &keep);
         }
+        for _ in 0..pending.debug_toggles {
+            if let Some(line) = self.intake.toggle_window(now) {
+                // mcp-bound's own line, once: best effort, never waited for.
+                let _ = crate::sink::Sink::stderr().try_write(line.as_bytes());
+            }
+        }
         let host_signalled = !pending.terminating.is_empty();
         for (signo, count) in pending.terminating {
             for action in self.term.on_signals(now, signo, count) {

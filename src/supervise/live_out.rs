@@ -6,8 +6,10 @@
 use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
 
+use crate::debug_window::{Closed, Windows};
 use crate::live::Live;
 use crate::live::LiveBudget;
+use crate::record::WindowEnd;
 use crate::redact::Redactor;
 use crate::sink::{Sink, Wrote};
 
@@ -17,14 +19,25 @@ pub(crate) const EXIT_LIMIT: Duration = Duration::from_millis(500);
 pub(crate) struct LiveOutput {
     live: Live,
     sink: Sink,
+    windows: Windows,
 }
 
-/// What live output did, in the helper's bytes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// What live output did, in the helper's bytes, and its debug windows.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct LiveCounts {
     pub forwarded: u64,
     pub dropped: u64,
     pub unsent: u64,
+    pub windows: Option<Windows>,
+}
+
+/// What a SIGUSR1 did, for the stderr log and our stderr.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Toggled {
+    Opened,
+    Closed(Closed),
+    /// --debug-window 0.
+    Refused,
 }
 
 impl LiveOutput {
@@ -32,7 +45,62 @@ impl LiveOutput {
         LiveOutput {
             live: Live::new(budget.rate, budget.burst, now, redactor),
             sink,
+            windows: Windows::new(budget.window, budget.window_bytes),
         }
+    }
+
+    /// A SIGUSR1: open the debug window, or close the open one. Our own
+    /// line says so among the helper's.
+    pub fn toggle_window(&mut self, now: Instant) -> Toggled {
+        if self.windows.is_open() {
+            return Toggled::Closed(self.close_window(now, WindowEnd::Signal));
+        }
+        if !self.windows.open(now) {
+            return Toggled::Refused;
+        }
+        self.live.open_window(now, self.windows.bytes);
+        self.live.notice(&format!(
+            "[mcp-bound: debug window open: every stderr line for {} or {}]\n",
+            humantime::format_duration(self.windows.length),
+            crate::repeats::size(self.windows.bytes)
+        ));
+        Toggled::Opened
+    }
+
+    /// The open window's end, if it passed or its bytes are spent.
+    pub fn window_due(&mut self, now: Instant) -> Option<Closed> {
+        let end = if self.live.window_spent() {
+            WindowEnd::Bytes
+        } else if self.windows.until().is_some_and(|until| now >= until) {
+            WindowEnd::Time
+        } else {
+            return None;
+        };
+        Some(self.close_window(now, end))
+    }
+
+    /// The call ends: an open window closes with it.
+    pub fn end_window(&mut self, now: Instant) -> Option<Closed> {
+        self.windows
+            .is_open()
+            .then(|| self.close_window(now, WindowEnd::Exit))
+    }
+
+    fn close_window(&mut self, now: Instant, end: WindowEnd) -> Closed {
+        let through = self.live.close_window().unwrap_or(0);
+        let closed = self
+            .windows
+            .close(now, end, through)
+            .expect("a window was open");
+        self.live.notice(&format!(
+            "[mcp-bound: debug window closed ({}) after {}, {} bytes let through]\n",
+            end_words(end),
+            humantime::format_duration(Duration::from_secs(
+                now.saturating_duration_since(closed.opened).as_secs()
+            )),
+            through
+        ));
+        closed
     }
 
     /// Diagnostic bytes, in order: queue what the budget allows, and write.
@@ -50,9 +118,12 @@ impl LiveOutput {
         self.live.tick(now);
     }
 
-    /// When the pending marker will fit, if one is pending.
+    /// When the pending marker will fit, or the debug window closes.
     pub fn wake_at(&self) -> Option<Instant> {
-        self.live.wake_at()
+        [self.live.wake_at(), self.windows.until()]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     /// Our stderr, when bytes wait for it.
@@ -109,7 +180,18 @@ impl LiveOutput {
             forwarded: self.live.bytes_forwarded,
             dropped: self.live.bytes_dropped,
             unsent: self.live.unsent(),
+            windows: (self.windows.count > 0).then(|| self.windows.clone()),
         }
+    }
+}
+
+/// Why a window closed, in words.
+pub(crate) fn end_words(end: WindowEnd) -> &'static str {
+    match end {
+        WindowEnd::Signal => "SIGUSR1",
+        WindowEnd::Time => "its time passed",
+        WindowEnd::Bytes => "its bytes were spent",
+        WindowEnd::Exit => "the call ended",
     }
 }
 
@@ -124,6 +206,8 @@ mod tests {
         let budget = LiveBudget {
             rate: 1 << 20,
             burst: 1 << 16,
+            window: Duration::from_secs(1),
+            window_bytes: 1 << 20,
         };
         LiveOutput::new(
             budget,
@@ -154,7 +238,8 @@ mod tests {
             LiveCounts {
                 forwarded: 20,
                 dropped: 0,
-                unsent: 0
+                unsent: 0,
+                windows: None,
             }
         );
     }
@@ -174,7 +259,8 @@ mod tests {
             LiveCounts {
                 forwarded: 0,
                 dropped: 11,
-                unsent: 0
+                unsent: 0,
+                windows: None,
             }
         );
         assert_eq!(out.write_interest(), None, "nothing waits");

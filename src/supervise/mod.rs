@@ -196,6 +196,7 @@ pub(crate) fn supervise_with(
             live,
             log,
             repeats: crate::repeats::Repeats::new(config.redactor.clone()),
+            usr1_refusal_said: false,
         },
         watch_stdin: session.is_none()
             && config.policy.stdin_close_grace.is_some()
@@ -354,6 +355,7 @@ impl Loop<'_> {
                 self.perform(now, action);
             }
             self.session_turn(now)?;
+            self.intake.window_turn(now);
             if let Some(live) = self.intake.live.as_mut() {
                 live.tick(now);
                 live.flush();

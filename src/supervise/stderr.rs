@@ -9,7 +9,8 @@ use std::io::{self, Read};
 use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::time::Instant;
 
-use super::live_out::{LiveCounts, LiveOutput};
+use super::live_out::{LiveCounts, LiveOutput, Toggled};
+use crate::debug_window::Closed;
 use crate::diagnostics::{self, Diagnostics, Took};
 use crate::repeats::Repeats;
 use crate::stderr_log::StderrLog;
@@ -27,6 +28,8 @@ pub(crate) struct Intake {
     pub log: Option<StderrLog>,
     /// What filled stderr: its most frequent lines.
     pub repeats: Repeats,
+    /// A SIGUSR1 that could open no window was said once already.
+    pub usr1_refusal_said: bool,
 }
 
 impl Intake {
@@ -38,6 +41,57 @@ impl Intake {
         }
         if let Some(live) = self.live.as_mut() {
             live.offer(now, bytes);
+        }
+    }
+
+    /// A SIGUSR1: open the debug window or close it, marked in the stderr
+    /// log. A line for our stderr, once, when no window can open.
+    pub fn toggle_window(&mut self, now: Instant) -> Option<&'static str> {
+        let toggled = self.live.as_mut().map(|live| live.toggle_window(now));
+        let refusal = match toggled {
+            Some(Toggled::Opened) => {
+                self.mark("debug window open (SIGUSR1)");
+                return None;
+            }
+            Some(Toggled::Closed(closed)) => {
+                self.mark_closed(closed);
+                return None;
+            }
+            Some(Toggled::Refused) => {
+                "mcp-bound: SIGUSR1 ignored: --debug-window 0 refuses debug windows\n"
+            }
+            None => {
+                "mcp-bound: SIGUSR1 ignored: live stderr is off (--live), so there is no debug window to open\n"
+            }
+        };
+        (!std::mem::replace(&mut self.usr1_refusal_said, true)).then_some(refusal)
+    }
+
+    /// The open debug window's time passed or its bytes are spent.
+    pub fn window_turn(&mut self, now: Instant) {
+        if let Some(closed) = self.live.as_mut().and_then(|live| live.window_due(now)) {
+            self.mark_closed(closed);
+        }
+    }
+
+    /// The call ends with a debug window open.
+    pub fn end_window(&mut self, now: Instant) {
+        if let Some(closed) = self.live.as_mut().and_then(|live| live.end_window(now)) {
+            self.mark_closed(closed);
+        }
+    }
+
+    fn mark_closed(&mut self, closed: Closed) {
+        self.mark(&format!(
+            "debug window closed ({}), {} bytes let through",
+            super::live_out::end_words(closed.end),
+            closed.bytes_forwarded
+        ));
+    }
+
+    fn mark(&mut self, text: &str) {
+        if let Some(log) = self.log.as_mut() {
+            log.marker(text);
         }
     }
 
@@ -202,6 +256,7 @@ mod tests {
             diagnostics: Diagnostics::new(Capture::new(head, tail), FloodPath::Read),
             live: None,
             repeats: Repeats::new(Redactor::default()),
+            usr1_refusal_said: false,
         }
     }
 
@@ -265,6 +320,8 @@ mod tests {
             crate::live::LiveBudget {
                 rate: 1 << 20,
                 burst: 1 << 16,
+                window: std::time::Duration::from_secs(1),
+                window_bytes: 1 << 20,
             },
             Instant::now(),
             Redactor::default(),

@@ -406,6 +406,7 @@ mod tests {
             diagnostics: Diagnostics::new(Capture::new(0, 4096), FloodPath::Read),
             live: None,
             repeats: crate::repeats::Repeats::new(Redactor::default()),
+            usr1_refusal_said: false,
         }
     }
 

@@ -385,6 +385,9 @@ mod signal_pipe {
         pub child_changed: bool,
         /// Terminating signals with how many of each arrived.
         pub terminating: Vec<(i32, u32)>,
+        /// SIGUSR1s: each opens or closes the debug window. mcp-bound's
+        /// own, never forwarded, never an end.
+        pub debug_toggles: u32,
     }
 
     /// The read end is polled by the supervisor; the write end lives in the
@@ -420,11 +423,14 @@ mod signal_pipe {
             // SAFETY: as above. Our handler also replaces an inherited SIG_IGN
             // for SIGCHLD, under which exited children would vanish unobserved.
             unsafe { sigaction(Signal::SIGCHLD, &handler) }.map_err(io::Error::from)?;
+            // SAFETY: as above. Caught, SIGUSR1 no longer kills mcp-bound.
+            unsafe { sigaction(Signal::SIGUSR1, &handler) }.map_err(io::Error::from)?;
             unsafe { sigaction(Signal::SIGPIPE, &ignore) }.map_err(io::Error::from)?;
             // A mask inherited from our parent would keep these from ever
             // arriving; a signal already pending is delivered right here.
             let mut handled = SigSet::empty();
             handled.add(Signal::SIGCHLD);
+            handled.add(Signal::SIGUSR1);
             for signo in TERMINATING {
                 handled.add(Signal::try_from(signo).map_err(io::Error::from)?);
             }
@@ -457,6 +463,7 @@ mod signal_pipe {
             let mut pending = Pending {
                 child_changed: COUNTS[Signal::SIGCHLD as usize].swap(0, Ordering::Relaxed) > 0,
                 terminating: Vec::new(),
+                debug_toggles: COUNTS[Signal::SIGUSR1 as usize].swap(0, Ordering::Relaxed),
             };
             for signo in TERMINATING {
                 let count = COUNTS[signo as usize].swap(0, Ordering::Relaxed);

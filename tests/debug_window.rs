@@ -1,0 +1,154 @@
+//! The debug window: SIGUSR1 lifts the live budget for a while, the record
+//! keeps that it was open, and the helper never sees the signal.
+
+mod util;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+use util::Call;
+
+/// Wait (a handshake on the stderr log, never a sleep) until `log` holds
+/// `needle` at or after byte `from`; its offset.
+fn wait_in_log(log: &Path, needle: &str, from: usize) -> usize {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let text = String::from_utf8_lossy(&std::fs::read(log).unwrap_or_default()).into_owned();
+        if let Some(at) = text.get(from..).and_then(|rest| rest.find(needle)) {
+            return from + at;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{needle:?} never reached {log:?}"
+        );
+        std::thread::yield_now();
+    }
+}
+
+fn log_len(log: &Path) -> usize {
+    std::fs::metadata(log).map_or(0, |meta| meta.len() as usize)
+}
+
+/// A flood under a 1 KiB/s live budget: drops before the window, every
+/// line while it is open, the budget again after the second SIGUSR1.
+#[test]
+fn sigusr1_opens_a_window_with_every_line_and_a_second_closes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("stderr.log");
+    let journal = dir.path().join("journal.jsonl");
+    let stop = dir.path().join("stop");
+    let script = format!(
+        "trap 'echo HELPER-SAW-USR1 >&2' USR1; echo READY; i=0; \
+         while [ ! -e {} ]; do i=$((i+1)); echo \"line $i of the flood, padded to about eighty bytes\" >&2; done; \
+         echo 'last line' >&2",
+        stop.display()
+    );
+    let mut run = Call::sh(&script)
+        .opt(&[
+            "--live",
+            "--live-rate",
+            "1K",
+            "--stderr-log",
+            log.to_str().unwrap(),
+            "--stderr-log-size",
+            "1G",
+            "--echo",
+            "always",
+            "--journal",
+            journal.to_str().unwrap(),
+        ])
+        .start();
+    run.wait_for_line("READY");
+    // Past the first burst: the budget drops now.
+    wait_in_log(&log, "line 5000 ", 0);
+    run.signal("USR1");
+    let opened = wait_in_log(&log, "debug window open", 0);
+    while log_len(&log) < opened + 400_000 {
+        std::thread::yield_now();
+    }
+    run.signal("USR1");
+    wait_in_log(&log, "debug window closed", opened);
+    std::fs::write(&stop, b"").unwrap();
+    let done = run.finish();
+    done.expect_state("completed", 0)
+        .expect("/stderr/debug_windows/0/by", json!("signal"))
+        .expect("/stderr/debug_windows/0/closed_by", json!("signal"))
+        .expect("/stderr/debug_windows_not_listed", json!(0));
+    let windows = done.field("/stderr/debug_windows").as_array().unwrap();
+    done.check(windows.len() == 1, "one window");
+    let through = windows[0]["bytes_forwarded"].as_u64().unwrap();
+    done.check(
+        through >= 300_000,
+        &format!("{through} bytes through the window"),
+    );
+    let stderr = done.stderr_text();
+    done.check(
+        !stderr.contains("HELPER-SAW-USR1"),
+        "the helper never saw SIGUSR1",
+    );
+    let (before, rest) = stderr
+        .split_once("[mcp-bound: debug window open")
+        .expect("the window's opening is said");
+    let (inside, after) = rest
+        .split_once("[mcp-bound: debug window closed (SIGUSR1)")
+        .expect("the window's closing is said");
+    done.check(
+        before.contains("[mcp-bound: dropped "),
+        "the budget held before",
+    );
+    let numbers: Vec<u64> = inside
+        .lines()
+        .filter_map(|line| line.strip_prefix("line "))
+        .filter_map(|rest| rest.split(' ').next()?.parse().ok())
+        .collect();
+    done.check(
+        numbers.len() > 1000
+            && numbers.windows(2).all(|pair| pair[1] == pair[0] + 1)
+            && !inside.contains("[mcp-bound: dropped "),
+        &format!("every line inside the window ({} lines)", numbers.len()),
+    );
+    done.check(
+        after.contains("debug window open ") && after.contains(" s;"),
+        "the summary line says the window was open",
+    );
+    let journal_text = std::fs::read_to_string(&journal).unwrap();
+    done.check(
+        journal_text.contains("\"debug_windows\":{\"count\":1,\"open_ms\":"),
+        "the journal's terminal entry counts the window",
+    );
+    let seen = done.field("/stderr/bytes_seen").as_u64().unwrap();
+    let counted = [
+        "live_bytes_forwarded",
+        "live_bytes_dropped",
+        "live_bytes_unsent",
+    ]
+    .iter()
+    .map(|field| done.field(&format!("/stderr/{field}")).as_u64().unwrap())
+    .sum::<u64>();
+    done.check(seen == counted, "forwarded + dropped + unsent = seen");
+}
+
+/// --debug-window 0 refuses the signal, says so once, and the call goes
+/// on; SIGUSR1 never ends a call (its default action would).
+#[test]
+fn with_debug_window_0_sigusr1_is_refused_and_said_once() {
+    let mut run =
+        Call::sh("trap 'echo HELPER-SAW-USR1 >&2' USR1; echo READY; read line; echo done")
+            .opt(&["--live", "--debug-window", "0"])
+            .stdin(std::process::Stdio::piped())
+            .start();
+    run.wait_for_line("READY");
+    run.signal("USR1");
+    run.signal("USR1");
+    run.close_stdin();
+    let done = run.finish();
+    done.expect_state("completed", 0)
+        .expect("/stderr/debug_windows", json!([]));
+    let stderr = done.stderr_text();
+    done.check(
+        stderr.matches("SIGUSR1 ignored: --debug-window 0").count() == 1
+            && !stderr.contains("HELPER-SAW-USR1"),
+        &stderr,
+    );
+}
