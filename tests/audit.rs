@@ -115,19 +115,23 @@ fn a_null_result_ends_its_request() {
     let call = server(&[]).opt(&[
         "--mcp",
         "--request-timeout",
-        "null=300ms",
+        "null=1s",
         "--journal-requests",
         "all",
         "--journal",
     ]);
     let journal = call.path("audit.jsonl");
     let mut run = call.opt(&[journal.to_str().unwrap()]).start();
+    // The server is up (its start is not the null request's to wait for,
+    // on a loaded machine).
+    run.send(&request(json!(6), "echo", json!({})));
+    assert_eq!(parse(&run.read_line())["id"], 6);
     run.send(&request(json!(7), "null", json!({})));
     let answer = parse(&run.read_line());
     assert_eq!(answer, json!({"jsonrpc": "2.0", "id": 7, "result": null}));
-    // No deadline for sleep: its answer comes 600 ms later, past the
-    // 300 ms one of request 7, so an answer for 7 would come first.
-    run.send(&request(json!(8), "sleep", json!({"ms": 600})));
+    // No deadline for sleep: its answer comes 2 s later, past the 1 s
+    // one of request 7, so an answer for 7 would come first.
+    run.send(&request(json!(8), "sleep", json!({"ms": 2000})));
     let next = parse(&run.read_line());
     assert_eq!(next["id"], 8, "no second answer for 7: {next}");
     run.close_stdin();
@@ -142,7 +146,12 @@ fn a_null_result_ends_its_request() {
         .map(|(_, e)| (e["request_id"].clone(), e["outcome"].clone()))
         .collect();
     done.check(
-        outcomes == [(json!(7), json!("result")), (json!(8), json!("result"))],
+        outcomes
+            == [
+                (json!(6), json!("result")),
+                (json!(7), json!("result")),
+                (json!(8), json!("result")),
+            ],
         &format!("both journaled as results: {outcomes:?}"),
     );
     verified(&done, &journal);

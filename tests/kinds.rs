@@ -197,6 +197,9 @@ fn a_tasks_result_outlives_the_timeout_and_its_end_is_journaled() {
     let call = server(&[]).opt(&["--mcp", "--request-timeout", "300ms", "--journal"]);
     let journal = call.path("audit.jsonl");
     let mut run = call.opt(&[journal.to_str().unwrap()]).start();
+    // The server is up before a call is timed (not audited: a ping).
+    run.send(&request(0, "ping", json!({})));
+    parse(&run.read_line());
     run.send(&request(
         1,
         "tools/call",
