@@ -47,6 +47,43 @@ fn files() -> Vec<(String, String)> {
 
 /// The text without `#[cfg(test)]` items (and without the `tests.rs`
 /// files, which are all test), line by line.
+/// The braces of a line's code: not those in a string or char literal
+/// (a test's `"{\"id\":1}"` would end its module early and count the rest
+/// as non-test code).
+fn braces(line: &str) -> (i64, i64) {
+    let (mut opens, mut closes) = (0, 0);
+    let mut chars = line.chars().peekable();
+    let mut in_string = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if in_string => {
+                chars.next();
+            }
+            '"' => in_string = !in_string,
+            '\'' if !in_string => {
+                // A char literal ('{', '\'') or a lifetime ('a).
+                let rest: String = chars.clone().take(3).collect();
+                if rest.starts_with("\\") {
+                    chars.nth(2);
+                } else if rest.chars().nth(1) == Some('\'') {
+                    chars.nth(1);
+                }
+            }
+            '/' if !in_string && chars.peek() == Some(&'/') => break,
+            '{' if !in_string => opens += 1,
+            '}' if !in_string => closes += 1,
+            _ => {}
+        }
+    }
+    (opens, closes)
+}
+
+#[test]
+fn braces_in_literals_do_not_end_a_test_module() {
+    let text = "fn a() {}\n#[cfg(test)]\nmod tests {\n    let s = \"}}\";\n    let c = '}';\n    let l: &'static str = \"{\";\n}\nfn b() {}\n";
+    assert_eq!(non_test("x.rs", text), vec!["fn a() {}", "fn b() {}"]);
+}
+
 fn non_test(name: &str, text: &str) -> Vec<String> {
     if name.ends_with("tests.rs") {
         return Vec::new();
@@ -61,9 +98,9 @@ fn non_test(name: &str, text: &str) -> Vec<String> {
             let mut opened = false;
             let mut j = i + 1;
             while j < lines.len() {
-                depth += lines[j].matches('{').count() as i64;
-                depth -= lines[j].matches('}').count() as i64;
-                opened |= lines[j].contains('{');
+                let (opens, closes) = braces(lines[j]);
+                depth += opens - closes;
+                opened |= opens > 0;
                 if (opened && depth <= 0) || (!opened && lines[j].trim_end().ends_with(';')) {
                     break;
                 }
