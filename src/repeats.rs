@@ -269,7 +269,7 @@ pub fn not_kept_line(not_kept: u64, top: &[Repeat], sampled: Option<u64>) -> Opt
         .iter()
         .take(3)
         .map(|r| match sampled {
-            None => format!("{:?} ×{}", r.line, r.count),
+            None => counted(r),
             Some(lines) => format!("{:?} {}%", r.line, (r.count * 100).div_ceil(lines.max(1))),
         })
         .collect();
@@ -284,6 +284,11 @@ pub fn not_kept_line(not_kept: u64, top: &[Repeat], sampled: Option<u64>) -> Opt
         size(not_kept),
         shown.join(", ")
     ))
+}
+
+/// One repeat as the echo and the summary line show it: `"LINE" ×N`.
+pub fn counted(repeat: &Repeat) -> String {
+    format!("{:?} ×{}", repeat.line, repeat.count)
 }
 
 /// A byte count as a person reads it.

@@ -108,6 +108,7 @@ impl Ending<'_> {
         if let Some(outcome) = outcome {
             let capture = &outcome.capture;
             let retained = capture.head_limit() + capture.tail_limit();
+            let windows = outcome.live.windows.as_ref();
             record.stderr = StderrFacts {
                 bytes_seen: capture.bytes_seen(),
                 bytes_retained: capture.bytes_retained(),
@@ -123,33 +124,21 @@ impl Ending<'_> {
                     lines: outcome.repeats.lines_counted,
                     bytes: outcome.repeats.bytes_counted,
                 },
-                debug_windows: outcome
-                    .live
-                    .windows
-                    .as_ref()
-                    .map_or_else(Vec::new, |windows| {
-                        windows
-                            .listed
-                            .iter()
-                            .map(|closed| DebugWindow {
-                                opened_at: wall_time(self.origin, self.started_at, closed.opened),
-                                closed_at: wall_time(self.origin, self.started_at, closed.closed),
-                                by: WindowOpener::Signal,
-                                closed_by: closed.end,
-                                bytes_forwarded: closed.bytes_forwarded,
-                            })
-                            .collect()
-                    }),
-                debug_windows_not_listed: outcome
-                    .live
-                    .windows
-                    .as_ref()
-                    .map_or(0, |windows| windows.not_listed),
-                debug_windows_open_ms: outcome
-                    .live
-                    .windows
-                    .as_ref()
-                    .map_or(0, |windows| millis(windows.open_total)),
+                debug_windows: windows.map_or_else(Vec::new, |windows| {
+                    windows
+                        .listed
+                        .iter()
+                        .map(|closed| DebugWindow {
+                            opened_at: wall_time(self.origin, self.started_at, closed.opened),
+                            closed_at: wall_time(self.origin, self.started_at, closed.closed),
+                            by: WindowOpener::Signal,
+                            closed_by: closed.end,
+                            bytes_forwarded: closed.bytes_forwarded,
+                        })
+                        .collect()
+                }),
+                debug_windows_not_listed: windows.map_or(0, |windows| windows.not_listed),
+                debug_windows_open_ms: windows.map_or(0, |windows| millis(windows.open_total)),
             };
             record.times.last_stdout_at = outcome
                 .last_stdout
@@ -323,7 +312,7 @@ fn summary(record: &Record) -> String {
                 .repeats
                 .iter()
                 .take(2)
-                .map(|r| format!("{:?} ×{}", r.line, r.count))
+                .map(crate::repeats::counted)
                 .collect();
             live.push_str(&format!(", mostly {}", mostly.join(", ")));
         }
