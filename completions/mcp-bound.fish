@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_mcp_bound_global_optspecs
-    string join \n timeout= s/signal= k/grace= wait-delay= preserve-status rlimit= contain= memory-max= pids-max= cpu-max= limits= head-bytes= tail-bytes= excerpt-bytes= echo= flood-path= redact= stderr-log= stderr-log-size= stderr-log-keep= stderr-log-timestamps stderr-log-optional record= record-keep= record-fd= call-id= session-id= mcp stdout-guard= max-message-bytes= live= live-rate= live-burst= stdin-close-grace= session= request-timeout= request-timeout-resets-on-progress agent-excerpt-bytes= max-in-flight= restart= max-restarts= restart-window= restart-backoff= debug-window= debug-window-bytes= approve-cmd= approve= approval-timeout= tool-allow= tool-deny= tool-approve-cmd= tool-approve= tool-approval-timeout= max-pending-approvals= journal= journal-excerpt-bytes= journal-key= journal-requests= generate= h/help V/version
+    string join \n timeout= s/signal= k/grace= wait-delay= preserve-status rlimit= contain= memory-max= pids-max= cpu-max= limits= head-bytes= tail-bytes= excerpt-bytes= echo= flood-path= redact= stderr-log= stderr-log-size= stderr-log-keep= stderr-log-timestamps stderr-log-optional record= record-keep= record-fd= call-id= session-id= mcp stdout-guard= max-message-bytes= live= live-rate= live-burst= stdin-close-grace= session= request-timeout= request-timeout-resets-on-progress agent-excerpt-bytes= max-in-flight= restart= max-restarts= restart-window= restart-backoff= debug-window= debug-window-bytes= approve-cmd= approve= approval-timeout= tool-allow= tool-deny= tool-approve-cmd= tool-approve= tool-approval-timeout= max-pending-approvals= journal= journal-excerpt-bytes= journal-key= journal-requests= otel= otel-flush-timeout= generate= h/help V/version
 end
 
 function __fish_mcp_bound_needs_command
@@ -91,6 +91,9 @@ complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l journal-key -d 'Key
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l journal-requests -d 'Under the session layer, which client requests get an mcp_request entry (synced before the request reaches the server) and an mcp_response entry: tools (tools/call, resources/read, prompts/get), all, or none' -r -f -a "tools\t'tools/call, resources/read and prompts/get: the calls that act or read'
 all\t''
 none\t''"
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l otel -d 'Send OpenTelemetry spans (OTLP/HTTP protobuf, `http://` only): one per call, and one per MCP request under the session layer. Set up by the OTel SDK variables (OTEL_EXPORTER_OTLP_ENDPOINT and the rest; see OPENTELEMETRY in the man page) [default: on when an endpoint is set; off when OTEL_SDK_DISABLED=true]' -r -f -a "off\t''
+on\t''"
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l otel-flush-timeout -d 'Most time the exit waits for the last spans to reach the collector, after the record and the journal are written [default: OTEL_BSP_EXPORT_TIMEOUT, else 1s]' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l generate -d 'Print a document to stdout and exit: the man page, a completion script, or the record\'s or a journal line\'s JSON Schema (nothing is run)' -r -f -a "man\t'The man page (roff), as man/mcp-bound.1'
 complete-bash\t'The bash completion script'
 complete-zsh\t'The zsh completion script'

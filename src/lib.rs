@@ -27,6 +27,7 @@ mod error;
 mod framing;
 mod ids;
 mod live;
+mod otel;
 mod redact;
 mod repeats;
 mod request_id;

@@ -80,6 +80,8 @@ pub struct Settings {
     pub streams: StreamSettings,
     pub approval: Option<ApprovalSettings>,
     pub journal: Option<JournalSettings>,
+    /// Span export, resolved with the OTel environment.
+    pub otel: crate::otel::Resolved,
 }
 
 impl From<&Cli> for Settings {
@@ -225,6 +227,7 @@ impl From<&Cli> for Settings {
                 key: cli.journal.journal_key.clone(),
                 excerpt_bytes: cli.journal.journal_excerpt_bytes,
             }),
+            otel: cli.otel.resolved.clone(),
         }
     }
 }

@@ -28,7 +28,7 @@ impl From<&clap::ArgMatches> for Given {
 }
 
 impl Given {
-    fn has(&self, id: &str) -> bool {
+    pub(super) fn has(&self, id: &str) -> bool {
         self.0.iter().any(|given| given == id)
     }
 }

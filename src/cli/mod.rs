@@ -19,12 +19,14 @@ mod check;
 mod deadline;
 mod docs;
 mod mcp;
+mod otel;
 mod texts;
 pub use audit::{ApprovalArgs, ApproveOn, CommandLine, JournalArgs, Sub, VerifyArgs};
 pub use check::dependent_options;
 pub use deadline::{DeadlineArgs, LimitsMode};
 pub use docs::{Generate, JOURNAL_SCHEMA, RECORD_SCHEMA, completion, generate, man_page};
 pub use mcp::{DebugWindowArgs, McpArgs, RequestTimeout, SessionMode};
+pub use otel::{OtelArgs, OtelMode};
 pub use texts::{EXAMPLES, EXIT_STATUS, MAN_SECTIONS, RECORD};
 
 /// When mcp-bound prints the stderr excerpt to its own stderr at exit.
@@ -82,6 +84,9 @@ pub struct Cli {
 
     #[command(flatten)]
     pub journal: JournalArgs,
+
+    #[command(flatten)]
+    pub otel: OtelArgs,
 
     /// Print a document to stdout and exit: the man page, a completion script, or the record's or a journal line's JSON Schema (nothing is run).
     #[arg(
@@ -352,8 +357,19 @@ where
             },
             _,
         )) => Ok(Parsed::Generate(what)),
-        Ok((cli, given)) => match check::check(&cli, &given) {
-            Ok(()) => Ok(Parsed::Run(Box::new(cli))),
+        Ok((mut cli, given)) => match check::check(&cli, &given) {
+            Ok(()) => {
+                let flags = crate::otel::Flags {
+                    otel: cli.otel.otel.map(|mode| mode == OtelMode::On),
+                    explicit: given.has("otel"),
+                    flush_timeout: cli.otel.otel_flush_timeout,
+                    propagate: false,
+                };
+                let env = |name: &str| std::env::var(name).ok();
+                cli.otel.resolved = crate::otel::resolve(flags, &env)
+                    .map_err(|e| Error::Usage(format!("{e}; nothing was started")))?;
+                Ok(Parsed::Run(Box::new(cli)))
+            }
             Err(text) => Err(Error::Usage(text)),
         },
         Err(err) => match err.kind() {

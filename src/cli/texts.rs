@@ -296,6 +296,36 @@ instead of text. --key FILE: the key of a keyed journal (the one given to --jour
 intact (warnings allowed), 1 integrity failure, 2 usage or I/O error.",
     ),
     (
+        "OPENTELEMETRY",
+        "Spans go to an OTLP/HTTP collector (protobuf, http:// only: for TLS, send to a local \
+OpenTelemetry Collector, which forwards). Export is on when OTEL_EXPORTER_OTLP_ENDPOINT (the path \
+v1/traces is appended) or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT (used as given) is set, unless \
+OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none; --otel on or off wins over all of them (on with \
+no endpoint: http://localhost:4318/v1/traces). Also read: OTEL_EXPORTER_OTLP_HEADERS and \
+OTEL_EXPORTER_OTLP_TRACES_HEADERS (key=value,... percent-decoded; sent with each export, never printed \
+or recorded), OTEL_EXPORTER_OTLP_PROTOCOL and OTEL_EXPORTER_OTLP_TRACES_PROTOCOL (http/protobuf only), \
+OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES, OTEL_EXPORTER_OTLP_TIMEOUT (one export, 10s), \
+OTEL_BSP_EXPORT_TIMEOUT (the flush bound when --otel-flush-timeout is not given; else 1s), \
+OTEL_BSP_MAX_QUEUE_SIZE (2048), OTEL_BSP_MAX_EXPORT_BATCH_SIZE (512), OTEL_BSP_SCHEDULE_DELAY (5000 ms). \
+A setting that cannot be used (https://, grpc, a header without =) turns export off with one line \
+on stderr and the reason in the record's otel.error; with --otel on given on the command line it is a \
+usage error (exit 125). The helper keeps every OTEL_* variable. Spans: one per call (kind internal, \
+named mcp-bound PROGRAM: state, exit, cancel reason, stderr counts, usage, containment, call_id and \
+session_id; the record's events as span events), and under the session layer one per client request \
+(kind client, named METHOD or tools/call TOOL, after the MCP semantic conventions: mcp.method.name, \
+jsonrpc.request.id, gen_ai.tool.name, gen_ai.operation.name, mcp.protocol.version, network.transport \
+pipe, error.type request_timeout, server_exited, tool_denied or the JSON-RPC code; the gate's decision \
+as an event). A request span is the child of the call's span, or, when the request carries a valid \
+traceparent (and tracestate) in params._meta, of the client's span, with a link to the call's span. \
+Never exported: arguments, results, stderr text; every string is masked. Off, nothing of this runs: \
+no thread, no socket. On, one exporter thread takes finished spans from a bounded queue and never \
+touches the helper's pipes, signals or clock; a full queue, a slow or refusing collector drop spans, \
+counted, and never fail or slow the call. The endpoint's name is resolved before dispatch (waiting at \
+most 250ms). The record and the journal are written first; then the exit waits at most the flush \
+bound for the last export. The record's otel says endpoint, propagate, spans_queued, spans_exported, \
+spans_dropped and error as known when it was written.",
+    ),
+    (
         "REDACTION",
         "A safety net, not a guarantee: helpers must not print credentials. Captured text is masked \
 when it is written out (record, echo, journal, live stderr, argv): Authorization headers, Bearer \

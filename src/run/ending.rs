@@ -11,6 +11,7 @@ use crate::cli::Echo;
 use crate::error::code;
 use crate::ids::rfc3339;
 use crate::journal::{self, Journal};
+use crate::otel::{Resolved, Tracer};
 use crate::record::{
     CancelReason, DebugWindow, Event, EventKind, Record, RepeatsCounted, State, StderrFacts,
     WindowOpener,
@@ -43,9 +44,40 @@ pub(super) struct Ending<'a> {
     /// The line to the watchdog, once it runs: it hears the final words
     /// before they are written, and that they were.
     pub(super) watchdog: std::cell::OnceCell<crate::contain::Link>,
+    /// Span export, once started (at the dispatch, or at the end for a
+    /// call that never got there); Err: it could not start, and why.
+    pub(super) otel: std::cell::OnceCell<Result<Tracer, String>>,
 }
 
 impl Ending<'_> {
+    /// Start span export, if it is on (once).
+    pub(super) fn start_otel(&self) {
+        if let Resolved::On(config) = &self.settings.otel {
+            self.otel.get_or_init(|| {
+                Tracer::start(
+                    config,
+                    self.redactor,
+                    &self.settings.record.call_id,
+                    self.origin,
+                    self.started_at,
+                )
+                .map_err(|err| format!("cannot start the exporter thread: {err}"))
+            });
+        }
+    }
+
+    pub(super) fn tracer(&self) -> Option<&Tracer> {
+        self.otel.get().and_then(|started| started.as_ref().ok())
+    }
+
+    /// The exit, after the record and the journal: the last spans, within
+    /// the flush bound.
+    pub(super) fn finish_otel(&mut self) {
+        if let Some(Ok(tracer)) = self.otel.take() {
+            tracer.finish();
+        }
+    }
+
     /// Write the in-flight record; the error line if it cannot be written
     /// (then nothing may start).
     pub(super) fn write_in_flight(&self, record: &Record) -> Option<String> {
@@ -207,6 +239,16 @@ impl Ending<'_> {
             text.push_str(&summary(&record));
             self.say(text);
         }
+        // The call's span, and what export knows now: the record is
+        // written before the last flush.
+        self.start_otel();
+        record.otel = match (&settings.otel, self.otel.get()) {
+            (_, Some(Ok(tracer))) => Some(tracer.call_ended(&record, self.origin, Instant::now())),
+            (_, Some(Err(why))) | (Resolved::Unusable(why), None) => {
+                Some(crate::otel::unusable(why))
+            }
+            (Resolved::Off | Resolved::On(_), None) => None,
+        };
         let line = record.to_line();
         let terminal = self
             .journal

@@ -54,7 +54,11 @@ pub fn run(settings: Settings) -> Result<i32, Error> {
         journal: None,
         record_refused: std::cell::Cell::new(false),
         watchdog: std::cell::OnceCell::new(),
+        otel: std::cell::OnceCell::new(),
     };
+    if let crate::otel::Resolved::Unusable(why) = &settings.otel {
+        call.say(format!("mcp-bound: span export is off: {why}\n"));
+    }
     let received = Received::new(initial_record(settings, started_at, &redactor));
     let (validated, mut prepared) = match steps::validate(&mut call, received, journal.as_ref()) {
         Ok(validated) => validated,
@@ -64,6 +68,7 @@ pub fn run(settings: Settings) -> Result<i32, Error> {
     let exit_code = call.end(ended);
     // Only now: dropping the containment lets the watchdog go.
     drop(prepared);
+    call.finish_otel();
     Ok(exit_code)
 }
 
@@ -194,6 +199,11 @@ fn initial_record(settings: &Settings, started_at: SystemTime, redactor: &Redact
                 limits: policy.limits(),
                 ..Default::default()
             }),
+        otel: match &settings.otel {
+            crate::otel::Resolved::Off => None,
+            crate::otel::Resolved::Unusable(why) => Some(crate::otel::unusable(why)),
+            crate::otel::Resolved::On(config) => Some(crate::otel::before_start(config)),
+        },
         limits: Limits {
             timeout_ms: policy.timeout.map(limit_millis),
             signal: signals::name(policy.signal),

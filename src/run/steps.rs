@@ -167,6 +167,9 @@ pub(super) fn dispatch(
     prepared: &mut Prepared,
 ) -> Result<(Dispatched, Started), Box<Ended>> {
     let settings = call.settings;
+    // Span export starts here: after the watchdog's fork, before the
+    // helper (the endpoint's name is resolved now, never in the loop).
+    call.start_otel();
     // An approver's time is not the helper's: only what comes after counts.
     let usage_before = sys::children_usage();
     let at = Instant::now();
@@ -260,6 +263,7 @@ pub(super) fn supervise(
                 policy,
                 call_id: dispatched.record().ids.call_id.clone(),
                 journal: call.journal,
+                tracer: call.tracer(),
                 max_message_bytes: settings.streams.max_message_bytes,
                 argv: settings.command.clone(),
                 confine: started.confine.clone(),

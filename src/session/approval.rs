@@ -298,7 +298,13 @@ impl Session {
             };
             let by_client = decision == Decision::Cancelled && reason.is_none();
             if by_client {
-                self.audit_not_run(now, &id, pending.asked, RequestOutcome::Cancelled, 0);
+                self.audit_not_run(
+                    now,
+                    (&id, &tool),
+                    pending.asked,
+                    RequestOutcome::Cancelled,
+                    0,
+                );
             } else {
                 let line = answer::tool_not_run(
                     &id,
@@ -308,7 +314,7 @@ impl Session {
                     DecidedBy::Command,
                     reason.as_deref(),
                 );
-                self.not_run(now, &id, pending.asked, line);
+                self.not_run(now, (&id, &tool), pending.asked, line);
             }
         }
         if self
@@ -388,8 +394,17 @@ impl Session {
         approver_exit: Option<Exit>,
     ) {
         self.facts.tool_gate_mut().decisions.count(decision);
+        let bound = 2 * self.policy.max_in_flight;
+        if let Some(tracing) = &mut self.out.tracing {
+            let decided = super::Decided {
+                decision,
+                by,
+                waited_ms,
+            };
+            tracing.decided(call.id, decided, bound);
+        }
         if RequestId::new(call.id).is_some() {
-            self.audit.push(super::Audit::Decision {
+            self.out.audit.push(super::Audit::Decision {
                 id: call.id.to_string(),
                 tool: call.tool.to_string(),
                 params_sha256: call.params_sha256.clone(),
@@ -411,30 +426,49 @@ impl Session {
         by: DecidedBy,
     ) {
         let line = answer::tool_not_run(call.id, &call.tool, reason, message, by, None);
-        self.not_run(now, call.id, now, line);
+        self.not_run(now, (call.id, &call.tool), now, line);
     }
 
     /// A call not sent: its answer to the client, and its end.
-    fn not_run(&mut self, now: Instant, id: &str, since: Instant, line: Vec<u8>) {
+    fn not_run(&mut self, now: Instant, call: (&str, &str), since: Instant, line: Vec<u8>) {
         let bytes = line.len() as u64;
         self.to_client.extend(line);
-        self.audit_not_run(now, id, since, RequestOutcome::Denied, bytes);
+        self.audit_not_run(now, call, since, RequestOutcome::Denied, bytes);
     }
 
+    /// A call (id, tool) that ended before it reached the server.
     fn audit_not_run(
         &mut self,
         now: Instant,
-        id: &str,
+        (id, tool): (&str, &str),
         since: Instant,
         outcome: RequestOutcome,
         bytes: u64,
     ) {
+        let error_code = (outcome == RequestOutcome::Denied).then_some(answer::SERVER_ERROR);
+        if let Some(tracing) = &mut self.out.tracing {
+            let decision = tracing.take_decision(id);
+            tracing.ended.push(super::Traced {
+                id: id.to_string(),
+                method: "tools/call".to_string(),
+                tool: Some(tool.to_string()),
+                kind: super::kind::Kind::Call,
+                started: since,
+                ended: now,
+                outcome,
+                error_code,
+                result_type: None,
+                parent: None,
+                decision,
+                protocol_version: self.opening.spoken.protocol_version.clone(),
+            });
+        }
         if RequestId::new(id).is_some() {
-            self.audit.push(super::Audit::Response {
+            self.out.audit.push(super::Audit::Response {
                 id: id.to_string(),
                 method: "tools/call".to_string(),
                 outcome,
-                error_code: (outcome == RequestOutcome::Denied).then_some(answer::SERVER_ERROR),
+                error_code,
                 result_type: None,
                 duration_ms: millis(now.saturating_duration_since(since)),
                 bytes,

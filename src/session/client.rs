@@ -383,7 +383,7 @@ impl Session {
             .flatten();
         if audited {
             let line_sha256 = (!irregular.is_empty()).then(|| form.line_sha256());
-            self.audit.push(Audit::Request {
+            self.out.audit.push(Audit::Request {
                 id: (id.len() <= MAX_TRACKED && RequestId::new(id).is_some())
                     .then(|| id.to_string()),
                 method: (method.len() <= MAX_TRACKED).then(|| method.to_string()),
@@ -446,6 +446,12 @@ impl Session {
             progress_token,
             audited,
             ends_at: self.current_line.ends_at,
+            client_context: self
+                .out
+                .tracing
+                .as_ref()
+                .and_then(|_| super::traced::client_context(params))
+                .map(Box::new),
         };
         let key = Key::new(&key);
         if let (Some(Verdict::Ask), Some(call)) = (verdict, &call) {

@@ -27,6 +27,16 @@ pub(crate) enum Kind {
 }
 
 impl Kind {
+    /// Its name, as spans carry it.
+    pub fn word(self) -> &'static str {
+        match self {
+            Kind::Call => "call",
+            Kind::Stream => "stream",
+            Kind::TaskResult => "task_result",
+            Kind::Opening => "opening",
+        }
+    }
+
     pub fn of(method: &str) -> Kind {
         match method {
             "subscriptions/listen" => Kind::Stream,

@@ -20,6 +20,8 @@ mod audit;
 mod client;
 mod cr_split;
 mod era;
+#[cfg(feature = "fuzzing")]
+mod fuzz;
 mod gate;
 mod kind;
 mod late;
@@ -33,6 +35,7 @@ mod results;
 mod scan;
 mod server;
 mod tasks;
+mod traced;
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -47,12 +50,15 @@ pub(crate) use answer::{REQUEST_TIMEOUT, SERVER_ERROR};
 use late::Answered;
 
 pub use audit::{Audit, Irregular, RequestOutcome, ResultType, TaskStatus};
+#[cfg(feature = "fuzzing")]
+pub use fuzz::fuzz_client_line;
 pub(crate) use gate::Ask;
 pub use gate::{ApproverCommand, DecidedBy, ToolGate};
 pub use policy::{AuditRequests, SessionPolicy};
 use replay::Replay;
 pub use restart::RestartPolicy;
 pub(crate) use restart::Restarts;
+pub(crate) use traced::{ClientContext, Decided, Traced};
 
 /// The session's tables hash ids and tokens the client chose: foldhash,
 /// seeded per process, a few instructions for a short id.
@@ -86,6 +92,9 @@ struct InFlight {
     /// Where its line ends in the stream of bytes for the server's stdin:
     /// once the relay has written up to here, the server's pipe had it all.
     ends_at: u64,
+    /// The trace context in its `params._meta` (read only while span
+    /// export is on).
+    client_context: Option<Box<ClientContext>>,
 }
 
 /// How a tracked request ended, for its audit.
@@ -141,7 +150,7 @@ pub(crate) struct Session {
     pub to_client: Vec<u8>,
     /// Lines for the server (its stdin), whole.
     pub to_server: Vec<u8>,
-    audit: Vec<Audit>,
+    out: Out,
     facts: McpFacts,
     opening: Opening,
     /// Where the client line being read stands.
@@ -152,6 +161,14 @@ pub(crate) struct Session {
     /// The per-tool-call gate (--tool-allow, --tool-deny,
     /// --tool-approve-cmd).
     gate: Option<gate::Gate>,
+}
+
+/// What the session hands on besides lines: the journal's audit facts,
+/// and, while span export is on, each request that ended.
+#[derive(Default)]
+struct Out {
+    audit: Vec<Audit>,
+    tracing: Option<traced::Tracing>,
 }
 
 /// Where things stand: requests numbered so far, and, as the loop last
@@ -194,7 +211,7 @@ impl Session {
             gone: None,
             to_client: Vec::new(),
             to_server: Vec::new(),
-            audit: Vec::new(),
+            out: Out::default(),
             facts,
             opening: Opening::default(),
             current_line: client::CurrentLine::default(),
@@ -279,11 +296,11 @@ impl Session {
 
     /// Audit facts wait to be taken.
     pub fn has_audit(&self) -> bool {
-        !self.audit.is_empty()
+        !self.out.audit.is_empty()
     }
 
     pub fn take_audit(&mut self) -> Vec<Audit> {
-        std::mem::take(&mut self.audit)
+        std::mem::take(&mut self.out.audit)
     }
 
     pub fn facts(&self) -> McpFacts {
@@ -440,8 +457,9 @@ impl Session {
     }
 
     fn finish(&mut self, now: Instant, id: Key, entry: InFlight, end: End, bytes: u64) {
+        self.trace_end(now, &id, &entry, &end);
         if entry.audited {
-            self.audit.push(Audit::Response {
+            self.out.audit.push(Audit::Response {
                 id: id.to_string(),
                 method: entry.method.to_string(),
                 outcome: end.outcome,
@@ -452,49 +470,6 @@ impl Session {
             });
         }
     }
-}
-
-/// For the fuzz targets (feature `fuzzing`): one client line through a
-/// fresh session that audits tools/call. What is passed on to the server,
-/// and the (method, name) of each request entry made. `last`: the line
-/// came with no newline before EOF.
-#[cfg(feature = "fuzzing")]
-pub fn fuzz_client_line(
-    line: &[u8],
-    last: bool,
-) -> (Vec<u8>, Vec<(Option<String>, Option<String>)>) {
-    let policy = SessionPolicy {
-        default_timeout: None,
-        method_timeouts: Vec::new(),
-        resets_on_progress: false,
-        max_in_flight: 4096,
-        audit: AuditRequests::Tools,
-        agent_excerpt_bytes: 1024,
-        tools: None,
-        restart: RestartPolicy {
-            mode: crate::record::mcp::RestartMode::Never,
-            max_restarts: 0,
-            window: Duration::ZERO,
-            backoff: Duration::ZERO,
-            max_backoff: Duration::ZERO,
-        },
-    };
-    let mut session = Session::new(policy, "fuzz".into());
-    let mut out = Vec::new();
-    if last {
-        session.on_client_last_line(Instant::now(), line, &mut out, 0);
-    } else {
-        session.on_client_line(Instant::now(), line, &mut out, 0);
-    }
-    let requests = session
-        .take_audit()
-        .into_iter()
-        .filter_map(|audit| match audit {
-            Audit::Request { method, name, .. } => Some((method, name)),
-            Audit::Response { .. } | Audit::Task { .. } | Audit::Decision { .. } => None,
-        })
-        .collect();
-    (out, requests)
 }
 
 #[cfg(test)]

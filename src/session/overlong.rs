@@ -73,7 +73,7 @@ impl Session {
         if unterminated {
             irregular.push(Irregular::Unterminated);
         }
-        self.audit.push(Audit::Request {
+        self.out.audit.push(Audit::Request {
             id: None,
             method: None,
             name: None,

@@ -195,7 +195,7 @@ impl Session {
         code: Option<i64>,
     ) {
         if let Some(created) = self.tasks.ended(task_id) {
-            self.audit.push(Audit::Task {
+            self.out.audit.push(Audit::Task {
                 id: created.id,
                 method: created.method,
                 task_id: task_id.to_string(),

@@ -32,6 +32,8 @@ pub struct SessionConfig<'j> {
     pub call_id: String,
     /// Where `mcp_request`/`mcp_response` entries go.
     pub journal: Option<&'j Journal>,
+    /// Span export: each request that ends becomes a span.
+    pub tracer: Option<&'j crate::otel::Tracer>,
     /// The longest client line framed (longer ones stream through).
     pub max_message_bytes: usize,
     /// The server's command and confinement, to start it again.

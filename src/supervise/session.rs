@@ -44,6 +44,8 @@ pub(super) struct SessionParts<'a> {
     pub(super) journal_failed: bool,
     /// The per-call approvers, with --tool-approve-cmd.
     pub(super) approvers: Option<Approvers>,
+    /// Span export, when on.
+    pub(super) tracer: Option<&'a crate::otel::Tracer>,
 }
 
 impl<'a> SessionParts<'a> {
@@ -55,8 +57,13 @@ impl<'a> SessionParts<'a> {
         dispatched_t_ms: u64,
     ) -> SessionParts<'a> {
         let restart = &config.policy.restart;
+        let mut table = Session::new(config.policy.clone(), config.call_id.clone());
+        if config.tracer.is_some() {
+            table.trace_requests();
+        }
         SessionParts {
-            table: Session::new(config.policy.clone(), config.call_id.clone()),
+            tracer: config.tracer,
+            table,
             stdin: StdinRelay::new(pipe, config.max_message_bytes),
             journal: config.journal,
             restarter: (restart.mode != RestartMode::Never).then(|| Restarter {
@@ -291,6 +298,11 @@ impl Loop<'_> {
             return Ok(());
         };
         let mut failed = Ok(());
+        if let Some(tracer) = session.tracer {
+            for traced in session.table.take_traced() {
+                tracer.request(&traced);
+            }
+        }
         if session.table.has_audit() {
             let audit = session.table.take_audit();
             if let Some(journal) = session.journal.filter(|_| !session.journal_failed) {

@@ -1,0 +1,268 @@
+//! The one exporter thread, and the bounded queue that feeds it. It only
+//! takes finished spans from the queue, batches them, and POSTs each
+//! batch to the collector over plain HTTP/1.1; it never touches the
+//! helper's pipes, the signals or the loop's clock. The loop only ever
+//! `try_send`s: a full queue drops the span and counts it. A batch the
+//! collector refuses, or that fails, is dropped and counted too, never
+//! retried behind the caller's back, and never a failure of the call.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::config::{Endpoint, OtelConfig};
+use super::span::Span;
+use crate::redact::Redactor;
+
+/// How long the start waits for the endpoint's name to resolve before
+/// the helper is dispatched anyway (the exporter goes on resolving).
+pub const RESOLVE_WAIT: Duration = Duration::from_millis(250);
+
+/// Most bytes of a collector's answer read (its status line and headers).
+const MAX_ANSWER: usize = 16 * 1024;
+
+/// What export did, shared with the exporter thread.
+#[derive(Default)]
+pub struct Counters {
+    pub queued: AtomicU64,
+    pub exported: AtomicU64,
+    pub dropped: AtomicU64,
+    /// The first thing that went wrong, in words (never a header value).
+    pub error: Mutex<Option<String>>,
+}
+
+impl Counters {
+    fn failed(&self, spans: usize, why: String) {
+        self.dropped.fetch_add(spans as u64, Ordering::Relaxed);
+        let mut error = self.error.lock().unwrap_or_else(|e| e.into_inner());
+        error.get_or_insert(why);
+    }
+}
+
+/// The loop's end of the queue.
+pub struct Exporter {
+    queue: Option<SyncSender<Span>>,
+    pub counters: Arc<Counters>,
+    /// Closed by the thread when it has sent all it will.
+    done: Receiver<()>,
+    flush_timeout: Duration,
+}
+
+impl Exporter {
+    /// Start the thread; it resolves the endpoint first, and the start
+    /// waits up to `RESOLVE_WAIT` for that.
+    pub fn start(config: &OtelConfig, redactor: Redactor) -> std::io::Result<Exporter> {
+        let (queue, spans) = std::sync::mpsc::sync_channel(config.max_queue);
+        let (done_tx, done) = std::sync::mpsc::channel();
+        let (resolved_tx, resolved) = std::sync::mpsc::channel();
+        let counters = Arc::new(Counters::default());
+        let thread = Worker {
+            config: config.clone(),
+            redactor,
+            counters: Arc::clone(&counters),
+        };
+        std::thread::Builder::new()
+            .name("otel-export".into())
+            .spawn(move || {
+                let addrs = thread.resolve();
+                let _ = resolved_tx.send(());
+                thread.run(&spans, addrs.as_deref());
+                drop(done_tx);
+            })?;
+        let _ = resolved.recv_timeout(RESOLVE_WAIT);
+        Ok(Exporter {
+            queue: Some(queue),
+            counters,
+            done,
+            flush_timeout: config.flush_timeout,
+        })
+    }
+
+    /// A finished span: queued, or dropped and counted. Never waits.
+    pub fn submit(&self, span: Span) {
+        let Some(queue) = &self.queue else {
+            return;
+        };
+        match queue.try_send(span) {
+            Ok(()) => {
+                self.counters.queued.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
+                self.counters.dropped.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    /// The end: no more spans; wait at most the flush bound for the last
+    /// batches to go. Whatever is still queued after it is lost with the
+    /// process (the record already said what was known).
+    pub fn finish(mut self) {
+        drop(self.queue.take());
+        let _ = self.done.recv_timeout(self.flush_timeout);
+    }
+}
+
+struct Worker {
+    config: OtelConfig,
+    redactor: Redactor,
+    counters: Arc<Counters>,
+}
+
+impl Worker {
+    fn resolve(&self) -> Option<Vec<SocketAddr>> {
+        let Endpoint { host, port, .. } = &self.config.endpoint;
+        let name = host.trim_start_matches('[').trim_end_matches(']');
+        match (name, *port).to_socket_addrs() {
+            Ok(addrs) => Some(addrs.collect::<Vec<_>>()).filter(|a| !a.is_empty()),
+            Err(err) => {
+                let mut error = self
+                    .counters
+                    .error
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner());
+                error.get_or_insert(format!("cannot resolve {host}: {err}"));
+                None
+            }
+        }
+    }
+
+    /// Batches: sent when full, when the oldest span waited the schedule
+    /// delay, and at the end.
+    fn run(&self, spans: &Receiver<Span>, addrs: Option<&[SocketAddr]>) {
+        let mut batch: Vec<Span> = Vec::new();
+        let mut oldest: Option<Instant> = None;
+        loop {
+            let got = match oldest {
+                None => spans.recv().map_err(|_| RecvTimeoutError::Disconnected),
+                Some(at) => {
+                    let due = at + self.config.schedule_delay;
+                    spans.recv_timeout(due.saturating_duration_since(Instant::now()))
+                }
+            };
+            match got {
+                Ok(span) => {
+                    oldest.get_or_insert_with(Instant::now);
+                    batch.push(span);
+                    if batch.len() >= self.config.max_batch {
+                        self.send(&mut batch, addrs);
+                        oldest = None;
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    self.send(&mut batch, addrs);
+                    oldest = None;
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    // The end: what is queued, in batches.
+                    while !batch.is_empty() {
+                        let rest = batch.split_off(batch.len().min(self.config.max_batch));
+                        self.send(&mut batch, addrs);
+                        batch = rest;
+                    }
+                    return;
+                }
+            }
+        }
+    }
+
+    fn send(&self, batch: &mut Vec<Span>, addrs: Option<&[SocketAddr]>) {
+        if batch.is_empty() {
+            return;
+        }
+        let n = batch.len();
+        let Some(addrs) = addrs else {
+            self.counters
+                .failed(n, "the endpoint's name did not resolve".into());
+            batch.clear();
+            return;
+        };
+        let body = super::proto::encode(batch, &self.config.resource, &self.redactor);
+        batch.clear();
+        match post(addrs, &self.config, &body) {
+            Ok(()) => {
+                self.counters
+                    .exported
+                    .fetch_add(n as u64, Ordering::Relaxed);
+            }
+            Err(why) => self.counters.failed(n, why),
+        }
+    }
+}
+
+/// One export: a POST of `body`, `Connection: close`, within the export
+/// timeout. Ok for any 2xx answer.
+fn post(addrs: &[SocketAddr], config: &OtelConfig, body: &[u8]) -> Result<(), String> {
+    let endpoint = &config.endpoint;
+    let deadline = Instant::now() + config.export_timeout;
+    let left = || {
+        deadline
+            .checked_duration_since(Instant::now())
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| {
+                format!(
+                    "{} did not answer within {:?}",
+                    endpoint.url(),
+                    config.export_timeout
+                )
+            })
+    };
+    let mut last = String::new();
+    let mut stream = None;
+    for addr in addrs {
+        match TcpStream::connect_timeout(addr, left()?) {
+            Ok(s) => {
+                stream = Some(s);
+                break;
+            }
+            Err(err) => last = format!("cannot connect to {}: {err}", endpoint.url()),
+        }
+    }
+    let mut stream = stream.ok_or(last)?;
+    let _ = stream.set_nodelay(true);
+    let mut head = format!(
+        "POST {} HTTP/1.1\r\nHost: {}:{}\r\nContent-Type: application/x-protobuf\r\nContent-Length: {}\r\nConnection: close\r\nUser-Agent: mcp-bound/{}\r\n",
+        endpoint.path,
+        endpoint.host,
+        endpoint.port,
+        body.len(),
+        env!("CARGO_PKG_VERSION"),
+    );
+    for (name, value) in &config.headers {
+        head.push_str(name);
+        head.push_str(": ");
+        head.push_str(value);
+        head.push_str("\r\n");
+    }
+    head.push_str("\r\n");
+    let io = |err: std::io::Error| format!("export to {} failed: {err}", endpoint.url());
+    for part in [head.as_bytes(), body] {
+        let mut part = part;
+        while !part.is_empty() {
+            stream.set_write_timeout(Some(left()?)).map_err(io)?;
+            let n = stream.write(part).map_err(io)?;
+            part = &part[n..];
+        }
+    }
+    let mut answer = Vec::with_capacity(512);
+    let mut buf = [0u8; 2048];
+    while !answer.windows(2).any(|w| w == b"\r\n") && answer.len() < MAX_ANSWER {
+        stream.set_read_timeout(Some(left()?)).map_err(io)?;
+        match stream.read(&mut buf).map_err(io)? {
+            0 => break,
+            n => answer.extend_from_slice(&buf[..n]),
+        }
+    }
+    let status = std::str::from_utf8(&answer)
+        .ok()
+        .and_then(|text| text.lines().next())
+        .and_then(|line| line.split(' ').nth(1))
+        .and_then(|code| code.parse::<u16>().ok());
+    match status {
+        Some(code) if (200..300).contains(&code) => Ok(()),
+        Some(code) => Err(format!("{} answered HTTP {code}", endpoint.url())),
+        None => Err(format!("{} gave no HTTP answer", endpoint.url())),
+    }
+}
