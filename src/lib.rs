@@ -40,6 +40,7 @@ mod sink;
 mod stderr_log;
 mod supervise;
 mod termination;
+mod trace_context;
 mod units;
 mod verify;
 

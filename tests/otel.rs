@@ -555,3 +555,103 @@ fn nothing_listening_is_an_error_in_the_record_only() {
         .expect("/otel/spans_queued", json!(1));
     assert_eq!(done.stdout, b"fine\n");
 }
+
+/// --otel-propagate: the server gets mcp-bound's span as the request's
+/// traceparent (the host's trace kept), the exported span is that span,
+/// and the journal's params_sha256 is still of what the client sent.
+/// Without it the server gets the client's bytes.
+#[test]
+fn propagation_names_our_span_to_the_server_and_only_when_asked() {
+    let Some(receiver) = Receiver::start("ok") else {
+        return;
+    };
+    let host_trace = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let client_tp = format!("00-{host_trace}-00f067aa0ba902b7-01");
+    let params = json!({"q": 1, "_meta": {"traceparent": client_tp, "tracestate": "rojo=1"}});
+    let line = request(7, "echo", params.clone());
+    for propagate in [false, true] {
+        let journal = tempfile::NamedTempFile::new().unwrap();
+        let journal_path = journal.path().to_str().unwrap().to_string();
+        let mut call = with_otel(server(&[]), &receiver).opt(&[
+            "--mcp",
+            "--journal",
+            &journal_path,
+            "--journal-requests",
+            "all",
+        ]);
+        if propagate {
+            call = call.opt(&["--otel-propagate"]);
+        }
+        let mut run = call.start();
+        run.send(&line);
+        let answer = parse(&run.read_line());
+        run.send(&request(8, "echo", json!({})));
+        let bare = parse(&run.read_line());
+        run.close_stdin();
+        let done = run.finish();
+        done.expect_state("shut_down", 0)
+            .expect("/otel/propagate", json!(propagate));
+        let spans = receiver.spans();
+        let span = spans
+            .iter()
+            .rev()
+            .find(|s| attr(s, "jsonrpc.request.id") == "7")
+            .expect("the request's span");
+        let seen = answer["result"]["_meta"]["traceparent"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        if propagate {
+            // The server saw our span, in the host's trace.
+            assert_eq!(
+                seen,
+                format!("00-{host_trace}-{}-01", hex_id(&span["spanId"]))
+            );
+            assert_eq!(hex_id(&span["parentSpanId"]), "00f067aa0ba902b7");
+            assert_eq!(attr(span, "mcp_bound.propagated"), json!(true));
+            assert_eq!(answer["result"]["_meta"]["tracestate"], "rojo=1");
+            // A request with no _meta gets one, in the call's trace.
+            let call_span = spans
+                .iter()
+                .rev()
+                .find(|s| s["kind"] == "SPAN_KIND_INTERNAL")
+                .unwrap();
+            let tp = bare["result"]["_meta"]["traceparent"].as_str().unwrap();
+            assert!(
+                tp.starts_with(&format!("00-{}-", hex_id(&call_span["traceId"]))),
+                "{tp}"
+            );
+        } else {
+            assert_eq!(seen, client_tp, "the client's bytes, unchanged");
+            assert_eq!(attr(span, "mcp_bound.propagated"), Value::Null);
+            assert!(bare["result"].get("_meta").is_none(), "{bare}");
+        }
+        // The journal hashes what the client sent, either way.
+        let sent = serde_json::to_string(&params).unwrap();
+        let digest = sha256_hex(sent.as_bytes());
+        let journal_text = std::fs::read_to_string(journal.path()).unwrap();
+        assert!(
+            journal_text.contains(&digest),
+            "params_sha256 of the client's params"
+        );
+    }
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    let out = Command::new("sha256sum")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            child.stdin.take().unwrap().write_all(bytes)?;
+            child.wait_with_output()
+        })
+        .expect("sha256sum");
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .to_string()
+}

@@ -29,7 +29,8 @@ fn sample(option: &str) -> Option<&'static str> {
         "--tool-approve-cmd" => "true",
         "--stderr-log-timestamps"
         | "--stderr-log-optional"
-        | "--request-timeout-resets-on-progress" => return None,
+        | "--request-timeout-resets-on-progress"
+        | "--otel-propagate" => return None,
         other => panic!("no sample value for {other}: add one"),
     })
 }

@@ -56,6 +56,11 @@ const TOOL_APPROVER: &str = "needs --tool-approve-cmd";
 /// each against the binary, and the man page's OPTIONS says the rule.
 const DEPENDENT: &[Needs] = &[
     Needs {
+        option: "otel_propagate",
+        on: session,
+        needs: SESSION,
+    },
+    Needs {
         option: "stderr_log_size",
         on: stderr_log,
         needs: STDERR_LOG,

@@ -363,7 +363,7 @@ where
                     otel: cli.otel.otel.map(|mode| mode == OtelMode::On),
                     explicit: given.has("otel"),
                     flush_timeout: cli.otel.otel_flush_timeout,
-                    propagate: false,
+                    propagate: cli.otel.otel_propagate,
                 };
                 let env = |name: &str| std::env::var(name).ok();
                 cli.otel.resolved = crate::otel::resolve(flags, &env)

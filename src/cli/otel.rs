@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use clap::builder::BoolishValueParser;
 use clap::{Args, ValueEnum};
 
 use crate::units;
@@ -31,6 +32,10 @@ pub struct OtelArgs {
     /// Most time the exit waits for the last spans to reach the collector, after the record and the journal are written [default: OTEL_BSP_EXPORT_TIMEOUT, else 1s].
     #[arg(long, value_name = "DURATION", env = "MCP_BOUND_OTEL_FLUSH_TIMEOUT", value_parser = units::parse_duration, help_heading = "OpenTelemetry options")]
     pub otel_flush_timeout: Option<Duration>,
+
+    /// Rewrite each request's `params._meta.traceparent` to mcp-bound's request span, so that an instrumented server's spans are its children (the bytes forwarded change: off by default; the journal's params_sha256 stays the client's).
+    #[arg(long, env = "MCP_BOUND_OTEL_PROPAGATE", value_parser = BoolishValueParser::new(), default_value_t = false, num_args = 0, default_missing_value = "true", help_heading = "OpenTelemetry options")]
+    pub otel_propagate: bool,
 
     /// The export as resolved with the environment (in `cli::parse`).
     #[arg(skip)]

@@ -317,6 +317,11 @@ jsonrpc.request.id, gen_ai.tool.name, gen_ai.operation.name, mcp.protocol.versio
 pipe, error.type request_timeout, server_exited, tool_denied or the JSON-RPC code; the gate's decision \
 as an event). A request span is the child of the call's span, or, when the request carries a valid \
 traceparent (and tracestate) in params._meta, of the client's span, with a link to the call's span. \
+The bytes forwarded do not change, unless --otel-propagate (under the session layer): then each \
+request's params._meta.traceparent names mcp-bound's span for it (the value replaced, or the key or \
+_meta inserted; a batch, a line held for approval or read leniently, or an ambiguous _meta goes as it \
+came), its span says mcp_bound.propagated, and the journal's params_sha256 is still of what the \
+client sent. \
 Never exported: arguments, results, stderr text; every string is masked. Off, nothing of this runs: \
 no thread, no socket. On, one exporter thread takes finished spans from a bounded queue and never \
 touches the helper's pipes, signals or clock; a full queue, a slow or refusing collector drop spans, \

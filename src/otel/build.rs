@@ -251,6 +251,9 @@ pub fn request_span(
         ("mcp_bound.request_kind", traced.kind.word().into()),
     ];
     push(&mut a, "gen_ai.tool.name", tool);
+    if traced.span_id.is_some() {
+        a.push(("mcp_bound.propagated", true.into()));
+    }
     if tool.is_some() {
         a.push(("gen_ai.operation.name", "execute_tool".into()));
     }

@@ -24,8 +24,10 @@ use std::cell::Cell;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
 
+use crate::session::Propagation;
+use crate::trace_context::Ids;
 pub use config::{Flags, OtelConfig, Resolved, resolve};
-use span::{Clock, Ids, SpanContext};
+use span::{Clock, SpanContext};
 
 use crate::record::{OtelFacts, Record};
 use crate::redact::Redactor;
@@ -84,15 +86,19 @@ impl Tracer {
         id
     }
 
+    /// --otel-propagate: what the session needs to name each request's
+    /// span to the server.
+    pub fn propagation(&self) -> Option<Propagation> {
+        self.propagate.then(|| Propagation {
+            call: self.call.clone(),
+            ids: Ids::seeded(),
+        })
+    }
+
     /// A request that ended.
     pub fn request(&self, traced: &Traced) {
-        let span = build::request_span(
-            &self.call,
-            self.span_id(),
-            traced,
-            &self.call_id,
-            &self.clock,
-        );
+        let span_id = traced.span_id.unwrap_or_else(|| self.span_id());
+        let span = build::request_span(&self.call, span_id, traced, &self.call_id, &self.clock);
         self.exporter.submit(span);
     }
 

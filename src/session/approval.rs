@@ -461,6 +461,7 @@ impl Session {
                 parent: None,
                 decision,
                 protocol_version: self.opening.spoken.protocol_version.clone(),
+                span_id: None,
             });
         }
         if RequestId::new(id).is_some() {

@@ -36,7 +36,11 @@ use crate::request_id::{self, RequestId};
 /// How a client line came, beyond its bytes.
 pub(super) struct Form<'l> {
     /// The line as sent (its newline included, if it had one).
-    raw: &'l [u8],
+    pub(super) raw: &'l [u8],
+    /// One message, not a batch: it may be sent rewritten.
+    pub(super) single: bool,
+    /// --otel-propagate: the line as the server gets it instead.
+    pub(super) rewritten: Option<Vec<u8>>,
     invalid_utf8: bool,
     not_strict: bool,
     unterminated: bool,
@@ -47,6 +51,8 @@ impl<'l> Form<'l> {
     fn new(raw: &'l [u8], unterminated: bool) -> Form<'l> {
         Form {
             raw,
+            single: false,
+            rewritten: None,
             invalid_utf8: false,
             not_strict: false,
             unterminated,
@@ -54,7 +60,7 @@ impl<'l> Form<'l> {
         }
     }
 
-    fn regular(&self) -> bool {
+    pub(super) fn regular(&self) -> bool {
         !(self.invalid_utf8 || self.not_strict || self.unterminated)
     }
 
@@ -170,8 +176,12 @@ impl Session {
                 out.extend_from_slice(line);
             }
             Reading::One(object) => {
+                form.single = true;
                 if self.client_message(now, message::read(object), &mut form) {
-                    out.extend_from_slice(line);
+                    match form.rewritten.take() {
+                        Some(rewritten) => out.extend_from_slice(&rewritten),
+                        None => out.extend_from_slice(line),
+                    }
                 } else if !self.current_line.held.is_empty() {
                     self.hold_line(now, line, None);
                 }
@@ -432,6 +442,13 @@ impl Session {
             .then(|| super::tasks::task_id_of(params))
             .flatten()
             .filter(|task_id| self.tasks.is_open(task_id));
+        // A call held for approval is sent later, as it came.
+        form.single &= !matches!(verdict, Some(Verdict::Ask));
+        let trace = self.request_trace(params, form);
+        if let Some(rewritten) = &form.rewritten {
+            let grown = rewritten.len() as i64 - form.raw.len() as i64;
+            self.current_line.ends_at = self.current_line.ends_at.saturating_add_signed(grown);
+        }
         let entry = InFlight {
             spelled: (*key != *id).then(|| id.to_string()),
             kind,
@@ -446,12 +463,7 @@ impl Session {
             progress_token,
             audited,
             ends_at: self.current_line.ends_at,
-            client_context: self
-                .out
-                .tracing
-                .as_ref()
-                .and_then(|_| super::traced::client_context(params))
-                .map(Box::new),
+            trace,
         };
         let key = Key::new(&key);
         if let (Some(Verdict::Ask), Some(call)) = (verdict, &call) {

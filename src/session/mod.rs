@@ -58,7 +58,7 @@ pub use policy::{AuditRequests, SessionPolicy};
 use replay::Replay;
 pub use restart::RestartPolicy;
 pub(crate) use restart::Restarts;
-pub(crate) use traced::{ClientContext, Decided, Traced};
+pub(crate) use traced::{Decided, Propagation, Traced};
 
 /// The session's tables hash ids and tokens the client chose: foldhash,
 /// seeded per process, a few instructions for a short id.
@@ -92,9 +92,9 @@ struct InFlight {
     /// Where its line ends in the stream of bytes for the server's stdin:
     /// once the relay has written up to here, the server's pipe had it all.
     ends_at: u64,
-    /// The trace context in its `params._meta` (read only while span
-    /// export is on).
-    client_context: Option<Box<ClientContext>>,
+    /// While span export is on: the trace context in its
+    /// `params._meta`, and the span id it was sent under.
+    trace: Option<Box<traced::RequestTrace>>,
 }
 
 /// How a tracked request ended, for its audit.

@@ -58,8 +58,8 @@ impl<'a> SessionParts<'a> {
     ) -> SessionParts<'a> {
         let restart = &config.policy.restart;
         let mut table = Session::new(config.policy.clone(), config.call_id.clone());
-        if config.tracer.is_some() {
-            table.trace_requests();
+        if let Some(tracer) = config.tracer {
+            table.trace_requests(tracer.propagation());
         }
         SessionParts {
             tracer: config.tracer,
