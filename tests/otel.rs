@@ -655,3 +655,72 @@ fn sha256_hex(bytes: &[u8]) -> String {
         .unwrap()
         .to_string()
 }
+
+/// A signal during the last flush (the record is final by then) ends the
+/// wait at once: the host wants us gone. Without that, the exit would wait
+/// the whole flush bound, a minute here.
+#[test]
+fn a_signal_during_the_flush_ends_it_with_the_record_already_final() {
+    let Some(receiver) = Receiver::start("stall") else {
+        return;
+    };
+    let run = Call::sh("echo hi")
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &receiver.endpoint())
+        .env("OTEL_EXPORTER_OTLP_TIMEOUT", "120000")
+        .opt(&["--otel-flush-timeout", "60s"])
+        .start();
+    // The record is final before the flush: wait for it (a handshake on
+    // the file), then for the stalled export to have reached the receiver.
+    let record = run.call().record_path();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let text = std::fs::read_to_string(&record).unwrap_or_default();
+        if text.contains("\"state\": \"completed\"") || text.contains("\"state\":\"completed\"") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no final record: {text}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let started = Instant::now();
+    run.signal("TERM");
+    let done = run.finish();
+    done.expect_state("completed", 0)
+        .expect("/otel/spans_queued", json!(1));
+    done.check(
+        started.elapsed() < Duration::from_secs(30),
+        "the flush stopped at the signal",
+    );
+}
+
+/// TRACEPARENT in mcp-bound's environment (a CI job's, a traced script's)
+/// makes the call's span its child; one that is not valid is ignored.
+#[test]
+fn traceparent_in_the_environment_is_the_calls_parent() {
+    let Some(receiver) = Receiver::start("ok") else {
+        return;
+    };
+    let trace = "0af7651916cd43dd8448eb211c80319c";
+    for (traceparent, parent) in [
+        (
+            format!("00-{trace}-b7ad6b7169203331-01"),
+            Some("b7ad6b7169203331"),
+        ),
+        ("00-not-valid".to_string(), None),
+    ] {
+        let done = with_otel(Call::sh("true"), &receiver)
+            .env("TRACEPARENT", &traceparent)
+            .env("TRACESTATE", "congo=t61rcWkgMzE")
+            .run();
+        done.expect_state("completed", 0);
+        let spans = receiver.spans();
+        let span = spans.last().expect("the call's span");
+        match parent {
+            Some(parent) => {
+                assert_eq!(hex_id(&span["traceId"]), trace);
+                assert_eq!(hex_id(&span["parentSpanId"]), parent);
+                assert_eq!(span["traceState"], "congo=t61rcWkgMzE");
+            }
+            None => assert!(span["parentSpanId"].is_null(), "{span}"),
+        }
+    }
+}

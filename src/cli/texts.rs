@@ -306,7 +306,8 @@ OTEL_EXPORTER_OTLP_TRACES_HEADERS (key=value,... percent-decoded; sent with each
 or recorded), OTEL_EXPORTER_OTLP_PROTOCOL and OTEL_EXPORTER_OTLP_TRACES_PROTOCOL (http/protobuf only), \
 OTEL_SERVICE_NAME, OTEL_RESOURCE_ATTRIBUTES, OTEL_EXPORTER_OTLP_TIMEOUT (one export, 10s), \
 OTEL_BSP_EXPORT_TIMEOUT (the flush bound when --otel-flush-timeout is not given; else 1s), \
-OTEL_BSP_MAX_QUEUE_SIZE (2048), OTEL_BSP_MAX_EXPORT_BATCH_SIZE (512), OTEL_BSP_SCHEDULE_DELAY (5000 ms). \
+OTEL_BSP_MAX_QUEUE_SIZE (2048), OTEL_BSP_MAX_EXPORT_BATCH_SIZE (512), OTEL_BSP_SCHEDULE_DELAY (5000 ms), \
+and TRACEPARENT and TRACESTATE (the environment carrier: the call's span is their child). \
 A setting that cannot be used (https://, grpc, a header without =) turns export off with one line \
 on stderr and the reason in the record's otel.error; with --otel on given on the command line it is a \
 usage error (exit 125). The helper keeps every OTEL_* variable. Spans: one per call (kind internal, \
@@ -327,7 +328,7 @@ no thread, no socket. On, one exporter thread takes finished spans from a bounde
 touches the helper's pipes, signals or clock; a full queue, a slow or refusing collector drop spans, \
 counted, and never fail or slow the call. The endpoint's name is resolved before dispatch (waiting at \
 most 250ms). The record and the journal are written first; then the exit waits at most the flush \
-bound for the last export. The record's otel says endpoint, propagate, spans_queued, spans_exported, \
+bound for the last export, and stops waiting at a terminating signal. The record's otel says endpoint, propagate, spans_queued, spans_exported, \
 spans_dropped and error as known when it was written.",
     ),
     (

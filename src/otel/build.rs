@@ -50,11 +50,10 @@ fn failed(state: State) -> bool {
 
 /// The call's span, from its final record.
 pub fn call_span(
-    context: &SpanContext,
+    (context, parent): (&SpanContext, Option<&SpanContext>),
     record: &Record,
     clock: &Clock,
-    start: Instant,
-    end: Instant,
+    (start, end): (Instant, Instant),
 ) -> Span {
     let state = record.lifecycle.state;
     let mut a: Attributes = vec![
@@ -158,7 +157,7 @@ pub fn call_span(
         .collect();
     Span {
         context: context.clone(),
-        parent: None,
+        parent: parent.cloned(),
         name: format!("mcp-bound {}", program(record)),
         kind: Kind::Internal,
         start_unix_nanos: clock.unix_nanos(start),

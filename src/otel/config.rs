@@ -52,6 +52,9 @@ pub struct OtelConfig {
     pub schedule_delay: Duration,
     /// --otel-propagate: our request span's context goes to the server.
     pub propagate: bool,
+    /// TRACEPARENT and TRACESTATE (the OTel environment carrier): the
+    /// call's span is then their child, as sent (checked when used).
+    pub parent: Option<(String, Option<String>)>,
 }
 
 impl std::fmt::Debug for OtelConfig {
@@ -228,6 +231,7 @@ fn config(flags: Flags, var: &dyn Fn(&str) -> Option<String>) -> Result<OtelConf
         max_batch: count("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512)?.min(max_queue),
         schedule_delay: millis("OTEL_BSP_SCHEDULE_DELAY", 5000)?,
         propagate: flags.propagate,
+        parent: var("TRACEPARENT").map(|tp| (tp.trim().to_string(), var("TRACESTATE"))),
     })
 }
 

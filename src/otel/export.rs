@@ -10,6 +10,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -46,8 +47,9 @@ impl Counters {
 pub struct Exporter {
     queue: Option<SyncSender<Span>>,
     pub counters: Arc<Counters>,
-    /// Closed by the thread when it has sent all it will.
-    done: Receiver<()>,
+    /// The read end of a pipe whose write end the thread holds: it hangs
+    /// up when the thread has sent all it will.
+    done: std::fs::File,
     flush_timeout: Duration,
 }
 
@@ -56,7 +58,7 @@ impl Exporter {
     /// waits up to `RESOLVE_WAIT` for that.
     pub fn start(config: &OtelConfig, redactor: Redactor) -> std::io::Result<Exporter> {
         let (queue, spans) = std::sync::mpsc::sync_channel(config.max_queue);
-        let (done_tx, done) = std::sync::mpsc::channel();
+        let (done, done_tx) = crate::sys::pipe_cloexec()?;
         let (resolved_tx, resolved) = std::sync::mpsc::channel();
         let counters = Arc::new(Counters::default());
         let thread = Worker {
@@ -97,11 +99,35 @@ impl Exporter {
     }
 
     /// The end: no more spans; wait at most the flush bound for the last
-    /// batches to go. Whatever is still queued after it is lost with the
-    /// process (the record already said what was known).
-    pub fn finish(mut self) {
+    /// batches to go, and not past a terminating signal (the host wants us
+    /// gone). Whatever is still queued then is lost with the process: the
+    /// record already said what was known.
+    pub fn finish(mut self, signals: &crate::sys::SignalPipe) {
+        use std::os::fd::AsRawFd;
         drop(self.queue.take());
-        let _ = self.done.recv_timeout(self.flush_timeout);
+        let deadline = Instant::now() + self.flush_timeout;
+        let interests = [
+            crate::sys::Interest::new(self.done.as_raw_fd(), true, false),
+            crate::sys::Interest::new(signals.fd().as_raw_fd(), true, false),
+        ];
+        let mut ready = Vec::new();
+        loop {
+            if !signals.take().terminating.is_empty() {
+                return;
+            }
+            match crate::sys::poll_until(&interests, &mut ready, deadline) {
+                Ok(())
+                    if ready
+                        .first()
+                        .is_some_and(|r| r.readable || r.hangup || r.error) =>
+                {
+                    return;
+                }
+                // A signal (the pipe is read above) or EINTR: look again.
+                Ok(()) => {}
+                Err(_) => return,
+            }
+        }
     }
 }
 

@@ -41,6 +41,8 @@ pub(crate) struct Tracer {
     clock: Clock,
     /// The call's own span: the parent (or the link) of every request's.
     call: SpanContext,
+    /// The caller's span (TRACEPARENT), when one was given.
+    call_parent: Option<SpanContext>,
     call_id: String,
     redactor: Redactor,
     /// --otel-propagate.
@@ -60,11 +62,18 @@ impl Tracer {
     ) -> std::io::Result<Tracer> {
         let exporter = export::Exporter::start(config, redactor.clone())?;
         let mut ids = Ids::seeded();
+        // Under a caller's trace (TRACEPARENT), the call's span is its child.
+        let parent = config
+            .parent
+            .as_ref()
+            .and_then(|(tp, state)| SpanContext::from_traceparent(tp, state.as_deref()));
         let call = SpanContext {
-            trace_id: ids.trace_id(),
+            trace_id: parent
+                .as_ref()
+                .map_or_else(|| ids.trace_id(), |p| p.trace_id),
             span_id: ids.span_id(),
-            flags: 1,
-            tracestate: None,
+            flags: parent.as_ref().map_or(1, |p| p.flags),
+            tracestate: parent.as_ref().and_then(|p| p.tracestate.clone()),
             remote: false,
         };
         Ok(Tracer {
@@ -72,6 +81,7 @@ impl Tracer {
             ids: Cell::new(ids),
             clock: Clock::at(origin, started_at),
             call,
+            call_parent: parent,
             call_id: call_id.to_string(),
             redactor: redactor.clone(),
             propagate: config.propagate,
@@ -106,11 +116,10 @@ impl Tracer {
     /// carries, as known now.
     pub fn call_ended(&self, record: &Record, origin: Instant, now: Instant) -> OtelFacts {
         self.exporter.submit(build::call_span(
-            &self.call,
+            (&self.call, self.call_parent.as_ref()),
             record,
             &self.clock,
-            origin,
-            now,
+            (origin, now),
         ));
         self.facts()
     }
@@ -133,8 +142,8 @@ impl Tracer {
     }
 
     /// The exit: the last batches, within the flush bound.
-    pub fn finish(self) {
-        self.exporter.finish();
+    pub fn finish(self, signals: &crate::sys::SignalPipe) {
+        self.exporter.finish(signals);
     }
 }
 

@@ -72,9 +72,9 @@ impl Ending<'_> {
 
     /// The exit, after the record and the journal: the last spans, within
     /// the flush bound.
-    pub(super) fn finish_otel(&mut self) {
+    pub(super) fn finish_otel(&mut self, signals: &crate::sys::SignalPipe) {
         if let Some(Ok(tracer)) = self.otel.take() {
-            tracer.finish();
+            tracer.finish(signals);
         }
     }
 

@@ -68,7 +68,7 @@ pub fn run(settings: Settings) -> Result<i32, Error> {
     let exit_code = call.end(ended);
     // Only now: dropping the containment lets the watchdog go.
     drop(prepared);
-    call.finish_otel();
+    call.finish_otel(&signals);
     Ok(exit_code)
 }
 
