@@ -183,23 +183,18 @@ fn flat(value: serde_json::Value) -> Value {
 /// What a request's end says as `error.type` and the status: None for
 /// an end that is no failure (a result, or a call cancelled or cut off,
 /// which may have acted).
-fn error_of(outcome: RequestOutcome, code: Option<i64>) -> Option<(String, String)> {
+fn error_of(outcome: RequestOutcome, code: Option<i64>) -> Option<(Value, String)> {
+    let ours = |kind: &'static str, why: &str| Some((Value::Word(kind), why.to_string()));
     match outcome {
-        RequestOutcome::TimedOut => Some((
-            "request_timeout".into(),
-            "mcp-bound timed the request out".into(),
-        )),
-        RequestOutcome::ServerExited => Some((
-            "server_exited".into(),
-            "the server exited before it answered".into(),
-        )),
-        RequestOutcome::Denied => Some((
-            "tool_denied".into(),
-            "the tool gate did not let the call through".into(),
-        )),
+        RequestOutcome::TimedOut => ours("request_timeout", "mcp-bound timed the request out"),
+        RequestOutcome::ServerExited => {
+            ours("server_exited", "the server exited before it answered")
+        }
+        RequestOutcome::Denied => ours("tool_denied", "the tool gate did not let the call through"),
         RequestOutcome::Error => {
             let code = code.map_or_else(|| "_OTHER".to_string(), |c| c.to_string());
-            Some((code.clone(), format!("JSON-RPC error {code}")))
+            let why = format!("JSON-RPC error {code}");
+            Some((Value::Str(code), why))
         }
         RequestOutcome::Result
         | RequestOutcome::Cancelled
@@ -244,17 +239,17 @@ pub fn request_span(
     let mut a: Attributes = vec![
         ("mcp.method.name", traced.method.as_str().into()),
         ("jsonrpc.request.id", request_id_text(&traced.id).into()),
-        ("network.transport", "pipe".into()),
+        ("network.transport", Value::Word("pipe")),
         ("mcp_bound.call_id", call_id.into()),
-        ("mcp_bound.outcome", word(&traced.outcome).into()),
-        ("mcp_bound.request_kind", traced.kind.word().into()),
+        ("mcp_bound.outcome", Value::Word(traced.outcome.word())),
+        ("mcp_bound.request_kind", Value::Word(traced.kind.word())),
     ];
     push(&mut a, "gen_ai.tool.name", tool);
     if traced.span_id.is_some() {
         a.push(("mcp_bound.propagated", true.into()));
     }
     if tool.is_some() {
-        a.push(("gen_ai.operation.name", "execute_tool".into()));
+        a.push(("gen_ai.operation.name", Value::Word("execute_tool")));
     }
     push(
         &mut a,
@@ -264,7 +259,7 @@ pub fn request_span(
     push(
         &mut a,
         "mcp_bound.result_type",
-        traced.result_type.map(|r| word(&r)),
+        traced.result_type.map(|r| Value::Word(r.word())),
     );
     push(
         &mut a,
@@ -273,7 +268,7 @@ pub fn request_span(
     );
     let status = match error_of(traced.outcome, traced.error_code) {
         Some((kind, description)) => {
-            a.push(("error.type", kind.into()));
+            a.push(("error.type", kind));
             Status::Error(description)
         }
         None => Status::Unset,
@@ -310,6 +305,13 @@ pub fn request_span(
 
 /// An id as the conventions want it: a string's text, a number's digits.
 fn request_id_text(json: &str) -> String {
+    let plain = json.len() >= 2 && json.starts_with('"') && json.ends_with('"');
+    if json.starts_with(|c: char| c.is_ascii_digit() || c == '-') {
+        return json.to_string();
+    }
+    if plain && !json.contains('\\') {
+        return json[1..json.len() - 1].to_string();
+    }
     match serde_json::from_str::<serde_json::Value>(json) {
         Ok(serde_json::Value::String(text)) => text,
         _ => json.to_string(),

@@ -63,7 +63,7 @@ impl Exporter {
         let counters = Arc::new(Counters::default());
         let thread = Worker {
             config: config.clone(),
-            redactor,
+            masker: super::proto::Masker::new(redactor),
             counters: Arc::clone(&counters),
         };
         std::thread::Builder::new()
@@ -133,7 +133,7 @@ impl Exporter {
 
 struct Worker {
     config: OtelConfig,
-    redactor: Redactor,
+    masker: super::proto::Masker,
     counters: Arc<Counters>,
 }
 
@@ -205,7 +205,7 @@ impl Worker {
             batch.clear();
             return;
         };
-        let body = super::proto::encode(batch, &self.config.resource, &self.redactor);
+        let body = super::proto::encode(batch, &self.config.resource, &self.masker);
         batch.clear();
         match post(addrs, &self.config, &body) {
             Ok(()) => {

@@ -12,9 +12,47 @@ use prost::Message;
 use super::span::{Kind, Span, Status, Value};
 use crate::redact::Redactor;
 
+/// Masking, with the masked form of short texts kept: spans repeat the
+/// same methods, tools and versions, and a text masks the same way each
+/// time. Bounded: emptied when full.
+pub struct Masker {
+    redactor: Redactor,
+    seen:
+        std::cell::RefCell<std::collections::HashMap<String, String, foldhash::fast::RandomState>>,
+}
+
+/// Texts longer than this are masked each time, never kept.
+const KEPT_TEXT: usize = 128;
+const KEPT_TEXTS: usize = 1024;
+
+impl Masker {
+    pub fn new(redactor: Redactor) -> Masker {
+        Masker {
+            redactor,
+            seen: Default::default(),
+        }
+    }
+
+    fn mask(&self, text: &str) -> String {
+        if text.len() > KEPT_TEXT {
+            return self.redactor.redact(text).into_owned();
+        }
+        let mut seen = self.seen.borrow_mut();
+        if let Some(masked) = seen.get(text) {
+            return masked.clone();
+        }
+        let masked = self.redactor.redact(text).into_owned();
+        if seen.len() >= KEPT_TEXTS {
+            seen.clear();
+        }
+        seen.insert(text.to_string(), masked.clone());
+        masked
+    }
+}
+
 /// One export's body.
-pub fn encode(spans: &[Span], resource: &[(String, String)], redactor: &Redactor) -> Vec<u8> {
-    let mask = |text: &str| redactor.redact(text).into_owned();
+pub fn encode(spans: &[Span], resource: &[(String, String)], masker: &Masker) -> Vec<u8> {
+    let mask = |text: &str| masker.mask(text);
     let request = ExportTraceServiceRequest {
         resource_spans: vec![trace::ResourceSpans {
             resource: Some(Resource {
@@ -69,6 +107,7 @@ fn attributes<K: AsRef<str>>(list: &[(K, Value)], mask: &dyn Fn(&str) -> String)
                 key.as_ref(),
                 Some(match value {
                     Value::Str(text) => any_value::Value::StringValue(mask(text)),
+                    Value::Word(word) => any_value::Value::StringValue((*word).to_string()),
                     Value::Int(n) => any_value::Value::IntValue(*n),
                     Value::Bool(b) => any_value::Value::BoolValue(*b),
                 }),

@@ -9,7 +9,11 @@ pub use crate::trace_context::SpanContext;
 /// An attribute's value.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {
+    /// Text from outside (a method, a tool's name, an id): masked when
+    /// encoded.
     Str(String),
+    /// mcp-bound's own vocabulary: sent as it is.
+    Word(&'static str),
     Int(i64),
     Bool(bool),
 }

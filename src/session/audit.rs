@@ -21,6 +21,22 @@ pub enum RequestOutcome {
     Denied,
 }
 
+impl RequestOutcome {
+    /// Its word, as the journal and spans carry it.
+    pub fn word(self) -> &'static str {
+        match self {
+            RequestOutcome::Result => "result",
+            RequestOutcome::Error => "error",
+            RequestOutcome::TimedOut => "timed_out",
+            RequestOutcome::Cancelled => "cancelled",
+            RequestOutcome::ServerExited => "server_exited",
+            RequestOutcome::Ended => "ended",
+            RequestOutcome::ShutDown => "shut_down",
+            RequestOutcome::Denied => "denied",
+        }
+    }
+}
+
 /// What a result says of its request (MCP 2026-07-28 `resultType`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -31,6 +47,17 @@ pub enum ResultType {
     InputRequired,
     /// A task was created: its end is journaled as an `mcp_task` entry.
     Task,
+}
+
+impl ResultType {
+    /// Its word, as the journal and spans carry it.
+    pub fn word(self) -> &'static str {
+        match self {
+            ResultType::Complete => "complete",
+            ResultType::InputRequired => "input_required",
+            ResultType::Task => "task",
+        }
+    }
 }
 
 /// How a task that an audited call created finally went.
@@ -134,6 +161,31 @@ pub enum Audit {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The words spans carry are the journal's.
+    #[test]
+    fn words_are_the_serialized_ones() {
+        use RequestOutcome::*;
+        for outcome in [
+            Result,
+            Error,
+            TimedOut,
+            Cancelled,
+            ServerExited,
+            Ended,
+            ShutDown,
+            Denied,
+        ] {
+            assert_eq!(serde_json::to_value(outcome).unwrap(), outcome.word());
+        }
+        for result in [
+            ResultType::Complete,
+            ResultType::InputRequired,
+            ResultType::Task,
+        ] {
+            assert_eq!(serde_json::to_value(result).unwrap(), result.word());
+        }
+    }
 
     /// Each word the journal may carry in `irregular` is in its schema.
     #[test]
