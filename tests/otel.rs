@@ -724,3 +724,56 @@ fn traceparent_in_the_environment_is_the_calls_parent() {
         }
     }
 }
+
+/// Spans at the edges: a helper that never started is still one span
+/// (its failure said), and a request in flight when the host ends the
+/// session gets its span too, not an error: it may have acted.
+#[test]
+fn a_call_that_never_started_and_a_request_cut_off_at_the_end_have_spans() {
+    let Some(receiver) = Receiver::start("ok") else {
+        return;
+    };
+    let done = with_otel(Call::new(&["/nonexistent/helper"]), &receiver).run();
+    done.expect_state("failed_before_dispatch", 127)
+        .expect("/otel/spans_queued", json!(1));
+    let spans = receiver.spans();
+    assert_eq!(spans.len(), 1, "{spans:?}");
+    assert_eq!(attr(&spans[0], "error.type"), "failed_before_dispatch");
+    assert_eq!(spans[0]["status"]["code"], "STATUS_CODE_ERROR");
+
+    let mut run = with_otel(server(&[]), &receiver).opt(&["--mcp"]).start();
+    run.send(&request(1, "echo", json!({})));
+    assert_eq!(parse(&run.read_line())["id"], 1);
+    run.send(&request(2, "sleep", json!({"ms": 60_000})));
+    // The server has read it once it answers the next one.
+    run.send(&request(3, "echo", json!({})));
+    assert_eq!(parse(&run.read_line())["id"], 3);
+    let done = run.finish_by("close");
+    // A request was in flight: the session's end cut it off.
+    done.expect_state("cancelled_after_dispatch", 143);
+    let spans = receiver.spans();
+    let call = spans
+        .iter()
+        .rev()
+        .find(|s| s["kind"] == "SPAN_KIND_INTERNAL")
+        .unwrap();
+    assert_eq!(attr(call, "mcp_bound.state"), "cancelled_after_dispatch");
+    assert_eq!(
+        attr(call, "error.type"),
+        Value::Null,
+        "cancelled is no failure: {call}"
+    );
+    let cut = spans
+        .iter()
+        .find(|s| attr(s, "jsonrpc.request.id") == "2")
+        .expect("the cut-off request's span");
+    assert_eq!(cut["name"], "sleep");
+    assert_eq!(attr(cut, "error.type"), Value::Null, "{cut}");
+    assert!(
+        cut["status"]
+            .get("code")
+            .is_none_or(|c| c != "STATUS_CODE_ERROR"),
+        "{cut}"
+    );
+    assert_eq!(attr(cut, "mcp_bound.interrupted"), json!(true), "{cut}");
+}

@@ -316,7 +316,8 @@ session_id; the record's events as span events), and under the session layer one
 (kind client, named METHOD or tools/call TOOL, after the MCP semantic conventions: mcp.method.name, \
 jsonrpc.request.id, gen_ai.tool.name, gen_ai.operation.name, mcp.protocol.version, network.transport \
 pipe, error.type request_timeout, server_exited, tool_denied or the JSON-RPC code; the gate's decision \
-as an event). A request span is the child of the call's span, or, when the request carries a valid \
+as an event; a request cut off by the host's end of the session says mcp_bound.interrupted and is no \
+error: it may have acted). A request span is the child of the call's span, or, when the request carries a valid \
 traceparent (and tracestate) in params._meta, of the client's span, with a link to the call's span. \
 The bytes forwarded do not change, unless --otel-propagate (under the session layer): then each \
 request's params._meta.traceparent names mcp-bound's span for it (the value replaced, or the key or \

@@ -266,7 +266,11 @@ pub fn request_span(
         "rpc.response.status_code",
         traced.error_code.map(|c| c.to_string()),
     );
-    let status = match error_of(traced.outcome, traced.error_code) {
+    if traced.interrupted {
+        a.push(("mcp_bound.interrupted", true.into()));
+    }
+    let failure = error_of(traced.outcome, traced.error_code).filter(|_| !traced.interrupted);
+    let status = match failure {
         Some((kind, description)) => {
             a.push(("error.type", kind));
             Status::Error(description)

@@ -462,6 +462,7 @@ impl Session {
                 decision,
                 protocol_version: self.opening.spoken.protocol_version.clone(),
                 span_id: None,
+                interrupted: false,
             });
         }
         if RequestId::new(id).is_some() {

@@ -102,6 +102,9 @@ struct End {
     outcome: RequestOutcome,
     error_code: Option<i64>,
     result_type: Option<ResultType>,
+    /// Cut off by the host's end of the session (answered as the server
+    /// gone): it may have acted, and did not fail.
+    interrupted: bool,
 }
 
 impl End {
@@ -111,6 +114,7 @@ impl End {
             outcome,
             error_code,
             result_type: None,
+            interrupted: false,
         }
     }
 
@@ -119,6 +123,7 @@ impl End {
             outcome: RequestOutcome::Result,
             error_code: None,
             result_type: Some(result_type),
+            interrupted: false,
         }
     }
 
@@ -433,7 +438,10 @@ impl Session {
                     name: entry.name.clone(),
                 });
             }
-            let end = End::by(RequestOutcome::ServerExited, Some(SERVER_ERROR));
+            let end = End {
+                interrupted: host_ended,
+                ..End::by(RequestOutcome::ServerExited, Some(SERVER_ERROR))
+            };
             self.finish(now, id, entry, end, bytes);
         }
         // The server held its tasks: they are lost with it.

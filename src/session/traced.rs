@@ -47,6 +47,9 @@ pub(crate) struct Traced {
     pub protocol_version: Option<String>,
     /// --otel-propagate: the span id the server was told.
     pub span_id: Option<[u8; 8]>,
+    /// Cut off by the host's end of the session: it may have acted, and
+    /// did not fail.
+    pub interrupted: bool,
 }
 
 /// --otel-propagate, as the session holds it: the call's span (the
@@ -175,6 +178,7 @@ impl Session {
             decision,
             protocol_version: self.opening.spoken.protocol_version.clone(),
             span_id: entry.trace.as_ref().and_then(|t| t.span_id),
+            interrupted: end.interrupted,
         });
     }
 }
