@@ -777,3 +777,67 @@ fn a_call_that_never_started_and_a_request_cut_off_at_the_end_have_spans() {
     );
     assert_eq!(attr(cut, "mcp_bound.interrupted"), json!(true), "{cut}");
 }
+
+/// The one metric, `mcp.client.operation.duration`: a cumulative histogram
+/// in seconds per method, tool and error.type, sent at the end (and every
+/// OTEL_METRIC_EXPORT_INTERVAL), to the general endpoint's /v1/metrics.
+#[test]
+fn the_duration_metric_counts_each_request_by_its_attributes() {
+    let Some(receiver) = Receiver::start("ok") else {
+        return;
+    };
+    let mut run = with_otel(server(&[]), &receiver)
+        .opt(&["--mcp", "--request-timeout", "200ms"])
+        .start();
+    for id in 1..=3 {
+        run.send(&request(
+            id,
+            "tools/call",
+            json!({"name": "search", "arguments": {}}),
+        ));
+        assert_eq!(parse(&run.read_line())["id"], id);
+    }
+    run.send(&request(4, "sleep", json!({"ms": 60_000})));
+    assert_eq!(parse(&run.read_line())["error"]["code"], -32001);
+    run.close_stdin();
+    run.finish().expect_state("shut_down", 0);
+    let exports = receiver.exports();
+    let metrics: Vec<&Value> = exports
+        .iter()
+        .filter(|e| e["path"] == "/v1/metrics")
+        .collect();
+    assert_eq!(metrics.len(), 1, "one export, at the end");
+    let metric = &metrics[0]["export"]["resourceMetrics"][0]["scopeMetrics"][0]["metrics"][0];
+    assert_eq!(metric["name"], "mcp.client.operation.duration");
+    assert_eq!(metric["unit"], "s");
+    let histogram = &metric["histogram"];
+    assert_eq!(
+        histogram["aggregationTemporality"],
+        "AGGREGATION_TEMPORALITY_CUMULATIVE"
+    );
+    let points = histogram["dataPoints"].as_array().unwrap();
+    let point = |method: &str| {
+        points
+            .iter()
+            .find(|p| attr(p, "mcp.method.name") == method)
+            .unwrap_or_else(|| panic!("no point for {method}: {points:?}"))
+    };
+    let calls = point("tools/call");
+    assert_eq!(calls["count"], "3");
+    assert_eq!(attr(calls, "gen_ai.tool.name"), "search");
+    assert_eq!(attr(calls, "error.type"), Value::Null);
+    let buckets: u64 = calls["bucketCounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(buckets, 3);
+    assert_eq!(calls["explicitBounds"].as_array().unwrap().len(), 14);
+    let timed = point("sleep");
+    assert_eq!(
+        (timed["count"].clone(), attr(timed, "error.type")),
+        (json!("1"), json!("request_timeout"))
+    );
+    assert!(timed["sum"].as_f64().unwrap() >= 0.2, "{timed}");
+}

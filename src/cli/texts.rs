@@ -324,6 +324,11 @@ request's params._meta.traceparent names mcp-bound's span for it (the value repl
 _meta inserted; a batch, a line held for approval or read leniently, or an ambiguous _meta goes as it \
 came), its span says mcp_bound.propagated, and the journal's params_sha256 is still of what the \
 client sent. \
+One metric, mcp.client.operation.duration (a cumulative histogram in seconds by mcp.method.name, \
+gen_ai.tool.name, error.type and mcp.protocol.version, from the request spans that reached the \
+exporter; at most 256 attribute sets, then otel.metric.overflow), goes to OTEL_EXPORTER_OTLP_METRICS_ENDPOINT \
+or the general endpoint's v1/metrics (never with only a traces endpoint; off with \
+OTEL_METRICS_EXPORTER=none) every OTEL_METRIC_EXPORT_INTERVAL (60000 ms) with news, and at the end. \
 Never exported: arguments, results, stderr text; every string is masked. Off, nothing of this runs: \
 no thread, no socket. On, one exporter thread takes finished spans from a bounded queue and never \
 touches the helper's pipes, signals or clock; a full queue, a slow or refusing collector drop spans, \

@@ -55,6 +55,28 @@ pub struct OtelConfig {
     /// TRACEPARENT and TRACESTATE (the OTel environment carrier): the
     /// call's span is then their child, as sent (checked when used).
     pub parent: Option<(String, Option<String>)>,
+    /// `mcp.client.operation.duration`, when metrics go too.
+    pub metrics: Option<MetricsConfig>,
+}
+
+/// Where the one metric goes, and how often.
+#[derive(Clone, PartialEq, Eq)]
+pub struct MetricsConfig {
+    pub endpoint: Endpoint,
+    /// Never printed.
+    pub headers: Vec<(String, String)>,
+    /// OTEL_METRIC_EXPORT_INTERVAL: cumulative points this often (and at
+    /// the end).
+    pub interval: Duration,
+}
+
+impl std::fmt::Debug for MetricsConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MetricsConfig")
+            .field("endpoint", &self.endpoint)
+            .field("interval", &self.interval)
+            .finish_non_exhaustive()
+    }
 }
 
 impl std::fmt::Debug for OtelConfig {
@@ -155,17 +177,15 @@ fn config(flags: Flags, var: &dyn Fn(&str) -> Option<String>) -> Result<OtelConf
             },
         },
     };
-    let mut headers = pairs(
+    let general = pairs(
         var("OTEL_EXPORTER_OTLP_HEADERS"),
         "OTEL_EXPORTER_OTLP_HEADERS",
     )?;
-    for (key, value) in pairs(
-        var("OTEL_EXPORTER_OTLP_TRACES_HEADERS"),
-        "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
-    )? {
-        headers.retain(|(k, _)| !k.eq_ignore_ascii_case(&key));
-        headers.push((key, value));
-    }
+    let headers = signal_headers(&general, var, "OTEL_EXPORTER_OTLP_TRACES_HEADERS")?;
+    // --otel on with no endpoint at all: metrics go to the default too.
+    let endpoint_default = (var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").is_none()
+        && var("OTEL_EXPORTER_OTLP_ENDPOINT").is_none())
+    .then(|| endpoint.clone());
     for (key, _) in &headers {
         if key.is_empty()
             || !key
@@ -232,7 +252,78 @@ fn config(flags: Flags, var: &dyn Fn(&str) -> Option<String>) -> Result<OtelConf
         schedule_delay: millis("OTEL_BSP_SCHEDULE_DELAY", 5000)?,
         propagate: flags.propagate,
         parent: var("TRACEPARENT").map(|tp| (tp.trim().to_string(), var("TRACESTATE"))),
+        metrics: metrics(var, &general, &endpoint_default)?,
     })
+}
+
+/// The headers for one signal: the general ones, its own winning.
+fn signal_headers(
+    general: &[(String, String)],
+    var: &dyn Fn(&str) -> Option<String>,
+    name: &str,
+) -> Result<Vec<(String, String)>, String> {
+    let mut headers = general.to_vec();
+    for (key, value) in pairs(var(name), name)? {
+        headers.retain(|(k, _)| !k.eq_ignore_ascii_case(&key));
+        headers.push((key, value));
+    }
+    Ok(headers)
+}
+
+/// Metrics go where the general endpoint (or their own) says, unless
+/// OTEL_METRICS_EXPORTER says none; not with only a traces endpoint.
+fn metrics(
+    var: &dyn Fn(&str) -> Option<String>,
+    general: &[(String, String)],
+    default: &Option<Endpoint>,
+) -> Result<Option<MetricsConfig>, String> {
+    if let Some(exporters) = var("OTEL_METRICS_EXPORTER")
+        && !exporters.split(',').any(|e| e.trim() == "otlp")
+    {
+        return Ok(None);
+    }
+    if let Some(protocol) = var("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL")
+        && protocol.trim() != "http/protobuf"
+    {
+        return Err(format!(
+            "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL={}: only http/protobuf is supported",
+            protocol.trim()
+        ));
+    }
+    let endpoint = match var("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") {
+        Some(url) => endpoint(url.trim(), "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", None)?,
+        None => match var("OTEL_EXPORTER_OTLP_ENDPOINT") {
+            Some(url) => endpoint(
+                url.trim(),
+                "OTEL_EXPORTER_OTLP_ENDPOINT",
+                Some("v1/metrics"),
+            )?,
+            None => match default {
+                Some(traces) => Endpoint {
+                    path: "/v1/metrics".into(),
+                    ..traces.clone()
+                },
+                None => return Ok(None),
+            },
+        },
+    };
+    let interval = match var("OTEL_METRIC_EXPORT_INTERVAL") {
+        None => Duration::from_secs(60),
+        Some(text) => match text.trim().parse::<u64>() {
+            Ok(ms) if ms > 0 => Duration::from_millis(ms),
+            _ => {
+                return Err(format!(
+                    "OTEL_METRIC_EXPORT_INTERVAL={}: not a positive whole number of milliseconds",
+                    text.trim()
+                ));
+            }
+        },
+    };
+    Ok(Some(MetricsConfig {
+        endpoint,
+        headers: signal_headers(general, var, "OTEL_EXPORTER_OTLP_METRICS_HEADERS")?,
+        interval,
+    }))
 }
 
 /// An `http://` URL (`join`: the signal's path, appended as the OTLP
@@ -525,6 +616,44 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn metrics_follow_the_general_endpoint_not_the_traces_one() {
+        let general = ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318");
+        let metrics = on(with(&[general], Flags::default())).metrics.unwrap();
+        assert_eq!(metrics.endpoint.url(), "http://c:4318/v1/metrics");
+        assert_eq!(metrics.interval, Duration::from_secs(60));
+        let traces_only = (
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+            "http://c:4318/v1/traces",
+        );
+        assert_eq!(on(with(&[traces_only], Flags::default())).metrics, None);
+        let none = ("OTEL_METRICS_EXPORTER", "none");
+        assert_eq!(on(with(&[general, none], Flags::default())).metrics, None);
+        let own = ("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "http://m:9/x");
+        let interval = ("OTEL_METRIC_EXPORT_INTERVAL", "500");
+        let headers = ("OTEL_EXPORTER_OTLP_METRICS_HEADERS", "k=m");
+        let metrics = on(with(
+            &[traces_only, own, interval, headers],
+            Flags::default(),
+        ))
+        .metrics
+        .unwrap();
+        assert_eq!(
+            (metrics.endpoint.url(), metrics.interval),
+            ("http://m:9/x".into(), Duration::from_millis(500))
+        );
+        assert_eq!(metrics.headers, vec![("k".into(), "m".into())]);
+        let flags = Flags {
+            otel: Some(true),
+            explicit: true,
+            ..Flags::default()
+        };
+        assert_eq!(
+            on(with(&[], flags)).metrics.unwrap().endpoint.url(),
+            "http://localhost:4318/v1/metrics"
+        );
     }
 
     #[test]

@@ -65,13 +65,15 @@ impl Exporter {
             config: config.clone(),
             masker: super::proto::Masker::new(redactor),
             counters: Arc::clone(&counters),
+            durations: Default::default(),
         };
         std::thread::Builder::new()
             .name("otel-export".into())
             .spawn(move || {
+                let mut thread = thread;
                 let addrs = thread.resolve();
                 let _ = resolved_tx.send(());
-                thread.run(&spans, addrs.as_deref());
+                thread.run(&spans, &addrs);
                 drop(done_tx);
             })?;
         let _ = resolved.recv_timeout(RESOLVE_WAIT);
@@ -135,38 +137,67 @@ struct Worker {
     config: OtelConfig,
     masker: super::proto::Masker,
     counters: Arc<Counters>,
+    durations: super::metrics::Durations,
+}
+
+/// Where each signal goes, once resolved.
+struct Addresses {
+    traces: Option<Vec<SocketAddr>>,
+    metrics: Option<Vec<SocketAddr>>,
 }
 
 impl Worker {
-    fn resolve(&self) -> Option<Vec<SocketAddr>> {
-        let Endpoint { host, port, .. } = &self.config.endpoint;
-        let name = host.trim_start_matches('[').trim_end_matches(']');
-        match (name, *port).to_socket_addrs() {
+    fn error(&self, why: String) {
+        let mut error = self
+            .counters
+            .error
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        error.get_or_insert(why);
+    }
+
+    fn resolve_one(&self, endpoint: &Endpoint) -> Option<Vec<SocketAddr>> {
+        let name = endpoint.host.trim_start_matches('[').trim_end_matches(']');
+        match (name, endpoint.port).to_socket_addrs() {
             Ok(addrs) => Some(addrs.collect::<Vec<_>>()).filter(|a| !a.is_empty()),
             Err(err) => {
-                let mut error = self
-                    .counters
-                    .error
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner());
-                error.get_or_insert(format!("cannot resolve {host}: {err}"));
+                self.error(format!("cannot resolve {}: {err}", endpoint.host));
                 None
             }
         }
     }
 
+    fn resolve(&self) -> Addresses {
+        let traces = self.resolve_one(&self.config.endpoint);
+        let metrics = self.config.metrics.as_ref().and_then(|m| {
+            let same = m.endpoint.host == self.config.endpoint.host
+                && m.endpoint.port == self.config.endpoint.port;
+            if same {
+                traces.clone()
+            } else {
+                self.resolve_one(&m.endpoint)
+            }
+        });
+        Addresses { traces, metrics }
+    }
+
     /// Batches: sent when full, when the oldest span waited the schedule
-    /// delay, and at the end.
-    fn run(&self, spans: &Receiver<Span>, addrs: Option<&[SocketAddr]>) {
+    /// delay, and at the end; the metric every interval it has news, and
+    /// at the end.
+    fn run(&mut self, spans: &Receiver<Span>, addrs: &Addresses) {
         let mut batch: Vec<Span> = Vec::new();
         let mut oldest: Option<Instant> = None;
+        let interval = self.config.metrics.as_ref().map(|m| m.interval);
+        let mut metrics_due = interval.map(|every| Instant::now() + every);
         loop {
-            let got = match oldest {
+            let spans_due = oldest.map(|at| at + self.config.schedule_delay);
+            let wake = match (spans_due, metrics_due) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            let got = match wake {
                 None => spans.recv().map_err(|_| RecvTimeoutError::Disconnected),
-                Some(at) => {
-                    let due = at + self.config.schedule_delay;
-                    spans.recv_timeout(due.saturating_duration_since(Instant::now()))
-                }
+                Some(at) => spans.recv_timeout(at.saturating_duration_since(Instant::now())),
             };
             match got {
                 Ok(span) => {
@@ -178,28 +209,43 @@ impl Worker {
                     }
                 }
                 Err(RecvTimeoutError::Timeout) => {
-                    self.send(&mut batch, addrs);
-                    oldest = None;
+                    let now = Instant::now();
+                    if spans_due.is_some_and(|at| at <= now) {
+                        self.send(&mut batch, addrs);
+                        oldest = None;
+                    }
+                    if let (Some(at), Some(every)) = (metrics_due, interval)
+                        && at <= now
+                    {
+                        self.send_metrics(addrs);
+                        metrics_due = Some(now + every);
+                    }
                 }
                 Err(RecvTimeoutError::Disconnected) => {
-                    // The end: what is queued, in batches.
+                    // The end: what is queued, in batches, then the metric.
                     while !batch.is_empty() {
                         let rest = batch.split_off(batch.len().min(self.config.max_batch));
                         self.send(&mut batch, addrs);
                         batch = rest;
                     }
+                    self.send_metrics(addrs);
                     return;
                 }
             }
         }
     }
 
-    fn send(&self, batch: &mut Vec<Span>, addrs: Option<&[SocketAddr]>) {
+    fn send(&mut self, batch: &mut Vec<Span>, addrs: &Addresses) {
         if batch.is_empty() {
             return;
         }
+        if self.config.metrics.is_some() {
+            for span in batch.iter() {
+                self.durations.add(span);
+            }
+        }
         let n = batch.len();
-        let Some(addrs) = addrs else {
+        let Some(traces) = addrs.traces.as_deref() else {
             self.counters
                 .failed(n, "the endpoint's name did not resolve".into());
             batch.clear();
@@ -207,7 +253,14 @@ impl Worker {
         };
         let body = super::proto::encode(batch, &self.config.resource, &self.masker);
         batch.clear();
-        match post(addrs, &self.config, &body) {
+        let config = &self.config;
+        match post(
+            traces,
+            &config.endpoint,
+            &config.headers,
+            config.export_timeout,
+            &body,
+        ) {
             Ok(()) => {
                 self.counters
                     .exported
@@ -216,24 +269,48 @@ impl Worker {
             Err(why) => self.counters.failed(n, why),
         }
     }
+
+    /// The metric's cumulative points, when there is news.
+    fn send_metrics(&mut self, addrs: &Addresses) {
+        let (Some(metrics), Some(to)) = (&self.config.metrics, addrs.metrics.as_deref()) else {
+            return;
+        };
+        if !self.durations.fresh() {
+            return;
+        }
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+        let body = self
+            .durations
+            .encode(&self.config.resource, &self.masker, now);
+        if let Err(why) = post(
+            to,
+            &metrics.endpoint,
+            &metrics.headers,
+            self.config.export_timeout,
+            &body,
+        ) {
+            self.error(format!("metrics: {why}"));
+        }
+    }
 }
 
 /// One export: a POST of `body`, `Connection: close`, within the export
 /// timeout. Ok for any 2xx answer.
-fn post(addrs: &[SocketAddr], config: &OtelConfig, body: &[u8]) -> Result<(), String> {
-    let endpoint = &config.endpoint;
-    let deadline = Instant::now() + config.export_timeout;
+fn post(
+    addrs: &[SocketAddr],
+    endpoint: &Endpoint,
+    headers: &[(String, String)],
+    timeout: Duration,
+    body: &[u8],
+) -> Result<(), String> {
+    let deadline = Instant::now() + timeout;
     let left = || {
         deadline
             .checked_duration_since(Instant::now())
             .filter(|d| !d.is_zero())
-            .ok_or_else(|| {
-                format!(
-                    "{} did not answer within {:?}",
-                    endpoint.url(),
-                    config.export_timeout
-                )
-            })
+            .ok_or_else(|| format!("{} did not answer within {timeout:?}", endpoint.url()))
     };
     let mut last = String::new();
     let mut stream = None;
@@ -256,7 +333,7 @@ fn post(addrs: &[SocketAddr], config: &OtelConfig, body: &[u8]) -> Result<(), St
         body.len(),
         env!("CARGO_PKG_VERSION"),
     );
-    for (name, value) in &config.headers {
+    for (name, value) in headers {
         head.push_str(name);
         head.push_str(": ");
         head.push_str(value);

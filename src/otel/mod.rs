@@ -7,6 +7,7 @@
 //! - `build.rs`: the call's span from its record, a request's from the
 //!   session's facts;
 //! - `proto.rs`: OTLP encoding (the `opentelemetry-proto` types), masked;
+//! - `metrics.rs`: `mcp.client.operation.duration`, from the request spans;
 //! - `export.rs`: the one exporter thread and its bounded queue.
 //!
 //! Off (nothing set), none of this runs: no thread, no socket, no system
@@ -17,6 +18,7 @@
 mod build;
 mod config;
 mod export;
+mod metrics;
 mod proto;
 mod span;
 

@@ -33,7 +33,7 @@ impl Masker {
         }
     }
 
-    fn mask(&self, text: &str) -> String {
+    pub fn mask(&self, text: &str) -> String {
         if text.len() > KEPT_TEXT {
             return self.redactor.redact(text).into_owned();
         }
@@ -51,28 +51,15 @@ impl Masker {
 }
 
 /// One export's body.
-pub fn encode(spans: &[Span], resource: &[(String, String)], masker: &Masker) -> Vec<u8> {
+pub fn encode(
+    spans: &[Span],
+    resource_attributes: &[(String, String)],
+    masker: &Masker,
+) -> Vec<u8> {
     let mask = |text: &str| masker.mask(text);
     let request = ExportTraceServiceRequest {
         resource_spans: vec![trace::ResourceSpans {
-            resource: Some(Resource {
-                attributes: resource
-                    .iter()
-                    .map(|(key, value)| {
-                        key_value(key, Some(any_value::Value::StringValue(mask(value))))
-                    })
-                    .chain([
-                        key_value("service.version", Some(string(env!("CARGO_PKG_VERSION")))),
-                        key_value("telemetry.sdk.name", Some(string("mcp-bound"))),
-                        key_value("telemetry.sdk.language", Some(string("rust"))),
-                        key_value(
-                            "process.pid",
-                            Some(any_value::Value::IntValue(i64::from(std::process::id()))),
-                        ),
-                    ])
-                    .collect(),
-                ..Resource::default()
-            }),
+            resource: Some(resource(resource_attributes, masker)),
             scope_spans: vec![trace::ScopeSpans {
                 scope: Some(InstrumentationScope {
                     name: "mcp-bound".into(),
@@ -86,6 +73,29 @@ pub fn encode(spans: &[Span], resource: &[(String, String)], masker: &Masker) ->
         }],
     };
     request.encode_to_vec()
+}
+
+/// The resource every export names: the configured attributes (masked),
+/// and mcp-bound's own.
+pub fn resource(attributes: &[(String, String)], masker: &Masker) -> Resource {
+    Resource {
+        attributes: attributes
+            .iter()
+            .map(|(key, value)| {
+                key_value(key, Some(any_value::Value::StringValue(masker.mask(value))))
+            })
+            .chain([
+                key_value("service.version", Some(string(env!("CARGO_PKG_VERSION")))),
+                key_value("telemetry.sdk.name", Some(string("mcp-bound"))),
+                key_value("telemetry.sdk.language", Some(string("rust"))),
+                key_value(
+                    "process.pid",
+                    Some(any_value::Value::IntValue(i64::from(std::process::id()))),
+                ),
+            ])
+            .collect(),
+        ..Resource::default()
+    }
 }
 
 fn string(text: &str) -> any_value::Value {
