@@ -388,6 +388,13 @@ fn an_mcp_session_is_a_span_per_request_under_the_calls_span() {
         (json!("d"), json!(-32000)),
         "{denied}"
     );
+    // Denied with the host's context: its span is still in the host's trace.
+    run.send(&request(
+        "d2",
+        "tools/call",
+        json!({"name": "rm_rf", "_meta": {"traceparent": format!("00-{host_trace}-{host_span}-01")}}),
+    ));
+    assert_eq!(parse(&run.read_line())["id"], "d2");
     run.send(&request(3, "crash", json!({"code": 3, "stderr": "boom"})));
     let crashed = parse(&run.read_line());
     assert_eq!(crashed["id"], 3, "{crashed}");
@@ -442,6 +449,13 @@ fn an_mcp_session_is_a_span_per_request_under_the_calls_span() {
     let decision = &denied["events"][0];
     assert_eq!(decision["name"], "mcp_bound.tool_decision", "{denied}");
     assert_eq!(attr(decision, "mcp_bound.decision"), "denied");
+    let denied_joined = by_id("d2");
+    assert_eq!(
+        hex_id(&denied_joined["parentSpanId"]),
+        host_span,
+        "{denied_joined}"
+    );
+    assert_eq!(attr(denied_joined, "error.type"), "tool_denied");
     // The host's traceparent is the parent; the call's span a link.
     let joined = by_id("1");
     assert_eq!(joined["name"], "tools/call search");

@@ -394,14 +394,13 @@ impl Session {
         approver_exit: Option<Exit>,
     ) {
         self.facts.tool_gate_mut().decisions.count(decision);
-        let bound = 2 * self.policy.max_in_flight;
         if let Some(tracing) = &mut self.out.tracing {
             let decided = super::Decided {
                 decision,
                 by,
                 waited_ms,
             };
-            tracing.decided(call.id, decided, bound);
+            tracing.decided(call.id, decided);
         }
         if RequestId::new(call.id).is_some() {
             self.out.audit.push(super::Audit::Decision {
@@ -447,7 +446,7 @@ impl Session {
     ) {
         let error_code = (outcome == RequestOutcome::Denied).then_some(answer::SERVER_ERROR);
         if let Some(tracing) = &mut self.out.tracing {
-            let decision = tracing.take_decision(id);
+            let gated = tracing.take_gated(id);
             tracing.ended.push(super::Traced {
                 id: id.to_string(),
                 method: "tools/call".to_string(),
@@ -458,8 +457,8 @@ impl Session {
                 outcome,
                 error_code,
                 result_type: None,
-                parent: None,
-                decision,
+                parent: gated.client,
+                decision: gated.decision,
                 protocol_version: self.opening.spoken.protocol_version.clone(),
                 span_id: None,
                 interrupted: false,

@@ -416,6 +416,9 @@ impl Session {
             params,
             params_sha256,
         });
+        if let (Some(tracing), Some(call)) = (&mut self.out.tracing, &call) {
+            tracing.gated(call.id, call.params, 2 * self.policy.max_in_flight);
+        }
         match (verdict, &call) {
             (Some(Verdict::Denied), Some(call)) => {
                 self.decided_by_policy(now, call, false);

@@ -86,24 +86,47 @@ pub(crate) struct Decided {
 #[derive(Default)]
 pub(crate) struct Tracing {
     pub ended: Vec<Traced>,
-    /// Decisions on calls not yet ended, by id.
-    decided: HashMap<Key, Decided>,
+    /// Calls under the gate not yet ended, by id: their decision, and the
+    /// client's trace context (a call denied before it was tracked has no
+    /// table entry to keep it).
+    gated: HashMap<Key, Gated>,
     /// --otel-propagate.
     propagation: Option<Propagation>,
 }
 
+#[derive(Default)]
+pub(crate) struct Gated {
+    pub decision: Option<Decided>,
+    pub client: Option<ClientContext>,
+}
+
 impl Tracing {
-    pub fn decided(&mut self, id: &str, decided: Decided, bound: usize) {
-        if self.decided.len() < bound {
-            self.decided.insert(Key::new(id), decided);
+    /// A call the gate decides came, with this context.
+    pub fn gated(&mut self, id: &str, params: Option<&str>, bound: usize) {
+        if self.gated.len() < bound {
+            let client = client_context(params);
+            self.gated.insert(
+                Key::new(id),
+                Gated {
+                    decision: None,
+                    client,
+                },
+            );
         }
     }
 
-    pub fn take_decision(&mut self, id: &str) -> Option<Decided> {
-        if self.decided.is_empty() {
-            return None;
+    pub fn decided(&mut self, id: &str, decided: Decided) {
+        if let Some(gated) = self.gated.get_mut(id) {
+            gated.decision = Some(decided);
         }
-        self.decided.remove(id)
+    }
+
+    /// What the gate said of a call that ends.
+    pub fn take_gated(&mut self, id: &str) -> Gated {
+        if self.gated.is_empty() {
+            return Gated::default();
+        }
+        self.gated.remove(id).unwrap_or_default()
     }
 }
 
@@ -163,7 +186,7 @@ impl Session {
         let Some(tracing) = &mut self.out.tracing else {
             return;
         };
-        let decision = tracing.take_decision(id);
+        let decision = tracing.take_gated(id).decision;
         tracing.ended.push(Traced {
             id: id.to_string(),
             method: entry.method.to_string(),
