@@ -14,7 +14,7 @@ fn sample(option: &str) -> Option<&'static str> {
         "--journal-requests" => "all",
         "--journal-excerpt-bytes" => "100",
         "--live-rate" | "--live-burst" | "--debug-window-bytes" => "1K",
-        "--debug-window" => "10s",
+        "--debug-window" | "--otel-flush-timeout" => "10s",
         "--max-restarts" => "2",
         "--restart-window"
         | "--restart-backoff"

@@ -51,10 +51,17 @@ const SESSION: &str = "needs the session layer (--mcp, or --session jsonrpc)";
 const GUARD: &str = "needs the stdout guard (--mcp, or --stdout-guard jsonrpc)";
 const APPROVER: &str = "needs --approve-cmd or --approve";
 const TOOL_APPROVER: &str = "needs --tool-approve-cmd";
+const OTEL: &str =
+    "tunes span export, which is off: it needs --otel on or OTEL_EXPORTER_OTLP_ENDPOINT";
 
 /// Every option that only tunes another feature; `tests/cli.rs` checks
 /// each against the binary, and the man page's OPTIONS says the rule.
 const DEPENDENT: &[Needs] = &[
+    Needs {
+        option: "otel_flush_timeout",
+        on: otel,
+        needs: OTEL,
+    },
     Needs {
         option: "otel_propagate",
         on: session,
@@ -219,6 +226,11 @@ fn guard(cli: &Cli) -> bool {
         Some(mode) => mode == GuardMode::Jsonrpc,
         None => server.mcp,
     }
+}
+
+/// Span export, as resolved with the environment.
+fn otel(cli: &Cli) -> bool {
+    matches!(cli.otel.resolved, crate::otel::Resolved::On(_))
 }
 
 /// As `Settings` resolves it: --session, else on with --mcp and the guard.

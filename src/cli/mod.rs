@@ -357,21 +357,23 @@ where
             },
             _,
         )) => Ok(Parsed::Generate(what)),
-        Ok((mut cli, given)) => match check::check(&cli, &given) {
-            Ok(()) => {
-                let flags = crate::otel::Flags {
-                    otel: cli.otel.otel.map(|mode| mode == OtelMode::On),
-                    explicit: given.has("otel"),
-                    flush_timeout: cli.otel.otel_flush_timeout,
-                    propagate: cli.otel.otel_propagate,
-                };
-                let env = |name: &str| std::env::var(name).ok();
-                cli.otel.resolved = crate::otel::resolve(flags, &env)
-                    .map_err(|e| Error::Usage(format!("{e}; nothing was started")))?;
-                Ok(Parsed::Run(Box::new(cli)))
+        Ok((mut cli, given)) => {
+            // Export is resolved with the OTel environment first: whether
+            // it is on decides what its own options may tune.
+            let flags = crate::otel::Flags {
+                otel: cli.otel.otel.map(|mode| mode == OtelMode::On),
+                explicit: given.has("otel"),
+                flush_timeout: cli.otel.otel_flush_timeout,
+                propagate: cli.otel.otel_propagate,
+            };
+            let env = |name: &str| std::env::var(name).ok();
+            cli.otel.resolved = crate::otel::resolve(flags, &env)
+                .map_err(|e| Error::Usage(format!("{e}; nothing was started")))?;
+            match check::check(&cli, &given) {
+                Ok(()) => Ok(Parsed::Run(Box::new(cli))),
+                Err(text) => Err(Error::Usage(text)),
             }
-            Err(text) => Err(Error::Usage(text)),
-        },
+        }
         Err(err) => match err.kind() {
             clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
                 Ok(Parsed::Print(err.render().to_string()))
