@@ -90,7 +90,7 @@ pub fn call_span(
     match &record.lifecycle.exit {
         Some(Exit::Code { code }) => {
             a.push(("process.exit.code", i64::from(*code).into()));
-            if *code != 0 && !failed(state) && state == State::Completed {
+            if *code != 0 && state == State::Completed {
                 status = Status::Error(format!("exit {code}"));
                 a.push(("error.type", "exit_status".into()));
             }

@@ -10,7 +10,6 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TrySendError};
-
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -36,10 +35,15 @@ pub struct Counters {
 }
 
 impl Counters {
-    fn failed(&self, spans: usize, why: String) {
-        self.dropped.fetch_add(spans as u64, Ordering::Relaxed);
+    /// Something went wrong: kept if it is the first.
+    fn said(&self, why: String) {
         let mut error = self.error.lock().unwrap_or_else(|e| e.into_inner());
         error.get_or_insert(why);
+    }
+
+    fn failed(&self, spans: usize, why: String) {
+        self.dropped.fetch_add(spans as u64, Ordering::Relaxed);
+        self.said(why);
     }
 }
 
@@ -147,21 +151,13 @@ struct Addresses {
 }
 
 impl Worker {
-    fn error(&self, why: String) {
-        let mut error = self
-            .counters
-            .error
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        error.get_or_insert(why);
-    }
-
     fn resolve_one(&self, endpoint: &Endpoint) -> Option<Vec<SocketAddr>> {
         let name = endpoint.host.trim_start_matches('[').trim_end_matches(']');
         match (name, endpoint.port).to_socket_addrs() {
             Ok(addrs) => Some(addrs.collect::<Vec<_>>()).filter(|a| !a.is_empty()),
             Err(err) => {
-                self.error(format!("cannot resolve {}: {err}", endpoint.host));
+                self.counters
+                    .said(format!("cannot resolve {}: {err}", endpoint.host));
                 None
             }
         }
@@ -291,7 +287,7 @@ impl Worker {
             self.config.export_timeout,
             &body,
         ) {
-            self.error(format!("metrics: {why}"));
+            self.counters.said(format!("metrics: {why}"));
         }
     }
 }
