@@ -7,16 +7,8 @@
 use std::time::Instant;
 
 use super::span::{Attributes, Clock, Event, Kind, Span, SpanContext, Status, Value};
-use crate::record::{Exit, Record, State};
+use crate::record::{Exit, Record, State, word};
 use crate::session::{RequestOutcome, Traced};
-
-/// A serde word (`"timed_out"`) as text.
-fn word<T: serde::Serialize>(value: &T) -> String {
-    match serde_json::to_value(value) {
-        Ok(serde_json::Value::String(text)) => text,
-        _ => String::new(),
-    }
-}
 
 fn push(attributes: &mut Attributes, key: &'static str, value: Option<impl Into<Value>>) {
     if let Some(value) = value {
@@ -56,10 +48,11 @@ pub fn call_span(
     (start, end): (Instant, Instant),
 ) -> Span {
     let state = record.lifecycle.state;
+    let program = program(record);
     let mut a: Attributes = vec![
         ("mcp_bound.call_id", record.ids.call_id.as_str().into()),
-        ("mcp_bound.state", word(&state).into()),
-        ("process.executable.name", program(record).into()),
+        ("mcp_bound.state", word(state).into()),
+        ("process.executable.name", program.as_str().into()),
     ];
     push(
         &mut a,
@@ -69,7 +62,7 @@ pub fn call_span(
     push(
         &mut a,
         "mcp_bound.cancel_reason",
-        record.lifecycle.cancel_reason.map(|r| word(&r)),
+        record.lifecycle.cancel_reason.map(word),
     );
     push(
         &mut a,
@@ -105,9 +98,9 @@ pub fn call_span(
         None => {}
     }
     if failed(state) {
-        let why = record.error.clone().unwrap_or_else(|| word(&state));
+        let why = record.error.clone().unwrap_or_else(|| word(state));
         status = Status::Error(why);
-        a.push(("error.type", word(&state).into()));
+        a.push(("error.type", word(state).into()));
     }
     let stderr = &record.stderr;
     a.push(("mcp_bound.stderr.bytes_seen", stderr.bytes_seen.into()));
@@ -158,7 +151,7 @@ pub fn call_span(
     Span {
         context: context.clone(),
         parent: parent.cloned(),
-        name: format!("mcp-bound {}", program(record)),
+        name: format!("mcp-bound {program}"),
         kind: Kind::Internal,
         start_unix_nanos: clock.unix_nanos(start),
         end_unix_nanos: clock.unix_nanos(end),
@@ -285,9 +278,9 @@ pub fn request_span(
             attributes: vec![
                 (
                     "mcp_bound.decision".to_string(),
-                    word(&decided.decision).into(),
+                    word(decided.decision).into(),
                 ),
-                ("mcp_bound.decided_by".to_string(), word(&decided.by).into()),
+                ("mcp_bound.decided_by".to_string(), word(decided.by).into()),
                 ("mcp_bound.waited_ms".to_string(), decided.waited_ms.into()),
             ],
         })

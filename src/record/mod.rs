@@ -11,9 +11,11 @@ use crate::termination::{Cancellation, Reason};
 
 pub mod mcp;
 mod milestone;
+mod otel;
 mod template;
 
 pub use milestone::Milestone;
+pub use otel::OtelFacts;
 pub use template::RecordTemplate;
 
 pub const SCHEMA: &str = "mcp-bound/record/v1";
@@ -429,22 +431,13 @@ pub struct Record {
     pub mcp_bound: Supervisor,
 }
 
-/// What span export did, as known when the record was written (the last
-/// flush comes after it).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct OtelFacts {
-    /// Where the spans go; null when export was not usable.
-    pub endpoint: Option<String>,
-    /// --otel-propagate: requests reached the server with mcp-bound's
-    /// `traceparent` in their `_meta` (their params_sha256 is still of
-    /// what the client sent).
-    pub propagate: bool,
-    pub spans_queued: u64,
-    pub spans_exported: u64,
-    pub spans_dropped: u64,
-    /// The first thing that went wrong (a setting not usable, the
-    /// collector down or refusing); null when nothing did.
-    pub error: Option<String>,
+/// A vocabulary's word as the record spells it (its serde name): for the
+/// summary line and the spans.
+pub(crate) fn word(value: impl Serialize) -> String {
+    serde_json::to_value(value)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_string))
+        .unwrap_or_default()
 }
 
 /// Which call this is.

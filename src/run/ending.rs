@@ -14,7 +14,7 @@ use crate::journal::{self, Journal};
 use crate::otel::{Resolved, Tracer};
 use crate::record::{
     CancelReason, DebugWindow, Event, EventKind, Record, RepeatsCounted, State, StderrFacts,
-    WindowOpener,
+    WindowOpener, word,
 };
 use crate::redact::Redactor;
 use crate::settings::Settings;
@@ -313,14 +313,6 @@ pub(super) fn describe_exit(exit: Option<&crate::record::Exit>) -> String {
 }
 
 /// One line that says what happened, after the excerpt.
-/// A vocabulary's word as the record spells it (its serde name).
-fn word(value: impl serde::Serialize) -> String {
-    serde_json::to_value(value)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_string))
-        .unwrap_or_default()
-}
-
 fn summary(record: &Record) -> String {
     let exit = describe_exit(record.lifecycle.exit.as_ref());
     let state = word(record.lifecycle.state);

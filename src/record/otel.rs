@@ -1,0 +1,22 @@
+//! The record's `otel`: what span export did, as known when the record
+//! was written.
+
+use serde::Serialize;
+
+/// What span export did, as known when the record was written (the last
+/// flush comes after it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OtelFacts {
+    /// Where the spans go; null when export was not usable.
+    pub endpoint: Option<String>,
+    /// --otel-propagate: requests reached the server with mcp-bound's
+    /// `traceparent` in their `_meta` (their params_sha256 is still of
+    /// what the client sent).
+    pub propagate: bool,
+    pub spans_queued: u64,
+    pub spans_exported: u64,
+    pub spans_dropped: u64,
+    /// The first thing that went wrong (a setting not usable, the
+    /// collector down or refusing); null when nothing did.
+    pub error: Option<String>,
+}
