@@ -7,7 +7,7 @@
 mod util;
 
 use serde_json::{Value, json};
-use util::{Done, parse_message as parse, rpc_request as request, server};
+use util::{Done, parse_message as parse, rpc_request as request, server, sha256_hex};
 
 /// The journal's lines, as text and parsed.
 fn journal_lines(done: &Done, path: &std::path::Path) -> Vec<(String, Value)> {
@@ -196,14 +196,6 @@ fn tools_the_server_ran(done: &Done) -> Vec<(String, String)> {
             let name = rest.strip_prefix("tools/call ")?;
             Some((id.to_string(), name.to_string()))
         })
-        .collect()
-}
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::{Digest, Sha256};
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
         .collect()
 }
 

@@ -14,7 +14,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use util::{Call, parse_message as parse, rpc_request as request, server};
+use util::{Call, parse_message as parse, rpc_request as request, server, sha256_hex};
 
 const PYTHON: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -649,25 +649,6 @@ fn propagation_names_our_span_to_the_server_and_only_when_asked() {
             "params_sha256 of the client's params"
         );
     }
-}
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    let out = Command::new("sha256sum")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .and_then(|mut child| {
-            use std::io::Write;
-            child.stdin.take().unwrap().write_all(bytes)?;
-            child.wait_with_output()
-        })
-        .expect("sha256sum");
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .split(' ')
-        .next()
-        .unwrap()
-        .to_string()
 }
 
 /// A signal during the last flush (the record is final by then) ends the

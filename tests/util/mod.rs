@@ -1140,3 +1140,12 @@ macro_rules! skipped {
         let _ = writeln!(std::io::stderr().lock(), "SKIPPED: {}", format_args!($($arg)*));
     }};
 }
+
+/// Lowercase hex of the SHA-256 of `bytes`, as the journal writes digests.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
