@@ -6,11 +6,11 @@
 //! Cumulative, from the first span seen.
 
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
-use opentelemetry_proto::tonic::common::v1::{AnyValue, InstrumentationScope, KeyValue, any_value};
+use opentelemetry_proto::tonic::common::v1::{KeyValue, any_value};
 use opentelemetry_proto::tonic::metrics::v1 as metrics;
 use prost::Message;
 
-use super::proto::{Masker, resource};
+use super::proto::{Masker, key_value, resource, scope};
 use super::span::{Kind, Span, Value};
 
 /// The conventions' advised bucket boundaries, in seconds.
@@ -118,11 +118,7 @@ impl Durations {
             resource_metrics: vec![metrics::ResourceMetrics {
                 resource: Some(resource(resource_attributes, masker)),
                 scope_metrics: vec![metrics::ScopeMetrics {
-                    scope: Some(InstrumentationScope {
-                        name: "mcp-bound".into(),
-                        version: env!("CARGO_PKG_VERSION").into(),
-                        ..InstrumentationScope::default()
-                    }),
+                    scope: Some(scope()),
                     metrics: vec![metrics::Metric {
                         name: "mcp.client.operation.duration".into(),
                         description:
@@ -177,23 +173,17 @@ impl Series {
             .zip(&self.attributes)
             .filter_map(|(key, value)| {
                 let value = value.as_deref()?;
-                Some(KeyValue {
-                    key: (*key).to_string(),
-                    value: Some(AnyValue {
-                        value: Some(any_value::Value::StringValue(masker.mask(value))),
-                    }),
-                    ..KeyValue::default()
-                })
+                Some(key_value(
+                    key,
+                    Some(any_value::Value::StringValue(masker.mask(value))),
+                ))
             })
             .collect();
         if overflow {
-            attributes.push(KeyValue {
-                key: "otel.metric.overflow".into(),
-                value: Some(AnyValue {
-                    value: Some(any_value::Value::BoolValue(true)),
-                }),
-                ..KeyValue::default()
-            });
+            attributes.push(key_value(
+                "otel.metric.overflow",
+                Some(any_value::Value::BoolValue(true)),
+            ));
         }
         metrics::HistogramDataPoint {
             attributes,

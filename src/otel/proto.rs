@@ -61,11 +61,7 @@ pub fn encode(
         resource_spans: vec![trace::ResourceSpans {
             resource: Some(resource(resource_attributes, masker)),
             scope_spans: vec![trace::ScopeSpans {
-                scope: Some(InstrumentationScope {
-                    name: "mcp-bound".into(),
-                    version: env!("CARGO_PKG_VERSION").into(),
-                    ..InstrumentationScope::default()
-                }),
+                scope: Some(scope()),
                 spans: spans.iter().map(|span| one(span, &mask)).collect(),
                 schema_url: String::new(),
             }],
@@ -98,11 +94,20 @@ pub fn resource(attributes: &[(String, String)], masker: &Masker) -> Resource {
     }
 }
 
+/// mcp-bound as the instrumentation scope of every export.
+pub fn scope() -> InstrumentationScope {
+    InstrumentationScope {
+        name: "mcp-bound".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        ..InstrumentationScope::default()
+    }
+}
+
 fn string(text: &str) -> any_value::Value {
     any_value::Value::StringValue(text.to_string())
 }
 
-fn key_value(key: &str, value: Option<any_value::Value>) -> KeyValue {
+pub fn key_value(key: &str, value: Option<any_value::Value>) -> KeyValue {
     KeyValue {
         key: key.to_string(),
         value: Some(AnyValue { value }),
