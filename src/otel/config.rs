@@ -207,36 +207,17 @@ fn config(flags: Flags, var: &dyn Fn(&str) -> Option<String>) -> Result<OtelConf
         .unwrap_or_else(|| "mcp-bound".into());
     resource.retain(|(k, _)| k != "service.name");
     resource.insert(0, ("service.name".into(), service));
-    let millis = |name: &str, default: u64| -> Result<Duration, String> {
-        match var(name) {
-            None => Ok(Duration::from_millis(default)),
-            Some(text) => text
-                .trim()
-                .parse::<u64>()
-                .map(Duration::from_millis)
-                .map_err(|_| format!("{name}={}: not a whole number of milliseconds", text.trim())),
-        }
-    };
-    let count = |name: &str, default: usize| -> Result<usize, String> {
-        match var(name) {
-            None => Ok(default),
-            Some(text) => match text.trim().parse::<usize>() {
-                Ok(n) if n > 0 => Ok(n.min(1 << 20)),
-                _ => Err(format!(
-                    "{name}={}: not a positive whole number",
-                    text.trim()
-                )),
-            },
-        }
-    };
+    let ms = |name: &str, default: u64| millis(var, name, default);
+    let count =
+        |name: &str, default: u64| positive(var, name, default).map(|n| n.min(1 << 20) as usize);
     let export_timeout = match var("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT") {
-        Some(_) => millis("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", 10_000)?,
-        None => millis("OTEL_EXPORTER_OTLP_TIMEOUT", 10_000)?,
+        Some(_) => ms("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", 10_000)?,
+        None => ms("OTEL_EXPORTER_OTLP_TIMEOUT", 10_000)?,
     };
     let flush_timeout = match flags.flush_timeout {
         Some(timeout) => timeout,
         None => match var("OTEL_BSP_EXPORT_TIMEOUT") {
-            Some(_) => millis("OTEL_BSP_EXPORT_TIMEOUT", 0)?,
+            Some(_) => ms("OTEL_BSP_EXPORT_TIMEOUT", 0)?,
             None => DEFAULT_FLUSH,
         },
     };
@@ -249,11 +230,41 @@ fn config(flags: Flags, var: &dyn Fn(&str) -> Option<String>) -> Result<OtelConf
         export_timeout: export_timeout.max(Duration::from_millis(1)),
         max_queue,
         max_batch: count("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512)?.min(max_queue),
-        schedule_delay: millis("OTEL_BSP_SCHEDULE_DELAY", 5000)?,
+        schedule_delay: ms("OTEL_BSP_SCHEDULE_DELAY", 5000)?,
         propagate: flags.propagate,
         parent: var("TRACEPARENT").map(|tp| (tp.trim().to_string(), var("TRACESTATE"))),
         metrics: metrics(var, &general, &endpoint_default)?,
     })
+}
+
+/// A variable in milliseconds, or its default.
+fn millis(
+    var: &dyn Fn(&str) -> Option<String>,
+    name: &str,
+    default: u64,
+) -> Result<Duration, String> {
+    match var(name) {
+        None => Ok(Duration::from_millis(default)),
+        Some(text) => text
+            .trim()
+            .parse::<u64>()
+            .map(Duration::from_millis)
+            .map_err(|_| format!("{name}={}: not a whole number of milliseconds", text.trim())),
+    }
+}
+
+/// A variable that must be a positive whole number, or its default.
+fn positive(var: &dyn Fn(&str) -> Option<String>, name: &str, default: u64) -> Result<u64, String> {
+    match var(name) {
+        None => Ok(default),
+        Some(text) => match text.trim().parse::<u64>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(format!(
+                "{name}={}: not a positive whole number",
+                text.trim()
+            )),
+        },
+    }
 }
 
 /// The headers for one signal: the general ones, its own winning.
@@ -307,18 +318,7 @@ fn metrics(
             },
         },
     };
-    let interval = match var("OTEL_METRIC_EXPORT_INTERVAL") {
-        None => Duration::from_secs(60),
-        Some(text) => match text.trim().parse::<u64>() {
-            Ok(ms) if ms > 0 => Duration::from_millis(ms),
-            _ => {
-                return Err(format!(
-                    "OTEL_METRIC_EXPORT_INTERVAL={}: not a positive whole number of milliseconds",
-                    text.trim()
-                ));
-            }
-        },
-    };
+    let interval = Duration::from_millis(positive(var, "OTEL_METRIC_EXPORT_INTERVAL", 60_000)?);
     Ok(Some(MetricsConfig {
         endpoint,
         headers: signal_headers(general, var, "OTEL_EXPORTER_OTLP_METRICS_HEADERS")?,
