@@ -173,80 +173,7 @@ pub struct DecisionEntry {
     pub approver_exit: Option<Exit>,
 }
 
-/// Under the session layer: a client request, written (synced) before
-/// it reaches the server. `params` are never written, only their hash.
-#[derive(Debug, Clone, Serialize)]
-pub struct McpRequest {
-    pub call_id: String,
-    /// The request's id, as the client sent it; null when strict JSON
-    /// cannot carry it, or it is over 1 KiB.
-    pub request_id: Option<crate::request_id::RequestId>,
-    /// Null when the line was not read (over --max-message-bytes) or the
-    /// method is over 1 KiB.
-    pub method: Option<String>,
-    /// `params.name` of a tools/call or prompts/get.
-    pub name: Option<String>,
-    /// SHA-256 of the exact `params` text; null when there were none.
-    pub params_sha256: Option<String>,
-    /// For an irregular line only: SHA-256 of the line as sent, without
-    /// its newline.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub line_sha256: Option<String>,
-    /// For an irregular line only: what made it one.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub irregular: Vec<crate::session::Irregular>,
-}
-
-/// How that request ended.
-#[derive(Debug, Clone, Serialize)]
-pub struct McpResponse {
-    pub call_id: String,
-    pub request_id: crate::request_id::RequestId,
-    pub method: String,
-    pub outcome: crate::session::RequestOutcome,
-    /// The error's code, for an `error`, `timed_out` or `server_exited`.
-    pub error_code: Option<i64>,
-    /// For a result: `complete`, `input_required` (an MRTR round: the
-    /// client's retry is a request of its own) or `task` (its end is an
-    /// `mcp_task` entry). Absent for other outcomes.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub result_type: Option<crate::session::ResultType>,
-    pub duration_ms: u64,
-    /// The response's bytes as the client got it (0 when cancelled).
-    pub bytes: u64,
-}
-
-/// The end of a task an audited call created (a task-augmented
-/// tools/call): how the tool call finally went, against its request.
-#[derive(Debug, Clone, Serialize)]
-pub struct McpTask {
-    pub call_id: String,
-    /// The creating request's id, as the client sent it.
-    pub request_id: crate::request_id::RequestId,
-    pub method: String,
-    pub task_id: String,
-    pub status: crate::session::TaskStatus,
-    /// The error's code, for a failed task (when the server gave one).
-    pub error_code: Option<i64>,
-    /// Since the creating request came.
-    pub duration_ms: u64,
-}
-
-/// The tool gate's decision on a `tools/call`, written before the call
-/// can reach the server: bound to its exact `params` by their SHA-256.
-#[derive(Debug, Clone, Serialize)]
-pub struct McpDecision {
-    pub call_id: String,
-    pub request_id: crate::request_id::RequestId,
-    pub tool: String,
-    /// As the request's own entry has it.
-    pub params_sha256: Option<String>,
-    pub decision: crate::record::Decision,
-    /// `policy` (--tool-allow, --tool-deny) or `command` (the approver).
-    pub by: crate::session::DecidedBy,
-    pub waited_ms: u64,
-    pub approver_exit: Option<Exit>,
-}
+pub use crate::session::{McpDecision, McpRequest, McpResponse, McpTask};
 
 /// What a caller appends.
 pub enum Entry<'a> {
@@ -275,6 +202,18 @@ impl Entry<'_> {
             Entry::McpTask(body) => format_line(key, seq, prev, "mcp_task", ts, body),
             Entry::McpDecision(body) => format_line(key, seq, prev, "mcp_decision", ts, body),
             Entry::RawTerminal(body) => format_raw_line(key, seq, prev, "terminal", ts, body),
+        }
+    }
+}
+
+impl<'a> From<&'a crate::session::Audit> for Entry<'a> {
+    fn from(fact: &'a crate::session::Audit) -> Entry<'a> {
+        use crate::session::Audit;
+        match fact {
+            Audit::Request(request) => Entry::McpRequest(request),
+            Audit::Response(response) => Entry::McpResponse(response),
+            Audit::Decision(decision) => Entry::McpDecision(decision),
+            Audit::Task(task) => Entry::McpTask(task),
         }
     }
 }

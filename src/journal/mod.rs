@@ -358,6 +358,86 @@ mod tests {
         assert!(report.unfinished_requests.is_empty());
     }
 
+    /// Each per-request fact is defined once (`session/audit.rs`): what
+    /// it writes, with every optional field set, is exactly its kind's
+    /// properties in the schema, and the strict reading takes it.
+    #[test]
+    fn each_audit_fact_is_its_schema_entry_field_for_field() {
+        use crate::session::{Audit, Irregular, RequestOutcome, ResultType, TaskStatus};
+        let schema: serde_json::Value =
+            serde_json::from_str(include_str!("../../schema/journal.schema.json")).unwrap();
+        let id = || RequestId::new("7").unwrap();
+        let facts = [
+            Audit::Request(McpRequest {
+                call_id: "c".into(),
+                request_id: Some(id()),
+                method: Some("tools/call".into()),
+                name: Some("t".into()),
+                params_sha256: Some("a".repeat(64)),
+                line_sha256: Some("b".repeat(64)),
+                irregular: vec![Irregular::InvalidUtf8],
+            }),
+            Audit::Response(McpResponse {
+                call_id: "c".into(),
+                request_id: id(),
+                method: "tools/call".into(),
+                outcome: RequestOutcome::Result,
+                error_code: Some(1),
+                result_type: Some(ResultType::Complete),
+                duration_ms: 1,
+                bytes: 1,
+            }),
+            Audit::Decision(McpDecision {
+                call_id: "c".into(),
+                request_id: id(),
+                tool: "t".into(),
+                params_sha256: Some("a".repeat(64)),
+                decision: crate::record::Decision::Approved,
+                by: crate::session::DecidedBy::Command,
+                waited_ms: 1,
+                approver_exit: Some(crate::record::Exit::Code { code: 0 }),
+            }),
+            Audit::Task(McpTask {
+                call_id: "c".into(),
+                request_id: id(),
+                method: "tools/call".into(),
+                task_id: "t1".into(),
+                status: TaskStatus::Completed,
+                error_code: Some(1),
+                duration_ms: 1,
+            }),
+        ];
+        for fact in &facts {
+            let (line, _) =
+                Entry::from(fact).format(&Key::Plain, 1, ZERO_HASH, "2026-01-01T00:00:00.000Z");
+            let parsed = parse_line(&Key::Plain, &line[..line.len() - 1])
+                .unwrap_or_else(|_| panic!("the strict reading refuses {fact:?}"));
+            let kind = parsed.kind();
+            let value: serde_json::Value = serde_json::from_slice(&line).unwrap();
+            let written: std::collections::BTreeSet<&str> = value
+                .as_object()
+                .unwrap()
+                .keys()
+                .map(String::as_str)
+                .collect();
+            let branch = schema["oneOf"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|b| b["title"] == kind)
+                .unwrap_or_else(|| panic!("no schema entry for {kind}"));
+            let listed: std::collections::BTreeSet<&str> = branch["properties"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .map(String::as_str)
+                .collect();
+            assert_eq!(written, listed, "{kind}: written against the schema");
+            let validator = jsonschema::validator_for(&schema).unwrap();
+            assert!(validator.is_valid(&value), "{kind}: {value}");
+        }
+    }
+
     #[test]
     fn requests_pair_with_their_responses_inside_their_call() {
         let dir = tempfile::tempdir().unwrap();

@@ -402,16 +402,19 @@ impl Session {
             };
             tracing.decided(call.id, decided);
         }
-        if RequestId::new(call.id).is_some() {
-            self.out.audit.push(super::Audit::Decision {
-                id: call.id.to_string(),
-                tool: call.tool.to_string(),
-                params_sha256: call.params_sha256.clone(),
-                decision,
-                by,
-                waited_ms,
-                approver_exit,
-            });
+        if let Some(request_id) = RequestId::new(call.id) {
+            self.out
+                .audit
+                .push(super::Audit::Decision(super::McpDecision {
+                    call_id: self.call_id.clone(),
+                    request_id,
+                    tool: call.tool.to_string(),
+                    params_sha256: call.params_sha256.clone(),
+                    decision,
+                    by,
+                    waited_ms,
+                    approver_exit,
+                }));
         }
     }
 
@@ -464,16 +467,19 @@ impl Session {
                 interrupted: false,
             });
         }
-        if RequestId::new(id).is_some() {
-            self.out.audit.push(super::Audit::Response {
-                id: id.to_string(),
-                method: "tools/call".to_string(),
-                outcome,
-                error_code,
-                result_type: None,
-                duration_ms: millis(now.saturating_duration_since(since)),
-                bytes,
-            });
+        if let Some(request_id) = RequestId::new(id) {
+            self.out
+                .audit
+                .push(super::Audit::Response(super::McpResponse {
+                    call_id: self.call_id.clone(),
+                    request_id,
+                    method: "tools/call".to_string(),
+                    outcome,
+                    error_code,
+                    result_type: None,
+                    duration_ms: millis(now.saturating_duration_since(since)),
+                    bytes,
+                }));
         }
     }
 }

@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::request_id::RequestId;
+
 /// How a request ended, as its `mcp_response` entry says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -107,55 +109,104 @@ impl Irregular {
     }
 }
 
-/// One per-request audit fact, for the journal.
+/// One per-request audit fact: the journal entry it is, defined once
+/// here and appended as it is (`journal::Entry::from`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Audit {
-    Request {
-        /// The id's JSON text, as the client sent it; None when strict
-        /// JSON cannot carry it, or it is over 1 KiB.
-        id: Option<String>,
-        /// None when the line was not read (over --max-message-bytes) or
-        /// the method is over 1 KiB.
-        method: Option<String>,
-        name: Option<String>,
-        params_sha256: Option<String>,
-        /// SHA-256 of the line as sent (without its newline), for an
-        /// irregular line.
-        line_sha256: Option<String>,
-        irregular: Vec<Irregular>,
-    },
-    Response {
-        id: String,
-        method: String,
-        outcome: RequestOutcome,
-        error_code: Option<i64>,
-        /// For a result: what it says of the request.
-        result_type: Option<ResultType>,
-        duration_ms: u64,
-        /// The response's bytes, as the client got it.
-        bytes: u64,
-    },
+    Request(McpRequest),
+    Response(McpResponse),
     /// The gate's decision on a `tools/call`, before it reaches the server.
-    Decision {
-        id: String,
-        tool: String,
-        params_sha256: Option<String>,
-        decision: crate::record::Decision,
-        by: super::gate::DecidedBy,
-        waited_ms: u64,
-        approver_exit: Option<crate::record::Exit>,
-    },
+    Decision(McpDecision),
     /// The end of a task an audited call created.
-    Task {
-        /// The creating request's id, as the client wrote it.
-        id: String,
-        method: String,
-        task_id: String,
-        status: TaskStatus,
-        error_code: Option<i64>,
-        /// Since the creating request came.
-        duration_ms: u64,
-    },
+    Task(McpTask),
+}
+
+impl Audit {
+    /// The request id it names, as the client wrote it (None: a request
+    /// whose id strict JSON cannot carry).
+    pub fn request_id(&self) -> Option<&RequestId> {
+        match self {
+            Audit::Request(request) => request.request_id.as_ref(),
+            Audit::Response(response) => Some(&response.request_id),
+            Audit::Decision(decision) => Some(&decision.request_id),
+            Audit::Task(task) => Some(&task.request_id),
+        }
+    }
+}
+
+/// Under the session layer: a client request, written (synced) before
+/// it reaches the server. `params` are never written, only their hash.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct McpRequest {
+    pub call_id: String,
+    /// The request's id, as the client sent it; null when strict JSON
+    /// cannot carry it, or it is over 1 KiB.
+    pub request_id: Option<RequestId>,
+    /// Null when the line was not read (over --max-message-bytes) or the
+    /// method is over 1 KiB.
+    pub method: Option<String>,
+    /// `params.name` of a tools/call or prompts/get.
+    pub name: Option<String>,
+    /// SHA-256 of the exact `params` text; null when there were none.
+    pub params_sha256: Option<String>,
+    /// For an irregular line only: SHA-256 of the line as sent, without
+    /// its newline.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line_sha256: Option<String>,
+    /// For an irregular line only: what made it one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub irregular: Vec<Irregular>,
+}
+
+/// How that request ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct McpResponse {
+    pub call_id: String,
+    pub request_id: RequestId,
+    pub method: String,
+    pub outcome: RequestOutcome,
+    /// The error's code, for an `error`, `timed_out` or `server_exited`.
+    pub error_code: Option<i64>,
+    /// For a result: `complete`, `input_required` (an MRTR round: the
+    /// client's retry is a request of its own) or `task` (its end is an
+    /// `mcp_task` entry). Absent for other outcomes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result_type: Option<ResultType>,
+    pub duration_ms: u64,
+    /// The response's bytes as the client got it (0 when cancelled).
+    pub bytes: u64,
+}
+
+/// The end of a task an audited call created (a task-augmented
+/// tools/call): how the tool call finally went, against its request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct McpTask {
+    pub call_id: String,
+    /// The creating request's id, as the client sent it.
+    pub request_id: RequestId,
+    pub method: String,
+    pub task_id: String,
+    pub status: TaskStatus,
+    /// The error's code, for a failed task (when the server gave one).
+    pub error_code: Option<i64>,
+    /// Since the creating request came.
+    pub duration_ms: u64,
+}
+
+/// The tool gate's decision on a `tools/call`, written before the call
+/// can reach the server: bound to its exact `params` by their SHA-256.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct McpDecision {
+    pub call_id: String,
+    pub request_id: RequestId,
+    pub tool: String,
+    /// As the request's own entry has it.
+    pub params_sha256: Option<String>,
+    pub decision: crate::record::Decision,
+    /// `policy` (--tool-allow, --tool-deny) or `command` (the approver).
+    pub by: super::gate::DecidedBy,
+    pub waited_ms: u64,
+    pub approver_exit: Option<crate::record::Exit>,
 }
 
 #[cfg(test)]

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use sha2::{Digest, Sha256};
 
-use super::audit::{Audit, Irregular, RequestOutcome};
+use super::audit::{Audit, Irregular, McpRequest, RequestOutcome};
 use super::gate::Verdict;
 use super::kind::Kind;
 use super::lenient::{self, Object, Reading};
@@ -393,9 +393,11 @@ impl Session {
             .flatten();
         if audited {
             let line_sha256 = (!irregular.is_empty()).then(|| form.line_sha256());
-            self.out.audit.push(Audit::Request {
-                id: (id.len() <= MAX_TRACKED && RequestId::new(id).is_some())
-                    .then(|| id.to_string()),
+            self.out.audit.push(Audit::Request(McpRequest {
+                call_id: self.call_id.clone(),
+                request_id: (id.len() <= MAX_TRACKED)
+                    .then(|| RequestId::new(id))
+                    .flatten(),
                 method: (method.len() <= MAX_TRACKED).then(|| method.to_string()),
                 name: name.clone(),
                 // Moved when no gate needs it after (the common path).
@@ -406,7 +408,7 @@ impl Session {
                 },
                 line_sha256,
                 irregular,
-            });
+            }));
         }
         // Only under a gate: the tool's name is copied for it (nothing
         // is on the path of an ungated request).

@@ -40,8 +40,8 @@ pub fn fuzz_client_line(
         .take_audit()
         .into_iter()
         .filter_map(|audit| match audit {
-            Audit::Request { method, name, .. } => Some((method, name)),
-            Audit::Response { .. } | Audit::Task { .. } | Audit::Decision { .. } => None,
+            Audit::Request(request) => Some((request.method, request.name)),
+            Audit::Response(_) | Audit::Task(_) | Audit::Decision(_) => None,
         })
         .collect();
     (out, requests)

@@ -49,11 +49,16 @@ use crate::units::millis;
 pub(crate) use answer::{REQUEST_TIMEOUT, SERVER_ERROR};
 use late::Answered;
 
-pub use audit::{Audit, Irregular, RequestOutcome, ResultType, TaskStatus};
+pub use audit::{
+    Audit, Irregular, McpDecision, McpRequest, McpResponse, McpTask, RequestOutcome, ResultType,
+    TaskStatus,
+};
 #[cfg(feature = "fuzzing")]
 pub use fuzz::fuzz_client_line;
 pub(crate) use gate::Ask;
-pub use gate::{ApproverCommand, DecidedBy, ToolGate};
+#[cfg(test)]
+pub(crate) use gate::DecidedBy;
+pub use gate::{ApproverCommand, ToolGate};
 pub use policy::{AuditRequests, SessionPolicy};
 use replay::Replay;
 pub use restart::RestartPolicy;
@@ -231,10 +236,6 @@ impl Session {
         let request = self.deadlines.keys().next().map(|(at, _)| *at);
         let approval = self.gate.as_ref().and_then(gate::Gate::deadline);
         request.into_iter().chain(approval).min()
-    }
-
-    pub fn call_id(&self) -> &str {
-        &self.call_id
     }
 
     pub fn in_flight(&self) -> usize {
@@ -467,15 +468,16 @@ impl Session {
     fn finish(&mut self, now: Instant, id: Key, entry: InFlight, end: End, bytes: u64) {
         self.trace_end(now, &id, &entry, &end);
         if entry.audited {
-            self.out.audit.push(Audit::Response {
-                id: id.to_string(),
+            self.out.audit.push(Audit::Response(McpResponse {
+                call_id: self.call_id.clone(),
+                request_id: request_id::RequestId::new(&id).expect("a tracked id is strict JSON"),
                 method: entry.method.to_string(),
                 outcome: end.outcome,
                 error_code: end.error_code,
                 result_type: end.result_type,
                 duration_ms: millis(now.saturating_duration_since(entry.started)),
                 bytes,
-            });
+            }));
         }
     }
 }

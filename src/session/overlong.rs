@@ -6,7 +6,7 @@
 use sha2::{Digest, Sha256};
 
 use super::Session;
-use super::audit::{Audit, Irregular};
+use super::audit::{Audit, Irregular, McpRequest};
 use super::client::Overlong;
 use crate::ids::hex;
 
@@ -73,13 +73,14 @@ impl Session {
         if unterminated {
             irregular.push(Irregular::Unterminated);
         }
-        self.out.audit.push(Audit::Request {
-            id: None,
+        self.out.audit.push(Audit::Request(McpRequest {
+            call_id: self.call_id.clone(),
+            request_id: None,
             method: None,
             name: None,
             params_sha256: None,
             line_sha256: Some(hex(&hash.finalize())),
             irregular,
-        });
+        }));
     }
 }

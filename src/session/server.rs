@@ -5,7 +5,7 @@
 
 use std::time::Instant;
 
-use super::audit::Audit;
+use super::audit::{Audit, McpTask};
 use super::message::{self, Line, Message, join_batch};
 use super::replay::Replayed;
 use super::{
@@ -195,14 +195,16 @@ impl Session {
         code: Option<i64>,
     ) {
         if let Some(created) = self.tasks.ended(task_id) {
-            self.out.audit.push(Audit::Task {
-                id: created.id,
+            self.out.audit.push(Audit::Task(McpTask {
+                call_id: self.call_id.clone(),
+                request_id: request_id::RequestId::new(&created.id)
+                    .expect("a tracked id is strict JSON"),
                 method: created.method,
                 task_id: task_id.to_string(),
                 status,
                 error_code: code,
                 duration_ms: millis(now.saturating_duration_since(created.started)),
-            });
+            }));
         }
     }
 

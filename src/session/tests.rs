@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::ids::hex;
+use crate::request_id::RequestId;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -98,16 +99,17 @@ fn a_request_and_its_response_pass_byte_exact_and_are_audited() {
     let audit = session.take_audit();
     assert_eq!(audit.len(), 2);
     match &audit[0] {
-        Audit::Request {
-            id,
+        Audit::Request(McpRequest {
+            request_id,
             method,
             name,
             params_sha256,
             line_sha256,
             irregular,
-        } => {
+            ..
+        }) => {
             assert_eq!(
-                (id.as_deref(), method.as_deref()),
+                (request_id.as_ref().map(|id| id.get()), method.as_deref()),
                 (Some("\"a\""), Some("tools/call"))
             );
             assert_eq!((line_sha256, irregular), (&None, &Vec::new()), "regular");
@@ -118,15 +120,16 @@ fn a_request_and_its_response_pass_byte_exact_and_are_audited() {
     }
     assert_eq!(
         audit[1],
-        Audit::Response {
-            id: "\"a\"".into(),
+        Audit::Response(McpResponse {
+            call_id: "c1".into(),
+            request_id: RequestId::new("\"a\"").unwrap(),
             method: "tools/call".into(),
             outcome: RequestOutcome::Result,
             error_code: None,
             result_type: Some(ResultType::Complete),
             duration_ms: 40,
             bytes: response.len() as u64,
-        }
+        })
     );
     let facts = session.facts();
     assert_eq!((facts.client.requests, facts.client.responses), (1, 1));
@@ -179,11 +182,11 @@ fn a_timeout_cancels_at_the_server_answers_the_client_and_drops_the_late_respons
     let audit = session.take_audit();
     assert!(matches!(
         audit.last(),
-        Some(Audit::Response {
+        Some(Audit::Response(McpResponse {
             outcome: RequestOutcome::TimedOut,
             error_code: Some(-32001),
             ..
-        })
+        }))
     ));
 }
 
@@ -227,10 +230,10 @@ fn the_client_cancelling_takes_the_request_out_of_the_table() {
     assert_eq!(session.facts().cancelled_by_client, 1);
     assert!(matches!(
         session.take_audit().last(),
-        Some(Audit::Response {
+        Some(Audit::Response(McpResponse {
             outcome: RequestOutcome::Cancelled,
             ..
-        })
+        }))
     ));
 }
 
@@ -387,10 +390,7 @@ fn an_id_is_answered_as_the_client_spelled_it() {
     let ids: Vec<String> = session
         .take_audit()
         .into_iter()
-        .map(|audit| match audit {
-            Audit::Request { id, .. } => id.unwrap(),
-            Audit::Response { id, .. } | Audit::Task { id, .. } | Audit::Decision { id, .. } => id,
-        })
+        .map(|audit| audit.request_id().unwrap().get().to_string())
         .collect();
     assert_eq!(ids, ["\"a\\u0062\"", "1e2", "\"a\\u0062\"", "1e2"]);
 }
@@ -412,10 +412,10 @@ fn a_null_result_is_a_response() {
     assert_eq!(facts.synthesized.request_timeout, 0);
     assert!(matches!(
         session.take_audit().last(),
-        Some(Audit::Response {
+        Some(Audit::Response(McpResponse {
             outcome: RequestOutcome::Result,
             ..
-        })
+        }))
     ));
     // An error that is null is no error: with no result either, that is
     // not a response.
@@ -439,14 +439,13 @@ fn requests(session: &mut Session) -> Vec<Entry> {
         .take_audit()
         .into_iter()
         .filter_map(|audit| match audit {
-            Audit::Request {
-                id,
-                method,
-                name,
-                irregular,
-                ..
-            } => Some((id, method, name, irregular)),
-            Audit::Response { .. } | Audit::Task { .. } | Audit::Decision { .. } => None,
+            Audit::Request(request) => Some((
+                request.request_id.map(|id| id.get().to_string()),
+                request.method,
+                request.name,
+                request.irregular,
+            )),
+            Audit::Response(_) | Audit::Task(_) | Audit::Decision(_) => None,
         })
         .collect()
 }
@@ -559,16 +558,16 @@ fn a_line_that_is_not_utf8_is_journaled_with_its_hash() {
     assert_eq!(client(&mut session, t0, line), line, "byte-exact");
     match session.take_audit().as_slice() {
         [
-            Audit::Request {
-                id,
+            Audit::Request(McpRequest {
+                request_id,
                 name,
                 line_sha256,
                 irregular,
                 params_sha256,
                 ..
-            },
+            }),
         ] => {
-            assert_eq!(id.as_deref(), Some("\"u\""));
+            assert_eq!(request_id.as_ref().map(|id| id.get()), Some("\"u\""));
             assert_eq!(name.as_deref(), Some("w\u{FFFD}r"));
             assert_eq!(irregular, &[Irregular::InvalidUtf8]);
             let expected = hex(&Sha256::digest(&line[..line.len() - 1]));
@@ -649,13 +648,13 @@ fn a_line_over_the_bound_is_hashed_as_it_streams() {
     assert_eq!(out, [&whole[..], b"\n"].concat());
     match session.take_audit().as_slice() {
         [
-            Audit::Request {
-                id: None,
+            Audit::Request(McpRequest {
+                request_id: None,
                 method: None,
                 line_sha256: Some(hash),
                 irregular,
                 ..
-            },
+            }),
         ] => {
             assert_eq!(hash, &hex(&Sha256::digest(whole)));
             assert_eq!(irregular, &[Irregular::OverMaxMessageBytes]);
@@ -667,7 +666,7 @@ fn a_line_over_the_bound_is_hashed_as_it_streams() {
     session.on_client_overlong_eof();
     assert!(matches!(
         session.take_audit().as_slice(),
-        [Audit::Request { irregular, .. }]
+        [Audit::Request(McpRequest { irregular, .. })]
             if irregular == &[Irregular::OverMaxMessageBytes, Irregular::Unterminated]
     ));
     assert_eq!(session.facts().client.non_jsonrpc_lines, 2);
@@ -904,10 +903,10 @@ fn a_results_type_is_journaled_and_an_mrtr_round_is_not_a_final_result() {
         .take_audit()
         .into_iter()
         .filter_map(|audit| match audit {
-            Audit::Response {
-                id, result_type, ..
-            } => Some((id, result_type)),
-            Audit::Request { .. } | Audit::Task { .. } | Audit::Decision { .. } => None,
+            Audit::Response(response) => {
+                Some((response.request_id.get().to_string(), response.result_type))
+            }
+            Audit::Request(_) | Audit::Task(_) | Audit::Decision(_) => None,
         })
         .collect();
     assert_eq!(
@@ -927,14 +926,13 @@ fn task_ends(session: &mut Session) -> Vec<(String, String, TaskStatus, Option<i
         .take_audit()
         .into_iter()
         .filter_map(|audit| match audit {
-            Audit::Task {
-                id,
-                task_id,
-                status,
-                error_code,
-                ..
-            } => Some((id, task_id, status, error_code)),
-            Audit::Request { .. } | Audit::Response { .. } | Audit::Decision { .. } => None,
+            Audit::Task(task) => Some((
+                task.request_id.get().to_string(),
+                task.task_id,
+                task.status,
+                task.error_code,
+            )),
+            Audit::Request(_) | Audit::Response(_) | Audit::Decision(_) => None,
         })
         .collect()
 }

@@ -14,7 +14,6 @@ use super::{Loop, SessionConfig};
 use crate::child::ExitObs;
 use crate::journal::{self, Journal};
 use crate::record::mcp::{ClientBytes, McpFacts, RestartMode};
-use crate::request_id::RequestId;
 use crate::session::{Audit, Restarts, Session};
 use crate::sys::Interest;
 use crate::termination::Cancellation;
@@ -306,7 +305,7 @@ impl Loop<'_> {
         if session.table.has_audit() {
             let audit = session.table.take_audit();
             if let Some(journal) = session.journal.filter(|_| !session.journal_failed) {
-                failed = append_audit(journal, session.table.call_id(), &audit);
+                failed = append_audit(journal, &audit);
                 session.journal_failed = failed.is_err();
             }
         }
@@ -345,97 +344,9 @@ fn masked_tail(
     redactor.redact_piece(&String::from_utf8_lossy(&tail), cut, false)
 }
 
-/// The per-request audit facts as journal entries, in one append.
-fn append_audit(journal: &Journal, call_id: &str, audit: &[Audit]) -> Result<(), String> {
-    enum Owned {
-        Request(journal::McpRequest),
-        Response(journal::McpResponse),
-        Task(journal::McpTask),
-        Decision(journal::McpDecision),
-    }
-    let id = RequestId::new;
-    let owned: Vec<Owned> = audit
-        .iter()
-        .map(|fact| match fact {
-            Audit::Request {
-                id: request_id,
-                method,
-                name,
-                params_sha256,
-                line_sha256,
-                irregular,
-            } => Owned::Request(journal::McpRequest {
-                call_id: call_id.to_string(),
-                request_id: request_id.as_deref().and_then(id),
-                method: method.clone(),
-                name: name.clone(),
-                params_sha256: params_sha256.clone(),
-                line_sha256: line_sha256.clone(),
-                irregular: irregular.clone(),
-            }),
-            Audit::Response {
-                id: request_id,
-                method,
-                outcome,
-                error_code,
-                result_type,
-                duration_ms,
-                bytes,
-            } => Owned::Response(journal::McpResponse {
-                call_id: call_id.to_string(),
-                request_id: id(request_id).expect("a tracked id is strict JSON"),
-                method: method.clone(),
-                outcome: *outcome,
-                error_code: *error_code,
-                result_type: *result_type,
-                duration_ms: *duration_ms,
-                bytes: *bytes,
-            }),
-            Audit::Task {
-                id: request_id,
-                method,
-                task_id,
-                status,
-                error_code,
-                duration_ms,
-            } => Owned::Task(journal::McpTask {
-                call_id: call_id.to_string(),
-                request_id: id(request_id).expect("a tracked id is strict JSON"),
-                method: method.clone(),
-                task_id: task_id.clone(),
-                status: *status,
-                error_code: *error_code,
-                duration_ms: *duration_ms,
-            }),
-            Audit::Decision {
-                id: request_id,
-                tool,
-                params_sha256,
-                decision,
-                by,
-                waited_ms,
-                approver_exit,
-            } => Owned::Decision(journal::McpDecision {
-                call_id: call_id.to_string(),
-                request_id: id(request_id).expect("a decided id is strict JSON"),
-                tool: tool.clone(),
-                params_sha256: params_sha256.clone(),
-                decision: *decision,
-                by: *by,
-                waited_ms: *waited_ms,
-                approver_exit: approver_exit.clone(),
-            }),
-        })
-        .collect();
-    let entries: Vec<journal::Entry<'_>> = owned
-        .iter()
-        .map(|entry| match entry {
-            Owned::Request(request) => journal::Entry::McpRequest(request),
-            Owned::Response(response) => journal::Entry::McpResponse(response),
-            Owned::Task(task) => journal::Entry::McpTask(task),
-            Owned::Decision(decision) => journal::Entry::McpDecision(decision),
-        })
-        .collect();
+/// The per-request audit facts, journal entries as they are, in one append.
+fn append_audit(journal: &Journal, audit: &[Audit]) -> Result<(), String> {
+    let entries: Vec<journal::Entry<'_>> = audit.iter().map(journal::Entry::from).collect();
     journal.append_all(&entries).map(|_| ()).map_err(|err| {
         format!(
             "--journal {}: cannot write a request entry: {err}",
