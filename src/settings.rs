@@ -141,6 +141,7 @@ impl From<&Cli> for Settings {
             resets_on_progress: server.request_timeout_resets_on_progress,
             max_in_flight: server.max_in_flight as usize,
             audit: cli.journal.journal_requests,
+            journal: cli.journal.journal.is_some(),
             agent_excerpt_bytes: server.agent_excerpt_bytes,
             tools: tool_gate(cli),
             restart: RestartPolicy {

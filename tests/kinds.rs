@@ -194,12 +194,23 @@ fn entries(journal: &std::path::Path, kind: &str) -> Vec<Value> {
 /// the call (mcp_task), with verify pairing it.
 #[test]
 fn a_tasks_result_outlives_the_timeout_and_its_end_is_journaled() {
-    let call = server(&[]).opt(&["--mcp", "--request-timeout", "300ms", "--journal"]);
+    // The default deadline is short; the ping (the server is up: its start
+    // is no request's to wait for) and the call that creates the task
+    // are not on it, so only the tasks/result could be, by mistake.
+    let call = server(&[]).opt(&[
+        "--mcp",
+        "--request-timeout",
+        "300ms",
+        "--request-timeout",
+        "ping=0",
+        "--request-timeout",
+        "tools/call=0",
+        "--journal",
+    ]);
     let journal = call.path("audit.jsonl");
     let mut run = call.opt(&[journal.to_str().unwrap()]).start();
-    // The server is up before a call is timed (not audited: a ping).
     run.send(&request(0, "ping", json!({})));
-    parse(&run.read_line());
+    assert_eq!(parse(&run.read_line())["id"], 0);
     run.send(&request(
         1,
         "tools/call",

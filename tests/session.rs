@@ -114,11 +114,21 @@ fn progress_restarts_the_deadline_only_when_asked() {
         )
     };
     for (flag, expect_done) in [(true, true), (false, false)] {
-        let mut options = vec!["--mcp", "--request-timeout", "1200ms"];
+        // The server is up (an echo no deadline times) before the timed
+        // request: its start is not the request's to wait for.
+        let mut options = vec![
+            "--mcp",
+            "--request-timeout",
+            "1200ms",
+            "--request-timeout",
+            "echo=0",
+        ];
         if flag {
             options.push("--request-timeout-resets-on-progress");
         }
         let mut run = server(&[]).opt(&options).start();
+        run.send(&request(json!(0), "echo", json!({})));
+        assert_eq!(parse(&run.read_line())["id"], 0);
         run.send(&progress(1));
         // Progress notifications pass through, then the answer.
         let answer = loop {

@@ -407,16 +407,53 @@ fn a_forged_approval_for_other_arguments_fails_verify() {
     assert_eq!(report["break"]["line"], forged_line, "{report}");
 }
 
+/// A tool policy that cannot be applied (the session layer is off) is a
+/// usage error from any source: a security policy is never dropped in
+/// silence, unlike an option that only tunes a feature left off, which
+/// the environment may set broadly. Tuning the approver stays that kind.
 #[test]
-fn a_gate_without_the_session_layer_is_a_usage_error_unless_it_comes_from_the_environment() {
+fn a_gate_without_the_session_layer_is_a_usage_error_from_any_source() {
     let refused = util::Call::sh("true").opt(&["--tool-deny", "rm"]).run();
     refused.expect_code(125);
     refused.check(
         refused.stderr_text().contains("needs the session layer"),
         &refused.stderr_text(),
     );
+    for (variable, value) in [
+        ("MCP_BOUND_TOOL_DENY", "rm"),
+        ("MCP_BOUND_TOOL_ALLOW", "read_*"),
+        ("MCP_BOUND_TOOL_APPROVE_CMD", "true"),
+    ] {
+        for session_off in [&[][..], &["--mcp", "--session", "off"]] {
+            let marker = tempfile::tempdir().unwrap();
+            let ran = marker.path().join("ran");
+            let done = util::Call::sh(&format!("touch {}", ran.display()))
+                .opt(session_off)
+                .env(variable, value)
+                .without_record()
+                .run();
+            done.expect_code(125);
+            let stderr = done.stderr_text();
+            done.check(
+                stderr.lines().count() == 1
+                    && stderr.contains(variable)
+                    && stderr.contains("needs the session layer"),
+                &format!("{variable}: one line naming it: {stderr}"),
+            );
+            done.check(!ran.exists(), &format!("{variable}: nothing ran"));
+        }
+    }
+    // MCP_BOUND_TOOL_APPROVE names which tools ask: with no approver,
+    // none would, so it is refused too.
+    let done = util::Call::sh("true")
+        .opt(&["--mcp"])
+        .env("MCP_BOUND_TOOL_APPROVE", "write_*")
+        .without_record()
+        .run();
+    done.expect_code(125);
+    // A bound on the approver from the environment is only tuning.
     let fine = util::Call::sh("true")
-        .env("MCP_BOUND_TOOL_DENY", "rm")
+        .env("MCP_BOUND_TOOL_APPROVAL_TIMEOUT", "5s")
         .run();
     fine.expect_state("completed", 0);
 }
@@ -474,4 +511,118 @@ fn the_approvers_cpu_is_counted_apart_from_the_servers_usage() {
         usage < approver,
         &format!("the server's usage ({usage} ms) does not carry the approver's ({approver} ms)"),
     );
+}
+
+/// The approver sees the arguments the server runs. A call whose
+/// `arguments` are given twice or spelled otherwise is refused, as is one
+/// whose arguments strict JSON cannot carry (NaN): before, the approver
+/// got `null` for each and the server ran the real ones. NaN elsewhere in
+/// params no longer hides the arguments from it.
+#[test]
+fn the_approver_sees_the_arguments_the_server_runs_or_the_call_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut run, journal) = gated(dir.path(), &["--tool-approve", "ok*"]);
+    for line in [
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ok_a","arguments":{"cmd":"ls"},"arguments":{"cmd":"rm -rf /"}}}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ok_b","arguments":{"n":NaN,"cmd":"rm"}}}"#,
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"ok_d","Arguments":{"cmd":"rm"}}}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"ok_c","arguments":{"cmd":"ls"},"_meta":{"x":NaN}}}"#,
+    ] {
+        run.send(format!("{line}\n").as_bytes());
+    }
+    let answers: Vec<Value> = (0..4).map(|_| parse(&run.read_line())).collect();
+    run.close_stdin();
+    let done = run.finish();
+    done.expect_state("shut_down", 0)
+        .expect("/mcp/tool_gate/approvers_asked", json!(1));
+    let refusal = |id: u64| {
+        answers
+            .iter()
+            .find(|a| a["id"] == id)
+            .map(|a| a["error"]["data"]["mcp_bound"]["refusal"].clone())
+    };
+    done.check(
+        [refusal(1), refusal(2), refusal(4)]
+            == [
+                Some(json!("duplicate_key")),
+                Some(json!("not_strict_json")),
+                Some(json!("case_variant_key")),
+            ],
+        &format!("refused: {answers:?}"),
+    );
+    done.check(
+        answers
+            .iter()
+            .any(|a| a["id"] == 3 && a["result"]["ran"] == "ok_c"),
+        &format!("approved and run: {answers:?}"),
+    );
+    for id in [1, 2, 4] {
+        done.check(
+            !dir.path().join(format!("{id}.json")).exists(),
+            &format!("the approver was not asked about {id}"),
+        );
+    }
+    let asked: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("3.json")).unwrap()).unwrap();
+    done.check(
+        asked["arguments"] == json!({"cmd": "ls"}),
+        &format!("the approver saw the real arguments: {asked}"),
+    );
+    let (ok, report) = util::verify_report(&journal);
+    done.check(ok, &format!("verify: {report}"));
+}
+
+/// Under a policy by name, a tools/list whose id the table cannot track
+/// (an object, `true`, over 1 KiB) or that comes with a null id was
+/// answered unfiltered, the denied tools listed. Now each is refused.
+#[test]
+fn a_tools_list_the_gate_cannot_track_is_refused_not_answered_unfiltered() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = journal_in(dir.path());
+    let mut run = server(&[])
+        .opt(&[
+            "--mcp",
+            "--tool-deny",
+            "rm*",
+            "--journal",
+            journal.to_str().unwrap(),
+        ])
+        .start();
+    let long = format!("\"{}\"", "x".repeat(1100));
+    let tools = r#"{"tools":[{"name":"rm_all"},{"name":"read"}]}"#;
+    for id in [r#"{"a":1}"#, "true", "null", long.as_str(), "7"] {
+        run.send(
+            format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list","params":{tools}}}"#)
+                .as_bytes(),
+        );
+        run.send(b"\n");
+    }
+    let answers: Vec<Value> = (0..5).map(|_| parse(&run.read_line())).collect();
+    run.close_stdin();
+    let done = run.finish();
+    done.expect_state("shut_down", 0);
+    let listed: Vec<&Value> = answers.iter().filter(|a| a["result"].is_object()).collect();
+    done.check(
+        listed.len() == 1
+            && listed[0]["id"] == 7
+            && listed[0]["result"]["tools"] == json!([{"name": "read"}]),
+        &format!("only the tracked list is answered, filtered: {answers:?}"),
+    );
+    let refusals: Vec<Value> = answers
+        .iter()
+        .filter(|a| a["error"]["code"] == -32600)
+        .map(|a| a["error"]["data"]["mcp_bound"]["refusal"].clone())
+        .collect();
+    done.check(
+        refusals
+            == [
+                json!("untracked_id"),
+                json!("untracked_id"),
+                json!("null_id"),
+                json!("untracked_id"),
+            ],
+        &format!("each other refused: {answers:?}"),
+    );
+    let (ok, report) = util::verify_report(&journal);
+    done.check(ok, &format!("verify: {report}"));
 }

@@ -46,8 +46,9 @@ fn env_name(option: &str) -> String {
 }
 
 /// Each option that needs another is refused on the command line with one
-/// line naming what it needs, nothing run; from its variable it is ignored.
-/// The man page lists the same options.
+/// line naming what it needs, nothing run; from its variable it is
+/// ignored, unless it is a tool policy, which is refused from there too,
+/// its variable named. The man page lists the same options.
 #[test]
 fn an_option_that_needs_another_is_refused_on_the_line_and_ignored_from_the_environment() {
     let man = mcp_bound::cli::man_page();
@@ -55,9 +56,9 @@ fn an_option_that_needs_another_is_refused_on_the_line_and_ignored_from_the_envi
         .split(".SH ENVIRONMENT")
         .nth(1)
         .expect("ENVIRONMENT section");
-    let options: Vec<(String, &str)> = mcp_bound::cli::dependent_options().collect();
+    let options: Vec<(String, &str, bool)> = mcp_bound::cli::dependent_options().collect();
     assert!(options.len() >= 20, "{options:?}");
-    for (option, needs) in &options {
+    for (option, needs, policy) in &options {
         let roff = option.replace('-', "\\-");
         assert!(
             environment.contains(&roff),
@@ -67,10 +68,18 @@ fn an_option_that_needs_another_is_refused_on_the_line_and_ignored_from_the_envi
         line.extend(sample(option));
         let stderr = util::refused(&line);
         assert_eq!(stderr, format!("mcp-bound: {option} {needs}\n"));
-        let ignored = Call::sh("true")
+        let from_environment = Call::sh("true")
             .env(&env_name(option), sample(option).unwrap_or("true"))
             .run();
-        ignored.expect_state("completed", 0);
+        if *policy {
+            from_environment.expect_code(125);
+            from_environment.check(
+                from_environment.stderr_text().contains(&env_name(option)),
+                "a tool policy from its variable is refused, the variable named",
+            );
+        } else {
+            from_environment.expect_state("completed", 0);
+        }
     }
 }
 

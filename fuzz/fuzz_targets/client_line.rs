@@ -1,10 +1,17 @@
-//! Fuzz the session's reading of client lines against a reference that
-//! reads them as the most permissive server does (Python's json.loads on
-//! bytes decoded with U+FFFD, lines split on LF and also on CR as
-//! universal newlines split them, NaN/Infinity, lone surrogates, the last
-//! of duplicate keys, any depth). Whatever the reference would run as a
-//! tools/call in what mcp-bound passes on must have an mcp_request entry
-//! with that name: the audit is never weaker than the server's parser.
+//! Fuzz the session's reading of client lines against two references that
+//! read them as permissive servers do:
+//! - Python's json.loads on bytes decoded with U+FFFD, lines split on LF
+//!   and also on CR as universal newlines split them, NaN/Infinity, lone
+//!   surrogates, the last of duplicate keys, any depth;
+//! - Go's encoding/json through a json.Decoder on the whole stream (the
+//!   Go SDK's stdio transport): values one after another whatever the
+//!   lines, keys matched to fields without regard to case (`ſ` folded to
+//!   `s`, `K` to `k`), the last match kept, and a tools/call run whether
+//!   it has an id or not.
+//!
+//! Whatever a reference would run as a tools/call in what mcp-bound
+//! passes on must have an mcp_request entry with that name: the audit is
+//! never weaker than the server's parser.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -24,6 +31,21 @@ impl Value {
     fn get(&self, key: &str) -> Option<&Value> {
         match self {
             Value::Object(fields) => fields.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    /// As Go's encoding/json finds a struct field's value: the last key
+    /// that equals `key` under its folding (ASCII case, ſ, K).
+    fn get_folded(&self, key: &str) -> Option<&Value> {
+        let fold = |c: char| match c {
+            '\u{17F}' => 's',
+            '\u{212A}' => 'k',
+            c => c.to_ascii_lowercase(),
+        };
+        let folded = |k: &str| k.chars().map(fold).eq(key.chars());
+        match self {
+            Value::Object(fields) => fields.iter().rev().find(|(k, _)| folded(k)).map(|(_, v)| v),
             _ => None,
         }
     }
@@ -207,6 +229,61 @@ fn parse(text: &str) -> Option<Value> {
     (parser.at == parser.s.len()).then_some(value)
 }
 
+/// The values a stream decoder reads from `text`, one after another
+/// whatever the lines, until the first it cannot read (Go's json.Decoder
+/// stops there). Go refuses NaN and Infinity, so a value holding one ends
+/// the stream as well.
+fn stream(text: &str) -> Vec<Value> {
+    let mut parser = Parser { s: text.as_bytes(), at: 0 };
+    let mut values = Vec::new();
+    loop {
+        parser.ws();
+        if parser.at == parser.s.len() {
+            return values;
+        }
+        let start = parser.at;
+        let Some(value) = parser.value() else {
+            return values;
+        };
+        let raw = &text[start..parser.at];
+        if raw.contains("NaN") || raw.contains("Infinity") {
+            // Outside a string these are Go's syntax errors; inside one,
+            // a false stop only shortens what the reference runs.
+            return values;
+        }
+        values.push(value);
+    }
+}
+
+/// A batch's elements, or the one message.
+fn messages(value: Value) -> Vec<Value> {
+    match value {
+        Value::Array(items) => items,
+        other => vec![other],
+    }
+}
+
+/// The tool names of the tools/call messages a Go server runs in these
+/// bytes: a name that is not a string runs as "" there, read here as None.
+fn go_would_run(bytes: &[u8]) -> Vec<Option<String>> {
+    let text = String::from_utf8_lossy(bytes);
+    let mut names = Vec::new();
+    for value in stream(&text) {
+        for message in &messages(value) {
+            let is_call =
+                matches!(message.get_folded("method"), Some(Value::Str(m)) if m == "tools/call");
+            if is_call {
+                let params = message.get_folded("params");
+                names.push(match params.and_then(|p| p.get_folded("name")) {
+                    Some(Value::Str(name)) => Some(name.clone()),
+                    _ => None,
+                });
+            }
+        }
+    }
+    names
+}
+
 /// The tool names of the tools/call requests a server would run in these
 /// bytes (the name as a string, or None), for each way servers split
 /// lines: on LF only (Node's readers, the TypeScript SDK), and on LF, CRLF
@@ -221,11 +298,7 @@ fn would_run(bytes: &[u8]) -> [Vec<Option<String>>; 2] {
         let mut names = Vec::new();
         for line in lines {
             let Some(value) = parse(line) else { continue };
-            let messages = match value {
-                Value::Array(items) => items,
-                other => vec![other],
-            };
-            for message in &messages {
+            for message in &messages(value) {
                 let is_call =
                     matches!(message.get("method"), Some(Value::Str(m)) if m == "tools/call");
                 let has_id = !matches!(message.get("id"), None | Some(Value::Null));
@@ -257,7 +330,8 @@ fuzz_target!(|input: &[u8]| {
         .filter(|(method, _)| method.as_deref() == Some("tools/call"))
         .map(|(_, name)| name)
         .collect();
-    for reading in would_run(&forwarded) {
+    let [lf, universal] = would_run(&forwarded);
+    for reading in [lf, universal, go_would_run(&forwarded)] {
         let mut left = journaled.clone();
         for name in reading {
             let Some(at) = left.iter().position(|n| *n == name) else {

@@ -4,32 +4,48 @@
 //! it, it is a usage error (exit 125) that names what it needs; from its
 //! `MCP_BOUND_*` variable it is a default, which host configs set broadly,
 //! and it is then ignored.
+//!
+//! The exception is a tool policy (`--tool-allow`, `--tool-deny`,
+//! `--tool-approve-cmd`, `--tool-approve`): one that cannot be applied is
+//! a usage error from any source, its variable named, since a security
+//! policy must never be dropped in silence.
 
 use super::{Cli, GuardMode, SessionMode};
 use crate::record::mcp::RestartMode;
 
-/// The options given on the command line itself (not from the
-/// environment, not a default), by clap id.
-pub(super) struct Given(Vec<String>);
+/// The options given, by clap id: on the command line itself, and from
+/// their `MCP_BOUND_*` variable (not a default).
+pub(super) struct Given {
+    command_line: Vec<String>,
+    environment: Vec<String>,
+}
 
 impl From<&clap::ArgMatches> for Given {
     fn from(matches: &clap::ArgMatches) -> Given {
-        Given(
+        use clap::parser::ValueSource;
+        let from = |source: ValueSource| {
             matches
                 .ids()
-                .filter(|id| {
-                    matches.value_source(id.as_str())
-                        == Some(clap::parser::ValueSource::CommandLine)
-                })
+                .filter(|id| matches.value_source(id.as_str()) == Some(source))
                 .map(|id| id.as_str().to_string())
-                .collect(),
-        )
+                .collect()
+        };
+        Given {
+            command_line: from(ValueSource::CommandLine),
+            environment: from(ValueSource::EnvVariable),
+        }
     }
 }
 
 impl Given {
+    /// Given on the command line.
     pub(super) fn has(&self, id: &str) -> bool {
-        self.0.iter().any(|given| given == id)
+        self.command_line.iter().any(|given| given == id)
+    }
+
+    /// Given from its variable.
+    fn in_environment(&self, id: &str) -> bool {
+        self.environment.iter().any(|given| given == id)
     }
 }
 
@@ -41,6 +57,8 @@ struct Needs {
     on: fn(&Cli) -> bool,
     /// What it needs, as the error says it.
     needs: &'static str,
+    /// A tool policy: refused from its variable too.
+    policy: bool,
 }
 
 const STDERR_LOG: &str = "needs --stderr-log";
@@ -61,146 +79,175 @@ const DEPENDENT: &[Needs] = &[
         option: "otel_flush_timeout",
         on: otel,
         needs: OTEL,
+        policy: false,
     },
     Needs {
         option: "otel_propagate",
         on: session,
         needs: SESSION,
+        policy: false,
     },
     Needs {
         option: "stderr_log_size",
         on: stderr_log,
         needs: STDERR_LOG,
+        policy: false,
     },
     Needs {
         option: "stderr_log_keep",
         on: stderr_log,
         needs: STDERR_LOG,
+        policy: false,
     },
     Needs {
         option: "stderr_log_timestamps",
         on: stderr_log,
         needs: STDERR_LOG,
+        policy: false,
     },
     Needs {
         option: "stderr_log_optional",
         on: stderr_log,
         needs: STDERR_LOG,
+        policy: false,
     },
     Needs {
         option: "journal_key",
         on: journal,
         needs: JOURNAL,
+        policy: false,
     },
     Needs {
         option: "journal_requests",
         on: journal,
         needs: JOURNAL,
+        policy: false,
     },
     Needs {
         option: "journal_excerpt_bytes",
         on: journal,
         needs: JOURNAL,
+        policy: false,
     },
     Needs {
         option: "live_rate",
         on: live,
         needs: LIVE,
+        policy: false,
     },
     Needs {
         option: "live_burst",
         on: live,
         needs: LIVE,
+        policy: false,
     },
     Needs {
         option: "debug_window",
         on: live,
         needs: LIVE,
+        policy: false,
     },
     Needs {
         option: "debug_window_bytes",
         on: live,
         needs: LIVE,
+        policy: false,
     },
     Needs {
         option: "max_restarts",
         on: restart,
         needs: RESTART,
+        policy: false,
     },
     Needs {
         option: "restart_window",
         on: restart,
         needs: RESTART,
+        policy: false,
     },
     Needs {
         option: "restart_backoff",
         on: restart,
         needs: RESTART,
+        policy: false,
     },
     Needs {
         option: "max_message_bytes",
         on: guard,
         needs: GUARD,
+        policy: false,
     },
     Needs {
         option: "request_timeout",
         on: session,
         needs: SESSION,
+        policy: false,
     },
     Needs {
         option: "request_timeout_resets_on_progress",
         on: session,
         needs: SESSION,
+        policy: false,
     },
     Needs {
         option: "restart",
         on: session,
         needs: SESSION,
+        policy: false,
     },
     Needs {
         option: "agent_excerpt_bytes",
         on: session,
         needs: SESSION,
+        policy: false,
     },
     Needs {
         option: "max_in_flight",
         on: session,
         needs: SESSION,
+        policy: false,
     },
     Needs {
         option: "tool_allow",
         on: session,
         needs: SESSION,
+        policy: true,
     },
     Needs {
         option: "tool_deny",
         on: session,
         needs: SESSION,
+        policy: true,
     },
     Needs {
         option: "tool_approve_cmd",
         on: session,
         needs: SESSION,
+        policy: true,
     },
     Needs {
         option: "tool_approve",
         on: tool_approver,
         needs: TOOL_APPROVER,
+        policy: true,
     },
     Needs {
         option: "tool_approval_timeout",
         on: tool_approver,
         needs: TOOL_APPROVER,
+        policy: false,
     },
     Needs {
         option: "max_pending_approvals",
         on: tool_approver,
         needs: TOOL_APPROVER,
+        policy: false,
     },
     Needs {
         option: "approval_timeout",
         on: approver,
         needs: APPROVER,
+        policy: false,
     },
 ];
 
@@ -259,23 +306,41 @@ pub(super) fn check(cli: &Cli, given: &Given) -> Result<(), String> {
     if cli.mcp_mode.session == Some(SessionMode::Jsonrpc) && !guard(cli) {
         return Err("--session jsonrpc reads the server's responses through the stdout guard; it cannot run with --stdout-guard off".into());
     }
-    match DEPENDENT
+    let flag = |each: &Needs| format!("--{}", each.option.replace('_', "-"));
+    if let Some(each) = DEPENDENT
         .iter()
         .find(|each| given.has(each.option) && !(each.on)(cli))
     {
+        return Err(format!("{} {}", flag(each), each.needs));
+    }
+    match DEPENDENT
+        .iter()
+        .find(|each| each.policy && given.in_environment(each.option) && !(each.on)(cli))
+    {
         Some(each) => Err(format!(
-            "--{} {}",
-            each.option.replace('_', "-"),
+            "{} sets {}, which {}: a tool policy that cannot be applied is refused, never dropped",
+            variable(each.option),
+            flag(each),
             each.needs
         )),
         None => Ok(()),
     }
 }
 
-/// The options that need another, as (flag, what it needs): for the
-/// man page and for the test that checks each against the binary.
-pub fn dependent_options() -> impl Iterator<Item = (String, &'static str)> {
-    DEPENDENT
-        .iter()
-        .map(|each| (format!("--{}", each.option.replace('_', "-")), each.needs))
+/// The `MCP_BOUND_*` variable of a clap id.
+fn variable(option: &str) -> String {
+    format!("MCP_BOUND_{}", option.to_ascii_uppercase())
+}
+
+/// The options that need another, as (flag, what it needs, whether it is
+/// a tool policy, refused from its variable too): for the man page and
+/// for the test that checks each against the binary.
+pub fn dependent_options() -> impl Iterator<Item = (String, &'static str, bool)> {
+    DEPENDENT.iter().map(|each| {
+        (
+            format!("--{}", each.option.replace('_', "-")),
+            each.needs,
+            each.policy,
+        )
+    })
 }

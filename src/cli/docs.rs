@@ -91,9 +91,17 @@ pub fn man_page() -> String {
          a command-line option wins over the environment. An option that only tunes \
          a feature that is off is refused when given on the command line (exit 125, \
          nothing runs), and ignored when it comes from its variable, which host \
-         configs set broadly. These are:",
+         configs set broadly, except a tool policy (--tool-allow, --tool-deny, \
+         --tool-approve-cmd, --tool-approve): one that cannot be applied is refused \
+         from its variable too, naming it, since a security policy is never dropped \
+         in silence. These are:",
     )]);
-    for (option, needs) in super::check::dependent_options() {
+    for (option, needs, policy) in super::check::dependent_options() {
+        let needs = if policy {
+            format!("{needs} (a tool policy: refused from its variable too)")
+        } else {
+            needs.to_string()
+        };
         extra
             .control("TP", [])
             .text([bold(option.as_str())])

@@ -175,16 +175,24 @@ verify pairs them. A task an audited call created (a 2025 CreateTaskResult or re
 linked to the call; its end (tasks/result, a terminal tasks/get, notifications/tasks/status) is an \
 mcp_task entry against that call (status completed, failed, cancelled, or lost when the server \
 went away), which verify pairs too. The audit is never weaker than the server's parser: where the \
-strict fast path is not sure, a client line is read as the most permissive server parser reads it \
+strict fast path is not sure, a client line is read as the most permissive server parsers read it \
 (Node's JSON.parse and Python's json.loads: the last of duplicate keys, NaN, Infinity, lone \
-surrogates, any depth; bad UTF-8 as U+FFFD; a lone CR ending a line; the last line with no newline). \
-Refused with -32600 (reason ambiguous_request, nothing sent, mcp.refused): a key the audit reads \
-(id, method, params, params.name) given twice, a line a CR would split into several messages, a batch \
-that is not UTF-8. Journaled with line_sha256 (the SHA-256 of the line as sent) and irregular \
-(invalid_utf8, not_strict_json, unterminated, over_max_message_bytes, duplicate_id, untracked_id): \
-such lines, a line over --max-message-bytes (hashed as it streams, its entry written before its \
-newline reaches the server), a request whose id is still in flight, and an id that cannot be \
-tracked. \
+surrogates, any depth; bad UTF-8 as U+FFFD; a lone CR ending a line; the last line with no newline; \
+Go's encoding/json and .NET's case-insensitive readers: keys matched without regard to case, \
+with the long s read as s and the Kelvin sign as k). Refused with -32600 (data.mcp_bound.reason \
+invalid_request and refusal naming why, nothing sent, mcp.refused): a key the audit reads (jsonrpc, \
+id, method, params; name and arguments in a call's params) given twice (duplicate_key) or spelled \
+in another case or folding (case_variant_key), a line a CR would split into several messages \
+(carriage_return), a batch that is not UTF-8 (batch_not_utf8); under a tool gate or an audit with \
+--journal also a line that is not exactly one JSON object or batch (not_one_value: split over \
+lines, pretty-printed, or two on a line, which a stream decoder reads) and one that opens with a \
+byte order mark (byte_order_mark). Each refusal is journaled: an mcp_request marked refused, with \
+line_sha256, and next its mcp_response with outcome refused and the reason; verify pairs them. \
+Journaled with line_sha256 (the SHA-256 of the line as sent) and irregular \
+(invalid_utf8, not_strict_json, unterminated, over_max_message_bytes, duplicate_id, untracked_id, \
+refused): such lines, a line over --max-message-bytes (hashed as it streams, its entry written \
+before its newline reaches the server), a request whose id is still in flight, and an id that \
+cannot be tracked (a null id or none, for a method the audit covers). \
 With --restart on-failure (a non-zero exit or a signal) or always (any exit), a server that went away \
 on its own is started again after --restart-backoff, doubled for each restart within --restart-window, \
 at most --max-restarts times in the window (never is the default); live stderr says so on a line of \
@@ -266,6 +274,19 @@ gets TERM and KILL together (--grace does not apply). Denied or expired: the hel
 never started, state denied, exit 77, and one line says why, with the approver's first line of \
 output (masked, at most 512 bytes). With --journal, the decision is its own entry between intent \
 and terminal.",
+    ),
+    (
+        "TOOL GATE",
+        "Under the session layer, --tool-deny and --tool-allow decide each tools/call by its name (deny \
+wins; with any allow, a tool matching none is denied), and --tool-approve-cmd asks an approver about \
+the calls --tool-approve matches, on a --tool-approval-timeout clock nothing extends. A denied call \
+never reaches the server, and denied tools are cut out of tools/list results. The gate reads a call \
+as every server may: what it cannot decide as sent is refused with -32600 and journaled (reason \
+untracked_id for a call or, under a policy, a tools/list whose id cannot be tracked; null_id; \
+notification; params_not_object; name_not_string, never decided as the empty name; not_strict_json, \
+arguments for an approver that strict JSON cannot carry; over_max_message_bytes). The approver gets \
+the arguments the server runs. A tool policy that cannot be applied (no session layer, or \
+--tool-approve without --tool-approve-cmd) is exit 125 from any source, its variable named.",
     ),
     (
         "JOURNAL",
@@ -397,7 +418,9 @@ marker and the summary line; exit 124.",
 pub(crate) const AFTER_HELP: &str = "\
 Every option also reads an environment variable, named in brackets. An option that
 only tunes a feature that is off (--stderr-log-keep without --stderr-log) is refused
-on the command line, and ignored from its variable.
+on the command line, and ignored from its variable; a tool policy (--tool-allow,
+--tool-deny, --tool-approve-cmd, --tool-approve) that cannot be applied is refused
+from its variable too.
 
 A DURATION is GNU timeout's: a number of seconds (10, 1.5, 1e-3, 0x1p-3) or one with a
 unit ms, s, m, h or d; it is never negative. A size (BYTES) is {sizes}.

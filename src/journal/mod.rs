@@ -314,9 +314,10 @@ mod tests {
         };
         let response = McpResponse {
             call_id: "c_all".into(),
-            request_id: RequestId::new("\"r1\"").unwrap(),
-            method: "tools/call".into(),
+            request_id: RequestId::new("\"r1\""),
+            method: Some("tools/call".into()),
             outcome: crate::session::RequestOutcome::Error,
+            reason: None,
             error_code: Some(-32001),
             result_type: Some(crate::session::ResultType::InputRequired),
             duration_ms: 1,
@@ -379,9 +380,10 @@ mod tests {
             }),
             Audit::Response(McpResponse {
                 call_id: "c".into(),
-                request_id: id(),
-                method: "tools/call".into(),
-                outcome: RequestOutcome::Result,
+                request_id: Some(id()),
+                method: Some("tools/call".into()),
+                outcome: RequestOutcome::Refused,
+                reason: Some(crate::session::Refusal::CaseVariantKey),
                 error_code: Some(1),
                 result_type: Some(ResultType::Complete),
                 duration_ms: 1,
@@ -452,9 +454,10 @@ mod tests {
         };
         let response = |call: &str, id: &str| McpResponse {
             call_id: call.into(),
-            request_id: RequestId::new(id).unwrap(),
-            method: "tools/call".into(),
+            request_id: RequestId::new(id),
+            method: Some("tools/call".into()),
             outcome: crate::session::RequestOutcome::Result,
+            reason: None,
             error_code: None,
             result_type: Some(crate::session::ResultType::Complete),
             duration_ms: 0,
@@ -602,5 +605,79 @@ mod tests {
         assert_eq!(report.unfinished_requests.len(), 1);
         assert_eq!(report.unfinished_requests[0].request_id, "1");
         assert_eq!(report.unfinished_requests[0].method, "tools/call");
+        // A refused request is ended by the call's very next entry, its
+        // refused response under the same id (null too); its id is never
+        // open, so an id in flight may be refused.
+        let refused = |id: Option<&str>| {
+            let request = McpRequest {
+                request_id: id.and_then(RequestId::new),
+                irregular: vec![crate::session::Irregular::Refused],
+                line_sha256: Some("d".repeat(64)),
+                ..request("a", "1")
+            };
+            let end = McpResponse {
+                request_id: id.and_then(RequestId::new),
+                outcome: crate::session::RequestOutcome::Refused,
+                reason: Some(crate::session::Refusal::NotOneValue),
+                error_code: Some(-32600),
+                result_type: None,
+                ..response("a", "1")
+            };
+            (request, end)
+        };
+        let (refused_null, end_null) = refused(None);
+        let (refused_1, end_1) = refused(Some("1"));
+        let report = run(
+            "refused.jsonl",
+            &[
+                Entry::Intent(&a),
+                Entry::McpRequest(&q1),
+                Entry::McpRequest(&refused_null),
+                Entry::McpResponse(&end_null),
+                Entry::McpRequest(&refused_1),
+                Entry::McpResponse(&end_1),
+                Entry::McpResponse(&r1),
+                Entry::Terminal(&terminal),
+            ],
+        );
+        assert!(report.ok, "{:?}", report.broken);
+        assert!(report.unfinished_requests.is_empty());
+        for (name, entries) in [
+            (
+                "refused-alone.jsonl",
+                &[Entry::Intent(&a), Entry::McpResponse(&end_null)][..],
+            ),
+            (
+                "refused-other-id.jsonl",
+                &[
+                    Entry::Intent(&a),
+                    Entry::McpRequest(&refused_null),
+                    Entry::McpResponse(&end_1),
+                ],
+            ),
+            (
+                "refused-then-request.jsonl",
+                &[
+                    Entry::Intent(&a),
+                    Entry::McpRequest(&refused_1),
+                    Entry::McpRequest(&q1),
+                ],
+            ),
+            (
+                "refused-then-end.jsonl",
+                &[
+                    Entry::Intent(&a),
+                    Entry::McpRequest(&refused_1),
+                    Entry::Terminal(&terminal),
+                ],
+            ),
+        ] {
+            let report = run(name, entries);
+            assert_eq!(
+                report.broken.map(|b| b.kind),
+                Some(BreakKind::OrphanTerminal),
+                "{name}"
+            );
+        }
     }
 }

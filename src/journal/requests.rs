@@ -2,7 +2,10 @@
 //! the call they belong to: a response needs an open request, a request
 //! needs an open call, and a request still open when its call ends never
 //! ended. A response whose result is a task opens that task, which an
-//! `mcp_task` entry ends. Memory follows the requests and tasks in flight.
+//! `mcp_task` entry ends. A request refused as it came (`irregular` holds
+//! `refused`) is ended by the call's very next entry, its `refused`
+//! response under the same id (null included). Memory follows the
+//! requests and tasks in flight.
 
 use std::collections::HashMap;
 
@@ -16,6 +19,9 @@ use super::shapes::Body;
 pub(crate) struct OpenRequests {
     open: HashMap<(String, String), UnfinishedRequest>,
     tasks: HashMap<(String, String), UnfinishedRequest>,
+    /// By call: a refused request's id (its JSON text), whose refused
+    /// response must be the call's next entry.
+    refused: HashMap<String, String>,
 }
 
 impl OpenRequests {
@@ -38,6 +44,9 @@ impl OpenRequests {
                     parsed.kind()
                 ),
             ));
+        }
+        if self.refusal(parsed, call_id, raw)? {
+            return Ok(());
         }
         // The same id however it was spelled, as the session matched it
         // (1, 1.0 and 1e0 are one). A request the session did not track
@@ -132,8 +141,57 @@ impl OpenRequests {
         Ok(())
     }
 
-    /// A call ended: its requests still open never ended.
-    pub(crate) fn call_ended(&mut self, call_id: &str) -> Vec<UnfinishedRequest> {
+    /// A refused request, or the end the call owes one: true when `parsed`
+    /// was either (nothing more to check), Err when the order is broken.
+    fn refusal(
+        &mut self,
+        parsed: &Parsed<'_>,
+        call_id: &str,
+        raw: &str,
+    ) -> Result<bool, (BreakKind, String)> {
+        let refused_end = matches!(&parsed.body, Body::McpResponse(r) if r.reason.is_some());
+        if let Some(owed) = self.refused.remove(call_id) {
+            return if refused_end && owed == raw {
+                Ok(true)
+            } else {
+                Err((
+                    BreakKind::OrphanTerminal,
+                    format!(
+                        "the refused mcp_request {owed} of call {call_id} is not ended by the call's next entry"
+                    ),
+                ))
+            };
+        }
+        if refused_end {
+            return Err((
+                BreakKind::OrphanTerminal,
+                format!(
+                    "a refused mcp_response {raw} of call {call_id} with no refused mcp_request just before it"
+                ),
+            ));
+        }
+        let refused = matches!(&parsed.body, Body::McpRequest(request)
+            if request.irregular.as_ref().is_some_and(|i| i.contains(&crate::session::Irregular::Refused)));
+        if refused {
+            self.refused.insert(call_id.to_string(), raw.to_string());
+        }
+        Ok(refused)
+    }
+
+    /// A call ended: its requests still open never ended. Err when it
+    /// still owed a refused request its end.
+    pub(crate) fn call_ended(
+        &mut self,
+        call_id: &str,
+    ) -> Result<Vec<UnfinishedRequest>, (BreakKind, String)> {
+        if let Some(owed) = self.refused.remove(call_id) {
+            return Err((
+                BreakKind::OrphanTerminal,
+                format!(
+                    "the refused mcp_request {owed} of call {call_id} is not ended by the call's next entry"
+                ),
+            ));
+        }
         let mut ended = Vec::new();
         for open in [&mut self.open, &mut self.tasks] {
             if open.is_empty() {
@@ -146,7 +204,7 @@ impl OpenRequests {
                 .collect();
             ended.extend(keys.iter().filter_map(|key| open.remove(key)));
         }
-        ended
+        Ok(ended)
     }
 
     /// The end of the journal: whatever is still open.

@@ -145,12 +145,17 @@ pub(crate) struct McpRequest<'a> {
 pub(crate) struct McpResponse<'a> {
     #[serde(borrow)]
     pub(crate) call_id: Cow<'a, str>,
+    /// Null only for a refused line whose id could not be told.
     #[serde(borrow)]
     pub(crate) request_id: &'a RawValue,
-    #[serde(borrow)]
-    method: Cow<'a, str>,
+    /// Null only for a refused line not read that far.
+    #[serde(default, borrow)]
+    method: Option<Cow<'a, str>>,
     #[serde(borrow)]
     pub(crate) outcome: Cow<'a, str>,
+    /// For `refused` only.
+    #[serde(default)]
+    pub(crate) reason: Option<crate::session::Refusal>,
     #[serde(default)]
     error_code: Option<i64>,
     #[serde(default)]
@@ -232,8 +237,16 @@ impl<'a> Body<'a> {
             "mcp_request" => Body::McpRequest(McpRequest::deserialize(rest)?),
             "mcp_response" => {
                 let body = McpResponse::deserialize(rest)?;
-                if body.request_id.get() == "null" {
-                    return Err(D::Error::custom("an mcp_response's request_id is null"));
+                let refused = body.outcome == "refused";
+                if refused != body.reason.is_some() {
+                    return Err(D::Error::custom(
+                        "an mcp_response has a reason if and only if it is refused",
+                    ));
+                }
+                if !refused && (body.request_id.get() == "null" || body.method.is_none()) {
+                    return Err(D::Error::custom(
+                        "an mcp_response's request_id or method is null, and it is not refused",
+                    ));
                 }
                 Body::McpResponse(body)
             }
@@ -300,7 +313,7 @@ impl<'a> Body<'a> {
     pub(crate) fn method(&self) -> Option<String> {
         match self {
             Body::McpRequest(b) => serde_json::from_str(b.method.get()).ok(),
-            Body::McpResponse(b) => Some(b.method.to_string()),
+            Body::McpResponse(b) => b.method.as_ref().map(|m| m.to_string()),
             Body::McpTask(b) => Some(b.method.to_string()),
             Body::McpDecision(_) => Some("tools/call".to_string()),
             _ => None,

@@ -333,8 +333,10 @@ impl Verifier<'_> {
                         format!("a terminal for call {call_id} with no open intent"),
                     );
                 } else {
-                    let ended = self.open_requests.call_ended(call_id);
-                    self.report.unfinished_requests.extend(ended);
+                    match self.open_requests.call_ended(call_id) {
+                        Ok(ended) => self.report.unfinished_requests.extend(ended),
+                        Err((kind, detail)) => return fail(kind, detail),
+                    }
                 }
             }
         }

@@ -184,6 +184,10 @@ fn error_of(outcome: RequestOutcome, code: Option<i64>) -> Option<(Value, String
             ours("server_exited", "the server exited before it answered")
         }
         RequestOutcome::Denied => ours("tool_denied", "the tool gate did not let the call through"),
+        RequestOutcome::Refused => ours(
+            "request_refused",
+            "mcp-bound refused the request as it came",
+        ),
         RequestOutcome::Error => {
             let code = code.map_or_else(|| "_OTHER".to_string(), |c| c.to_string());
             let why = format!("JSON-RPC error {code}");

@@ -146,12 +146,13 @@ pub(crate) fn too_many_in_flight(id: &str, limit: usize) -> Vec<u8> {
 }
 
 /// `id`: None when it cannot be told (JSON-RPC then answers with null).
-pub(crate) fn invalid_request(id: Option<&str>, why: &str) -> Vec<u8> {
+/// `refusal`: the journal's word for why, `why` the same in words.
+pub(crate) fn invalid_request(id: Option<&str>, refusal: &str, why: &str) -> Vec<u8> {
     error_line(
         id.unwrap_or("null"),
         INVALID_REQUEST,
         &format!("Invalid request: {why}; mcp-bound did not send it to the server"),
-        json!({ "reason": "ambiguous_request", "detail": why }),
+        json!({ "reason": "invalid_request", "refusal": refusal, "detail": why }),
     )
 }
 
@@ -225,8 +226,8 @@ mod tests {
             server_exited("1", Some(&exit), "t", "c", true, Some("x")),
             server_exited("1", None, "", "c", false, None),
             too_many_in_flight("1", 4),
-            invalid_request(Some("1"), "why"),
-            invalid_request(None, "why"),
+            invalid_request(Some("1"), "duplicate_key", "why"),
+            invalid_request(None, "not_one_value", "why"),
         ];
         for line in &answers {
             let answer = parse(line);

@@ -24,6 +24,9 @@ pub(super) struct Call<'a> {
     pub(super) id: &'a str,
     pub(super) tool: String,
     pub(super) params: Option<&'a str>,
+    /// `params.arguments`, its exact text, as the permissive reading
+    /// found it (the last one; strict JSON when the approver is asked).
+    pub(super) arguments: Option<&'a str>,
     pub(super) params_sha256: Option<String>,
 }
 
@@ -53,10 +56,17 @@ impl Session {
     }
 
     /// Hold a call for its approver (`entry`: its table entry, entered
-    /// once it is sent). Past --max-pending-approvals, answered at once.
-    pub(super) fn hold(&mut self, now: Instant, call: &Call<'_>, key: Key, entry: InFlight) {
+    /// once it is sent): true. Past --max-pending-approvals, answered at
+    /// once: false.
+    pub(super) fn hold(
+        &mut self,
+        now: Instant,
+        call: &Call<'_>,
+        key: Key,
+        entry: InFlight,
+    ) -> bool {
         let Some(gate) = self.gate.as_mut() else {
-            return;
+            return false;
         };
         if gate.is_full() {
             let limit = gate.settings.approver.as_ref().map_or(0, |a| a.max_pending);
@@ -72,10 +82,10 @@ impl Session {
                 &message,
                 DecidedBy::Command,
             );
-            return;
+            return false;
         }
         let ticket = gate.ticket();
-        let arguments = super::gate::arguments_of(call.params);
+        let arguments = super::gate::arguments_of(call.arguments);
         let request_id = serde_json::value::RawValue::from_string(call.id.to_string())
             .unwrap_or_else(|_| serde_json::value::RawValue::from_string("null".into()).unwrap());
         let request = super::gate::ApprovalRequest {
@@ -104,6 +114,7 @@ impl Session {
         );
         self.current_line.held.push(ticket);
         self.facts.tool_gate_mut().approvers_asked += 1;
+        true
     }
 
     /// After a client line: if calls in it wait, the line (or the
@@ -255,6 +266,7 @@ impl Session {
             id: &id,
             tool: pending.tool.clone(),
             params: None,
+            arguments: None,
             params_sha256: pending.params_sha256.clone(),
         };
         let waited = millis(now.saturating_duration_since(pending.asked));
@@ -472,9 +484,10 @@ impl Session {
                 .audit
                 .push(super::Audit::Response(super::McpResponse {
                     call_id: self.call_id.clone(),
-                    request_id,
-                    method: "tools/call".to_string(),
+                    request_id: Some(request_id),
+                    method: Some("tools/call".to_string()),
                     outcome,
+                    reason: None,
                     error_code,
                     result_type: None,
                     duration_ms: millis(now.saturating_duration_since(since)),
@@ -497,6 +510,7 @@ mod tests {
             resets_on_progress: false,
             max_in_flight: 16,
             audit: AuditRequests::Tools,
+            journal: true,
             agent_excerpt_bytes: 0,
             tools: Some(ToolGate {
                 approve: vec!["w*".into()],

@@ -21,6 +21,9 @@ pub enum RequestOutcome {
     /// A `tools/call` the gate did not let through (its `mcp_decision`
     /// says why): it never reached the server.
     Denied,
+    /// Refused as it came, answered -32600 (the entry's `reason` says
+    /// why): nothing of it reached the server.
+    Refused,
 }
 
 impl RequestOutcome {
@@ -35,6 +38,7 @@ impl RequestOutcome {
             RequestOutcome::Ended => "ended",
             RequestOutcome::ShutDown => "shut_down",
             RequestOutcome::Denied => "denied",
+            RequestOutcome::Refused => "refused",
         }
     }
 }
@@ -95,8 +99,12 @@ pub enum Irregular {
     /// error. Passed on, not tracked (an answer here would collide).
     DuplicateId,
     /// Its id or method cannot be tracked: over 1 KiB, or an id that is
-    /// neither a string nor a number of strict JSON.
+    /// neither a string nor a number of strict JSON (null, or none at all
+    /// for a method the audit covers).
     UntrackedId,
+    /// Refused as it came: never sent. The call's next entry is its
+    /// `mcp_response`, outcome `refused`, with the reason.
+    Refused,
 }
 
 impl Irregular {
@@ -104,7 +112,10 @@ impl Irregular {
     pub fn untracked(self) -> bool {
         matches!(
             self,
-            Irregular::OverMaxMessageBytes | Irregular::DuplicateId | Irregular::UntrackedId
+            Irregular::OverMaxMessageBytes
+                | Irregular::DuplicateId
+                | Irregular::UntrackedId
+                | Irregular::Refused
         )
     }
 }
@@ -127,7 +138,7 @@ impl Audit {
     pub fn request_id(&self) -> Option<&RequestId> {
         match self {
             Audit::Request(request) => request.request_id.as_ref(),
-            Audit::Response(response) => Some(&response.request_id),
+            Audit::Response(response) => response.request_id.as_ref(),
             Audit::Decision(decision) => Some(&decision.request_id),
             Audit::Task(task) => Some(&task.request_id),
         }
@@ -162,9 +173,14 @@ pub struct McpRequest {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct McpResponse {
     pub call_id: String,
-    pub request_id: RequestId,
-    pub method: String,
+    /// Null only for a refused line whose id could not be told.
+    pub request_id: Option<RequestId>,
+    /// Null only for a refused line not read that far.
+    pub method: Option<String>,
     pub outcome: RequestOutcome,
+    /// For `refused` only: why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<super::Refusal>,
     /// The error's code, for an `error`, `timed_out` or `server_exited`.
     pub error_code: Option<i64>,
     /// For a result: `complete`, `input_required` (an MRTR round: the
@@ -226,6 +242,7 @@ mod tests {
             Ended,
             ShutDown,
             Denied,
+            Refused,
         ] {
             assert_eq!(serde_json::to_value(outcome).unwrap(), outcome.word());
         }
@@ -249,12 +266,13 @@ mod tests {
             OverMaxMessageBytes,
             DuplicateId,
             UntrackedId,
+            Refused,
         ];
         for irregular in all {
             // A new word must be listed above first.
             match irregular {
                 InvalidUtf8 | NotStrictJson | Unterminated | OverMaxMessageBytes | DuplicateId
-                | UntrackedId => {}
+                | UntrackedId | Refused => {}
             }
             let word = serde_json::to_string(&irregular).unwrap();
             assert!(

@@ -19,6 +19,7 @@ pub fn fuzz_client_line(
         resets_on_progress: false,
         max_in_flight: 4096,
         audit: AuditRequests::Tools,
+        journal: true,
         agent_excerpt_bytes: 1024,
         tools: None,
         restart: RestartPolicy {

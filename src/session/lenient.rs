@@ -8,13 +8,17 @@
 //! runs: the audit is never weaker than the server's parser.
 //!
 //! Iterative, so no line can exhaust the stack; nothing is built but the
-//! few fields the session reads. A key the session reads that appears
-//! twice at its level (`id`, `method`, `params`; `name` inside `params`)
-//! is reported as a duplicate: parsers that keep the first and parsers
-//! that keep the last would run different requests.
+//! few fields the session reads. A key the audit reads (`jsonrpc`, `id`,
+//! `method`, `params`; `name` and `arguments` inside a call's `params`)
+//! is reported when it appears twice at its level (parsers that keep the
+//! first and parsers that keep the last would run different requests),
+//! and when it is spelled otherwise but folds to it (`fold.rs`: `Name`
+//! or `param\u017f` read as `name` or `params` by Go's and .NET's
+//! case-insensitive readers).
 
 use std::borrow::Cow;
 
+use super::fold::{CALL_KEYS, TOP_KEYS, folds_to};
 use super::scan::Fields;
 
 /// One top-level object as the permissive parsers read it.
@@ -25,8 +29,28 @@ pub(crate) struct Object<'a> {
     pub fields: Fields<'a>,
     /// `method` is there but not a string: no request at all.
     pub method_not_string: bool,
-    /// Which of `id`, `method`, `params` appeared more than once.
+    /// `id` is there, and null (a request, for JSON-RPC 2.0).
+    pub null_id: bool,
+    /// Which of `jsonrpc`, `id`, `method`, `params` appeared more than once.
     pub duplicates: Vec<&'static str>,
+    /// Which of them appeared spelled otherwise (see [`super::fold`]).
+    pub variants: Vec<&'static str>,
+}
+
+/// A call's `params` as the permissive parsers read them.
+#[derive(Debug, PartialEq)]
+pub(crate) enum CallParams<'a> {
+    /// Not an object (an array, a string, a number…).
+    NotObject,
+    Object {
+        /// `name`: absent, a string (the last, decoded), or something else.
+        name: Option<Result<String, ()>>,
+        /// `arguments`: the last one's exact text.
+        arguments: Option<&'a str>,
+        /// A key the audit reads given twice or spelled otherwise: which,
+        /// and whether it was a spelling (else a repeat).
+        ambiguous: Option<(&'static str, bool)>,
+    },
 }
 
 /// A whole line.
@@ -56,22 +80,53 @@ pub(crate) fn read(text: &str) -> (Reading<'_>, Reach) {
     (reading, reader.reach)
 }
 
-/// `params.name` of a request, read permissively: the name (the last one,
-/// if a string), and whether `name` appeared more than once. None if
-/// `params` is not an object at all.
-pub(crate) fn name(params: &str) -> Option<(Option<String>, bool)> {
+/// A call's `params`, read permissively: `name` and `arguments`, and
+/// whether either is ambiguous.
+pub(crate) fn call_params(params: &str) -> CallParams<'_> {
     let mut reader = Reader::new(params);
     let mut name = None;
-    let mut seen = 0;
+    let mut arguments = None;
+    let mut seen = [0u8; 2];
+    let mut ambiguous = None;
     reader.space();
-    reader.object(&mut |key, value| {
-        if key == "name" {
-            seen += 1;
-            name = Reader::new(value).string_value();
+    let read = reader.object(&mut |key, value| {
+        let Some(target) = folds_to(&key, &CALL_KEYS) else {
+            return;
+        };
+        if key != target {
+            ambiguous.get_or_insert((target, true));
+            return;
         }
-    })?;
+        let slot = usize::from(target == "arguments");
+        seen[slot] = seen[slot].saturating_add(1);
+        if seen[slot] > 1 {
+            ambiguous.get_or_insert((target, false));
+        }
+        if slot == 0 {
+            name = Some(Reader::new(value).string_value().ok_or(()));
+        } else {
+            arguments = Some(value);
+        }
+    });
     reader.space();
-    (reader.at == reader.bytes.len()).then_some((name, seen > 1))
+    if read.is_none() || reader.at != reader.bytes.len() {
+        return CallParams::NotObject;
+    }
+    CallParams::Object {
+        name,
+        arguments,
+        ambiguous,
+    }
+}
+
+/// `text` is one JSON value strict JSON can carry: no `NaN`, `Infinity`
+/// or lone surrogate escape.
+pub(crate) fn is_strict(text: &str) -> bool {
+    let mut reader = Reader::new(text);
+    reader.value().is_some() && {
+        reader.space();
+        reader.at == reader.bytes.len() && !reader.reach.nonstandard
+    }
 }
 
 struct Reader<'a> {
@@ -153,7 +208,7 @@ impl<'a> Reader<'a> {
     /// One object, its top-level fields read.
     fn top_object(&mut self) -> Option<Object<'a>> {
         let mut object = Object::default();
-        let mut counts = [0u8; 5];
+        let mut counts = [0u8; 6];
         let mut method: Option<&'a str> = None;
         self.object(&mut |key, value| {
             let slot = match &*key {
@@ -162,19 +217,31 @@ impl<'a> Reader<'a> {
                 "params" => 2,
                 "result" => 3,
                 "error" => 4,
-                _ => return,
+                "jsonrpc" => 5,
+                other => {
+                    if let Some(target) = folds_to(other, &TOP_KEYS)
+                        && !object.variants.contains(&target)
+                    {
+                        object.variants.push(target);
+                    }
+                    return;
+                }
             };
             counts[slot] = counts[slot].saturating_add(1);
             let raw = (value != "null").then_some(value);
             match slot {
-                0 => object.fields.id = raw,
+                0 => {
+                    object.fields.id = raw;
+                    object.null_id = raw.is_none();
+                }
                 1 => method = raw,
                 2 => object.fields.params = raw,
                 3 => object.fields.result = Some(value),
-                _ => object.fields.error = raw,
+                4 => object.fields.error = raw,
+                _ => {}
             }
         })?;
-        for (slot, key) in ["id", "method", "params"].into_iter().enumerate() {
+        for (slot, key) in [(5, "jsonrpc"), (0, "id"), (1, "method"), (2, "params")] {
             if counts[slot] > 1 {
                 object.duplicates.push(key);
             }
@@ -462,8 +529,12 @@ mod tests {
         assert!(!reach.nonstandard);
         // A lone surrogate in a name is read as U+FFFD.
         assert_eq!(
-            name(r#"{"name":"rm\ud800"}"#),
-            Some((Some("rm\u{FFFD}".into()), false))
+            call_params(r#"{"name":"rm\ud800"}"#),
+            CallParams::Object {
+                name: Some(Ok("rm\u{FFFD}".into())),
+                arguments: None,
+                ambiguous: None
+            }
         );
     }
 
@@ -476,8 +547,12 @@ mod tests {
         assert_eq!(object.fields.id, Some("2"));
         assert_eq!(object.duplicates, ["id", "params"]);
         assert_eq!(
-            name(r#"{"name":"safe","arguments":{},"n\u0061me":"rm"}"#),
-            Some((Some("rm".into()), true))
+            call_params(r#"{"name":"safe","arguments":{},"n\u0061me":"rm"}"#),
+            CallParams::Object {
+                name: Some(Ok("rm".into())),
+                arguments: Some("{}"),
+                ambiguous: Some(("name", false))
+            }
         );
         // Keys nobody reads may repeat.
         assert!(
@@ -486,9 +561,81 @@ mod tests {
                 .is_empty()
         );
         assert_eq!(
-            name(r#"{"arguments":{"name":1,"name":2}}"#),
-            Some((None, false))
+            call_params(r#"{"arguments":{"name":1,"name":2}}"#),
+            CallParams::Object {
+                name: None,
+                arguments: Some(r#"{"name":1,"name":2}"#),
+                ambiguous: None
+            }
         );
+    }
+
+    /// A key the audit reads, spelled in another case or folding, is one
+    /// Go's encoding/json (and .NET's case-insensitive readers) take for it.
+    #[test]
+    fn a_key_spelled_otherwise_is_reported_as_its_variant() {
+        for (text, variant) in [
+            (r#"{"id":1,"method":"a","Params":{}}"#, "params"),
+            (r#"{"id":1,"method":"a","param\u017f":{}}"#, "params"),
+            ("{\"id\":1,\"method\":\"a\",\"paramſ\":{}}", "params"),
+            (r#"{"id":1,"method":"a","METHOD":"b"}"#, "method"),
+            (r#"{"id":1,"Id":2,"method":"a"}"#, "id"),
+            (r#"{"jsonRPC":"2.0","id":1,"method":"a"}"#, "jsonrpc"),
+        ] {
+            let object = one(text);
+            assert_eq!(object.variants, [variant], "{text}");
+            assert!(object.duplicates.is_empty(), "{text}");
+        }
+        // Keys that fold to no audited key are anybody's.
+        for text in [
+            r#"{"id":1,"method":"a","paramz":{},"ids":1,"Result":1}"#,
+            "{\"id\":1,\"method\":\"a\",\"ıd\":2}",
+        ] {
+            assert!(one(text).variants.is_empty(), "{text}");
+        }
+        for params in [
+            r#"{"name":"a","Name":"b"}"#,
+            r#"{"NAME":"b"}"#,
+            r#"{"name":"a","ARGUMENTS":{}}"#,
+            r#"{"name":"a","argument\u017f":{}}"#,
+        ] {
+            assert!(
+                matches!(
+                    call_params(params),
+                    CallParams::Object {
+                        ambiguous: Some((_, true)),
+                        ..
+                    }
+                ),
+                "{params}"
+            );
+        }
+        assert_eq!(folds_to("\u{212A}ey", &["key"]), Some("key"), "Kelvin");
+    }
+
+    #[test]
+    fn a_null_id_is_told_from_none() {
+        assert!(one(r#"{"id":null,"method":"a"}"#).null_id);
+        assert!(!one(r#"{"method":"a"}"#).null_id);
+        assert!(!one(r#"{"id":1,"method":"a"}"#).null_id);
+    }
+
+    #[test]
+    fn call_params_of_another_shape_and_names_of_another_type() {
+        for params in ["[\"secret\"]", "\"x\"", "7", "null", "{", "{} x"] {
+            assert_eq!(call_params(params), CallParams::NotObject, "{params}");
+        }
+        assert!(matches!(
+            call_params(r#"{"name":7}"#),
+            CallParams::Object {
+                name: Some(Err(())),
+                ..
+            }
+        ));
+        assert!(is_strict(r#"{"a":[1,2.5e3,"\ud83d\ude00"]}"#));
+        for text in [r#"{"a":NaN}"#, r#"[Infinity]"#, r#""\ud800""#, "{", "1 2"] {
+            assert!(!is_strict(text), "{text}");
+        }
     }
 
     #[test]
@@ -595,11 +742,16 @@ mod same_as_strict {
                 prop_assert_eq!(ours.fields.error, theirs.error, "{}", text);
                 prop_assert_eq!(ours.fields.result.is_some(), theirs.result.is_some(), "{}", text);
                 prop_assert!(ours.duplicates.is_empty());
+                prop_assert!(ours.variants.is_empty());
                 if let Some(params) = ours.fields.params.filter(|p| p.starts_with('{')) {
                     let strict_name = serde_json::from_str::<serde_json::Value>(params)
                         .ok()
-                        .and_then(|p| p.get("name").and_then(|n| n.as_str()).map(str::to_string));
-                    prop_assert_eq!(name(params), Some((strict_name, false)), "{}", text);
+                        .and_then(|p| p.get("name").map(|n| n.as_str().map(str::to_string).ok_or(())));
+                    let read = call_params(params);
+                    prop_assert!(
+                        matches!(&read, CallParams::Object { name, ambiguous: None, .. } if *name == strict_name),
+                        "{}: {:?}", text, read
+                    );
                 }
             } else if value.is_object() {
                 // Strict JSON whose fields have other types: still an object.

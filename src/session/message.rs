@@ -25,6 +25,9 @@ pub(crate) enum Message<'a> {
     Notification {
         method: Cow<'a, str>,
         params: Option<Raw<'a>>,
+        /// `"id": null` was given: JSON-RPC 2.0 reads that as a request
+        /// (only the permissive reading of client lines tells it).
+        null_id: bool,
     },
     Response {
         id: Raw<'a>,
@@ -34,13 +37,16 @@ pub(crate) enum Message<'a> {
     },
     /// A JSON object that is none of the above.
     Invalid,
-    /// A client object in which a key the session reads (`id`, `method`,
-    /// `params`) is given twice: parsers that keep the first and parsers
-    /// that keep the last read different messages. Only the permissive
+    /// A client object in which a key the audit reads (`jsonrpc`, `id`,
+    /// `method`, `params`) is given twice (`spelled` false: parsers that
+    /// keep the first and parsers that keep the last read different
+    /// messages) or spelled otherwise (`spelled`: Go's and .NET's
+    /// case-insensitive readers take it for the key). Only the permissive
     /// reading of client lines finds it; `id` is the last one.
     Ambiguous {
         id: Option<Raw<'a>>,
         key: &'static str,
+        spelled: bool,
     },
 }
 
@@ -105,7 +111,11 @@ fn classify(fields: Fields<'_>) -> Message<'_> {
     } = fields;
     match (method, id) {
         (Some(method), Some(id)) => Message::Request { id, method, params },
-        (Some(method), None) => Message::Notification { method, params },
+        (Some(method), None) => Message::Notification {
+            method,
+            params,
+            null_id: false,
+        },
         (None, Some(id)) if result.is_some() || error.is_some() => Message::Response {
             id,
             result,
@@ -120,22 +130,35 @@ fn classify(fields: Fields<'_>) -> Message<'_> {
 }
 
 /// A client object as the permissive reading found it. A key given twice
-/// matters only in what may be a request or a notification (one with a
-/// method): a client's response touches nothing the session keeps.
+/// or spelled otherwise matters only in what may be a request or a
+/// notification (one with a method, in any spelling): a client's response
+/// touches nothing the session keeps.
 pub(crate) fn read(object: super::lenient::Object<'_>) -> Message<'_> {
     let has_method = object.fields.method.is_some()
         || object.method_not_string
-        || object.duplicates.contains(&"method");
-    if let Some(key) = object.duplicates.first().filter(|_| has_method) {
+        || object.duplicates.contains(&"method")
+        || object.variants.contains(&"method");
+    let ambiguous = (object.duplicates.first().map(|key| (key, false)))
+        .or(object.variants.first().map(|key| (key, true)))
+        .filter(|_| has_method);
+    if let Some((key, spelled)) = ambiguous {
         return Message::Ambiguous {
             id: object.fields.id,
             key,
+            spelled,
         };
     }
     if object.method_not_string {
         return Message::Invalid;
     }
-    classify(object.fields)
+    match classify(object.fields) {
+        Message::Notification { method, params, .. } => Message::Notification {
+            method,
+            params,
+            null_id: object.null_id,
+        },
+        message => message,
+    }
 }
 
 fn first_byte(line: &[u8]) -> Option<u8> {
@@ -198,8 +221,6 @@ fn parse_with_serde<'a>(line: &[u8], text: &'a str) -> Line<'a> {
 
 #[derive(Deserialize, Default)]
 struct Params<'a> {
-    #[serde(borrow, default)]
-    name: Option<Cow<'a, str>>,
     #[serde(borrow, default, rename = "requestId")]
     request_id: Option<&'a RawValue>,
     #[serde(borrow, default, rename = "progressToken")]
@@ -222,20 +243,6 @@ fn params<'a>(raw: Option<Raw<'a>>, key: &str) -> Params<'a> {
     raw.filter(|raw| raw.contains(key) || raw.contains('\\'))
         .and_then(|raw| serde_json::from_str(raw).ok())
         .unwrap_or_default()
-}
-
-/// `params.name` of a `tools/call` or `prompts/get`; Err when `params`
-/// could not be parsed strictly (another field of the wrong type, a key
-/// given twice, a lone surrogate in the name): then ask the permissive
-/// reading.
-pub(crate) fn name(raw: Raw<'_>) -> Result<Option<String>, ()> {
-    // Only an object has fields (serde would take a struct from an array).
-    if !raw.starts_with('{') || (!raw.contains("name") && !raw.contains('\\')) {
-        return Ok(None);
-    }
-    serde_json::from_str::<Params>(raw)
-        .map(|params| params.name.map(Cow::into_owned))
-        .map_err(|_| ())
 }
 
 /// `params.requestId` of `notifications/cancelled`, as a key.
@@ -314,14 +321,13 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"n\u0061me":"x","_meta":{"progress\u0054oken":7}}}"#,
         ) {
             Message::Request { params, .. } => {
-                assert_eq!(name(params.unwrap()), Ok(Some("x".into())));
+                assert!(params.unwrap().contains("n\\u0061me"), "as sent");
                 assert_eq!(request_progress_token(params).as_deref(), Some("7"));
             }
             other => panic!("{other:?}"),
         }
         match one(r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"other":"named"}}"#) {
             Message::Request { params, .. } => {
-                assert_eq!(name(params.unwrap()), Ok(None));
                 assert_eq!(request_progress_token(params), None);
             }
             other => panic!("{other:?}"),
@@ -335,7 +341,7 @@ mod tests {
             Message::Request { id, method, params } => {
                 assert_eq!(id, r#""a\u0062""#, "the id as sent");
                 assert_eq!(method, "tools/call");
-                assert_eq!(name(params.unwrap()), Ok(Some("x".into())));
+                assert_eq!(params, Some(r#"{"name":"x"}"#));
             }
             other => panic!("{other:?}"),
         }
@@ -395,8 +401,6 @@ mod tests {
             progress_token(raw(r#"{"progressToken":5}"#)).as_deref(),
             Some("5")
         );
-        assert_eq!(name("[1]"), Ok(None), "params of another shape");
-        assert_eq!(name(r#"{"name":1}"#), Err(()), "not strictly a name");
     }
 }
 

@@ -20,6 +20,8 @@ mod audit;
 mod client;
 mod cr_split;
 mod era;
+mod fold;
+mod form;
 #[cfg(feature = "fuzzing")]
 mod fuzz;
 mod gate;
@@ -29,7 +31,9 @@ mod lenient;
 mod message;
 mod overlong;
 mod policy;
+mod refusal;
 mod replay;
+mod request;
 mod restart;
 mod results;
 mod scan;
@@ -60,6 +64,7 @@ pub(crate) use gate::Ask;
 pub(crate) use gate::DecidedBy;
 pub use gate::{ApproverCommand, ToolGate};
 pub use policy::{AuditRequests, SessionPolicy};
+pub use refusal::Refusal;
 use replay::Replay;
 pub use restart::RestartPolicy;
 pub(crate) use restart::Restarts;
@@ -470,9 +475,12 @@ impl Session {
         if entry.audited {
             self.out.audit.push(Audit::Response(McpResponse {
                 call_id: self.call_id.clone(),
-                request_id: request_id::RequestId::new(&id).expect("a tracked id is strict JSON"),
-                method: entry.method.to_string(),
+                request_id: Some(
+                    request_id::RequestId::new(&id).expect("a tracked id is strict JSON"),
+                ),
+                method: Some(entry.method.to_string()),
                 outcome: end.outcome,
+                reason: None,
                 error_code: end.error_code,
                 result_type: end.result_type,
                 duration_ms: millis(now.saturating_duration_since(entry.started)),

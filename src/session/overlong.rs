@@ -1,13 +1,15 @@
 //! A client line over --max-message-bytes: it streams through to the
-//! server unread, hashed as it goes, and its request entry (for a line
-//! the audit cannot read) is made before its newline is passed on. Under
-//! a tool gate, which cannot read it either, it is refused instead.
+//! server unread, hashed as it goes, and its request entry (for a line the
+//! audit cannot read) is made before its newline is passed on. Under
+//! a tool gate, which cannot read it either, it is refused instead,
+//! with the same hash in its journal entry.
 
 use sha2::{Digest, Sha256};
 
 use super::Session;
 use super::audit::{Audit, Irregular, McpRequest};
 use super::client::Overlong;
+use super::refusal::{LineOf, Refusal, Refused};
 use crate::ids::hex;
 
 impl Session {
@@ -20,33 +22,27 @@ impl Session {
         if first {
             self.facts.client.non_jsonrpc_lines += 1;
             // A gate cannot read it, so it might be a tools/call: refused.
-            let hash = self.gate.is_none().then(Sha256::new);
-            self.current_line.overlong = Some(Overlong { hash });
+            self.current_line.overlong = Some(Overlong {
+                hash: Sha256::new(),
+                refused: self.gate.is_some(),
+            });
         }
         let complete = piece.last() == Some(&b'\n');
         let Some(overlong) = self.current_line.overlong.as_mut() else {
             out.extend_from_slice(piece);
             return;
         };
-        let Some(hash) = overlong.hash.as_mut() else {
-            if complete {
-                self.current_line.overlong = None;
-                self.refuse(
-                    &[None],
-                    "a line over --max-message-bytes, which the tool gate cannot read",
-                );
-            }
-            return;
-        };
-        hash.update(if complete {
+        overlong.hash.update(if complete {
             &piece[..piece.len() - 1]
         } else {
             piece
         });
+        if !overlong.refused {
+            out.extend_from_slice(piece);
+        }
         if complete {
             self.end_overlong(false);
         }
-        out.extend_from_slice(piece);
     }
 
     /// The client's stream ended inside a line over --max-message-bytes.
@@ -58,20 +54,24 @@ impl Session {
         let Some(overlong) = self.current_line.overlong.take() else {
             return;
         };
-        let Some(hash) = overlong.hash else {
-            // Refused under a gate: nothing of it reached the server.
-            self.refuse(
-                &[None],
-                "a line over --max-message-bytes, which the tool gate cannot read",
-            );
-            return;
-        };
-        if self.policy.audit == super::AuditRequests::None {
-            return;
-        }
+        let line_sha256 = hex(&overlong.hash.finalize());
         let mut irregular = vec![Irregular::OverMaxMessageBytes];
         if unterminated {
             irregular.push(Irregular::Unterminated);
+        }
+        if overlong.refused {
+            // Nothing of it reached the server.
+            let refused = Refused {
+                ids: &[None],
+                method: None,
+                line: LineOf::Sha256(line_sha256),
+                irregular,
+            };
+            self.refuse(Refusal::OverMaxMessageBytes, refused);
+            return;
+        }
+        if self.policy.audit == super::AuditRequests::None {
+            return;
         }
         self.out.audit.push(Audit::Request(McpRequest {
             call_id: self.call_id.clone(),
@@ -79,7 +79,7 @@ impl Session {
             method: None,
             name: None,
             params_sha256: None,
-            line_sha256: Some(hex(&hash.finalize())),
+            line_sha256: Some(line_sha256),
             irregular,
         }));
     }

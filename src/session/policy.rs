@@ -39,6 +39,8 @@ pub struct SessionPolicy {
     pub resets_on_progress: bool,
     pub max_in_flight: usize,
     pub audit: AuditRequests,
+    /// A --journal is written: the audit has somewhere to go.
+    pub journal: bool,
     pub restart: RestartPolicy,
     /// Most bytes of the server's last stderr lines in the message of an
     /// error mcp-bound answers (0: none).
@@ -48,6 +50,11 @@ pub struct SessionPolicy {
 }
 
 impl SessionPolicy {
+    /// Requests are audited into a journal.
+    pub(crate) fn journals_requests(&self) -> bool {
+        self.journal && self.audit != AuditRequests::None
+    }
+
     /// A request's deadline: its method's own timeout, else the default
     /// for a kind that the default times.
     pub(crate) fn timeout_for(&self, method: &str, kind: Kind) -> Option<Duration> {

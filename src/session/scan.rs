@@ -5,8 +5,10 @@
 //!
 //! It answers only when it is sure. Anything unusual returns None and the
 //! line goes to serde_json, whose answer is the definition: an escape in
-//! a top-level key or in `method`, a known key twice, a `method` that is
-//! not a string, nesting deeper than [`MAX_DEPTH`]. The tests hold the two
+//! a top-level key or in `method`, a known key twice, a key some parser
+//! folds onto a known one (`Method`, a non-ASCII key), a null `id`, a
+//! `method` that is not a string, nesting deeper than [`MAX_DEPTH`]. The
+//! tests hold the two
 //! parses to the same answer on generated and on broken lines.
 
 use std::borrow::Cow;
@@ -60,7 +62,7 @@ pub(crate) fn object_and_cr(text: &str) -> Option<(Fields<'_>, bool)> {
         return None;
     }
     let mut fields = Fields::default();
-    let mut seen = [false; 5];
+    let mut seen = [false; 6];
     if scan.peek_token()? == b'}' {
         scan.at += 1;
     } else {
@@ -86,6 +88,10 @@ pub(crate) fn object_and_cr(text: &str) -> Option<(Fields<'_>, bool)> {
                 "params" => 2,
                 "result" => 3,
                 "error" => 4,
+                "jsonrpc" => 5,
+                // A key some parser may fold onto one the audit reads
+                // (`Method`, `paramſ`): the permissive reading decides.
+                other if folds(other) => return None,
                 _ => usize::MAX,
             };
             if let Some(seen) = seen.get_mut(slot) {
@@ -95,12 +101,15 @@ pub(crate) fn object_and_cr(text: &str) -> Option<(Fields<'_>, bool)> {
                 *seen = true;
                 let raw = (value != "null").then_some(value);
                 match slot {
+                    // A null id is a request to JSON-RPC 2.0: not sure.
+                    0 if raw.is_none() => return None,
                     0 => fields.id = raw,
                     1 => fields.method = method(raw)?,
                     2 => fields.params = raw,
                     // A null result is still a result: a success response.
                     3 => fields.result = Some(value),
-                    _ => fields.error = raw,
+                    4 => fields.error = raw,
+                    _ => {}
                 }
             }
             match scan.token()? {
@@ -112,6 +121,15 @@ pub(crate) fn object_and_cr(text: &str) -> Option<(Fields<'_>, bool)> {
     }
     scan.space();
     (scan.at == scan.bytes.len()).then_some((fields, scan.cr))
+}
+
+/// Whether a key other than those the session reads may fold onto one of
+/// them in some server's parser: any non-ASCII byte, or ASCII case.
+fn folds(key: &str) -> bool {
+    !key.is_ascii()
+        || super::fold::TOP_KEYS
+            .iter()
+            .any(|known| key.eq_ignore_ascii_case(known))
 }
 
 /// A `method` value: a string without escapes, or null.

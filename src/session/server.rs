@@ -125,7 +125,7 @@ impl Session {
                 self.facts.server.requests += 1;
                 true
             }
-            Message::Notification { method, params } => {
+            Message::Notification { method, params, .. } => {
                 self.facts.server.notifications += 1;
                 if method == "notifications/progress"
                     && let Some(token) = message::progress_token(params)

@@ -14,6 +14,7 @@ fn policy() -> SessionPolicy {
         resets_on_progress: false,
         max_in_flight: 4,
         audit: AuditRequests::Tools,
+        journal: true,
         agent_excerpt_bytes: 1024,
         tools: None,
         restart: RestartPolicy {
@@ -122,9 +123,10 @@ fn a_request_and_its_response_pass_byte_exact_and_are_audited() {
         audit[1],
         Audit::Response(McpResponse {
             call_id: "c1".into(),
-            request_id: RequestId::new("\"a\"").unwrap(),
-            method: "tools/call".into(),
+            request_id: RequestId::new("\"a\""),
+            method: Some("tools/call".into()),
             outcome: RequestOutcome::Result,
+            reason: None,
             error_code: None,
             result_type: Some(ResultType::Complete),
             duration_ms: 40,
@@ -354,15 +356,48 @@ fn batches_are_tracked_per_element_and_rewritten_only_when_they_must_be() {
     assert_eq!(lines(&full.to_client)[0]["id"], 2);
 }
 
+/// With no gate and no journal, what is not JSON-RPC passes as it came.
+/// Under an audit, a line that is not one JSON value is refused (a server
+/// decoding a stream would read it with the next); a blank line and an
+/// object that is no message still pass.
 #[test]
 fn what_is_not_jsonrpc_passes_on_counted() {
     let t0 = Instant::now();
-    let mut session = Session::new(policy(), "c1".into());
+    let plain = SessionPolicy {
+        journal: false,
+        ..policy()
+    };
+    let mut session = Session::new(plain, "c1".into());
     for bytes in [&b"hello\n"[..], b"{\"id\":1}\n", b"[]\n", b"\n"] {
         assert_eq!(client(&mut session, t0, bytes), bytes);
     }
     assert_eq!(session.facts().client.non_jsonrpc_lines, 4);
     assert_eq!(session.in_flight(), 0);
+    assert!(session.to_client.is_empty() && !session.has_audit());
+    let mut audited = Session::new(policy(), "c1".into());
+    for (bytes, passes) in [
+        (&b"hello\n"[..], false),
+        (b"{\"id\":1}\n", true),
+        (b"[]\n", false),
+        (b"\n", true),
+        (b"  \t\n", true),
+        (
+            b"\xef\xbb\xbf{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n",
+            false,
+        ),
+    ] {
+        let out = client(&mut audited, t0, bytes);
+        assert_eq!(out.is_empty(), !passes, "{bytes:?}");
+    }
+    let answers = lines(&audited.to_client);
+    assert_eq!(answers.len(), 3);
+    assert!(answers.iter().all(|a| a["id"].is_null()));
+    assert_eq!(
+        answers[2]["error"]["data"]["mcp_bound"]["refusal"],
+        "byte_order_mark"
+    );
+    assert_eq!(audited.facts().refused, 3);
+    assert_eq!(audited.take_audit().len(), 6, "each refusal: two entries");
 }
 
 /// An id spelled unlike its key (an escape, an exponent) is matched by its
@@ -486,8 +521,8 @@ fn a_key_the_audit_reads_given_twice_is_refused() {
         assert_eq!(answers[0]["id"], id);
         assert_eq!(answers[0]["error"]["code"], -32600);
         assert_eq!(
-            answers[0]["error"]["data"]["mcp_bound"]["reason"],
-            "ambiguous_request"
+            answers[0]["error"]["data"]["mcp_bound"]["refusal"],
+            "duplicate_key"
         );
     }
     // A notification with a duplicated method: dropped, with no answer.
@@ -510,9 +545,15 @@ fn a_key_the_audit_reads_given_twice_is_refused() {
         "only the ping: {:?}",
         session.facts()
     );
+    // Each refused message is journaled, marked, unanswered ones too;
+    // the ping is not audited.
+    let requests = requests(&mut session);
+    assert_eq!(requests.len(), 6, "{requests:?}");
     assert!(
-        requests(&mut session).is_empty(),
-        "nothing sent, nothing journaled"
+        requests
+            .iter()
+            .all(|(_, _, _, irregular)| irregular.contains(&Irregular::Refused)),
+        "{requests:?}"
     );
 }
 
@@ -903,9 +944,10 @@ fn a_results_type_is_journaled_and_an_mrtr_round_is_not_a_final_result() {
         .take_audit()
         .into_iter()
         .filter_map(|audit| match audit {
-            Audit::Response(response) => {
-                Some((response.request_id.get().to_string(), response.result_type))
-            }
+            Audit::Response(response) => Some((
+                response.request_id.unwrap().get().to_string(),
+                response.result_type,
+            )),
             Audit::Request(_) | Audit::Task(_) | Audit::Decision(_) => None,
         })
         .collect();

@@ -22,7 +22,7 @@ use std::borrow::Cow;
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 
-use super::client::Form;
+use super::form::Form;
 use super::{End, HashMap, InFlight, Key, RequestOutcome, ResultType, Session};
 use crate::record::Decision;
 use crate::trace_context::{Ids, SpanContext};
