@@ -53,7 +53,7 @@ complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l stderr-log-keep -d 
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l record -d 'Write the record to PATH: "dispatched" before the helper starts, replaced atomically at the end (mode 0600; a symlink is refused). In the file name, {call_id} is the call\'s id and {pid} mcp-bound\'s pid ({{ and }} are braces), so that each run writes its own (a host that starts the same command again, a client\'s probe sibling)' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l record-keep -d 'With a --record template: after each run, keep the newest N final records it made and remove the others (a record still in flight is never removed)' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l record-fd -d 'Write the record as one line to descriptor N at the end (not 0 or 1: stdout belongs to the helper)' -r
-complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l call-id -d 'The call\'s id in the record (default: a random id)' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l call-id -d 'The call\'s id in the record (default: a random id). It may name a --record file, so it names no directory, here or on Windows: not . or .., and none of / \\ : * ? " < > |' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l session-id -d 'The session\'s id in the record' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l stdout-guard -d 'Let through only complete stdout lines that are one JSON object; divert everything else into the stderr capture [default: off; jsonrpc with --mcp]' -r -f -a "off\t''
 jsonrpc\t''"

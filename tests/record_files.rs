@@ -149,3 +149,49 @@ fn a_bad_template_or_a_keep_without_one_is_refused() {
     done.expect_state("completed", 0);
     done.check(done.record.is_some(), "the record is where --record says");
 }
+
+/// A call id goes into a --record template's file name, so it is kept to
+/// a set that names no other directory, here or on Windows: `../x`
+/// wrote the record outside the template's directory. Each such id is
+/// refused, one line, nothing run, nothing written.
+#[test]
+fn a_call_id_that_would_leave_the_templates_directory_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let records = dir.path().join("records");
+    std::fs::create_dir(&records).unwrap();
+    let template = records.join("{call_id}.json");
+    let ran = dir.path().join("ran");
+    for id in ["../x", "..", ".", "a/b", "a\\b", "c:x", "a*b", "a?b", "a|b", "a<b>"] {
+        let done = Call::new(&["touch", ran.to_str().unwrap()])
+            .without_record()
+            .opt(&["--record", template.to_str().unwrap(), "--call-id", id])
+            .run();
+        done.expect_code(125);
+        let stderr = done.stderr_text();
+        done.check(
+            stderr.lines().count() == 1 && stderr.contains("--call-id"),
+            &format!("{id}: one line naming the option: {stderr}"),
+        );
+        done.check(!util::exists(&ran), &format!("{id}: nothing ran"));
+    }
+    let outside: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(outside, ["records"], "nothing written beside the template");
+    // An id of the safe set names a file in the template's directory.
+    let done = Call::new(&["true"])
+        .without_record()
+        .opt(&[
+            "--record",
+            template.to_str().unwrap(),
+            "--call-id",
+            "host-call_1.2+x@y",
+        ])
+        .run();
+    done.expect_code(0);
+    done.check(
+        util::exists(&records.join("host-call_1.2+x@y.json")),
+        "the record is in the template's directory",
+    );
+}

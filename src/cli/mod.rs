@@ -201,8 +201,8 @@ pub struct RecordArgs {
     #[arg(long, value_name = "N", env = "MCP_BOUND_RECORD_FD", value_parser = clap::value_parser!(i32).range(2..), help_heading = "Record options")]
     pub record_fd: Option<i32>,
 
-    /// The call's id in the record (default: a random id).
-    #[arg(long, value_name = "ID", env = "MCP_BOUND_CALL_ID", value_parser = parse_id, help_heading = "Record options")]
+    /// The call's id in the record (default: a random id). It may name a --record file, so it names no directory, here or on Windows: not . or .., and none of / \ : * ? " < > |.
+    #[arg(long, value_name = "ID", env = "MCP_BOUND_CALL_ID", value_parser = parse_call_id, help_heading = "Record options")]
     pub call_id: Option<String>,
 
     /// The session's id in the record.
@@ -278,6 +278,22 @@ fn parse_id(text: &str) -> Result<String, String> {
         return Err("an id must not contain spaces or control characters".into());
     }
     Ok(text.to_string())
+}
+
+/// A call id: an id that may stand in a file name (`{call_id}` in a
+/// --record template), so it can name no other directory, on Linux or
+/// Windows: not `.` or `..`, and no separator or character Windows keeps.
+fn parse_call_id(text: &str) -> Result<String, String> {
+    let id = parse_id(text)?;
+    if id == "." || id == ".." {
+        return Err("a call id names a file: it cannot be . or ..".into());
+    }
+    if let Some(c) = id.chars().find(|c| "/\\:*?\"<>|".contains(*c)) {
+        return Err(format!(
+            "a call id names a file: it cannot hold '{c}' (nor / \\ : * ? \" < > |)"
+        ));
+    }
+    Ok(id)
 }
 
 /// The clap definition, as --help and the generated documents show it.
