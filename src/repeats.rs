@@ -62,6 +62,9 @@ struct Current {
     start: [u8; LINE_BYTES],
     len: usize,
     in_digits: bool,
+    /// Bytes past the first [`LINE_BYTES`] were dropped: what is kept
+    /// ends in a cut, masked as the capture masks its cuts.
+    cut: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -145,6 +148,7 @@ impl Repeats {
                     start: [0; LINE_BYTES],
                     len: 0,
                     in_digits: false,
+                    cut: false,
                 }),
             };
             let line = &bytes[..end.unwrap_or(window)];
@@ -165,7 +169,11 @@ impl Repeats {
         if let Some(entry) = self.table.iter_mut().find(|e| e.hash == line.hash) {
             entry.count += 1;
             if entry.line.is_none() {
-                entry.line = Some(shown_text(&self.redactor, &line.start[..line.len]));
+                entry.line = Some(shown_text(
+                    &self.redactor,
+                    &line.start[..line.len],
+                    line.cut,
+                ));
             }
             return;
         }
@@ -221,6 +229,7 @@ impl Current {
     /// Hash the line's first [`LINE_BYTES`] bytes, folded, and keep them.
     fn fold(&mut self, bytes: &[u8]) {
         let room = LINE_BYTES - self.len;
+        self.cut |= bytes.len() > room;
         let taken = &bytes[..room.min(bytes.len())];
         self.start[self.len..self.len + taken.len()].copy_from_slice(taken);
         self.len += taken.len();
@@ -238,10 +247,11 @@ impl Current {
 }
 
 /// A line as the summary keeps it: masked first (a pattern may need the
-/// digits), then digit runs folded, trailing CR dropped.
-fn shown_text(redactor: &Redactor, start: &[u8]) -> String {
+/// digits; a cut line as a piece cut at its end), then digit runs folded,
+/// trailing CR dropped.
+fn shown_text(redactor: &Redactor, start: &[u8], cut: bool) -> String {
     let raw = String::from_utf8_lossy(start);
-    let masked = redactor.redact(raw.trim_end_matches('\r'));
+    let masked = redactor.redact_piece(raw.trim_end_matches('\r'), false, cut);
     let mut out = String::with_capacity(masked.len());
     let mut in_digits = false;
     for c in masked.chars() {
@@ -346,6 +356,23 @@ mod tests {
         let top = repeats.top(1);
         assert_eq!(top[0].line, "auth failed password=[REDACTED]");
         assert!(!format!("{:?}", repeats.table).contains("hunter2"));
+    }
+
+    /// A line is kept to its first [`LINE_BYTES`]; a token cut there is
+    /// half a secret no pattern matches, so the cut is masked as the
+    /// capture masks its cuts.
+    #[test]
+    fn a_secret_cut_at_the_kept_bytes_is_masked_as_a_cut() {
+        let secret = "sk-ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghij";
+        let line = format!("{} key {secret} rejected\n", "a".repeat(LINE_BYTES - 20));
+        let repeats = fed(&[line.as_bytes(), line.as_bytes()]);
+        let top = repeats.top(1);
+        let shown = &top[0].line;
+        assert!(!shown.contains("sk-ABCDEF"), "{shown}");
+        assert!(shown.ends_with(crate::redact::CUT_MASK), "{shown}");
+        // A line that fits is shown whole, unmarked.
+        let short = fed(&[b"short line\n", b"short line\n"]);
+        assert_eq!(short.top(1)[0].line, "short line");
     }
 
     #[test]

@@ -161,7 +161,9 @@ fn a_call_id_that_would_leave_the_templates_directory_is_refused() {
     std::fs::create_dir(&records).unwrap();
     let template = records.join("{call_id}.json");
     let ran = dir.path().join("ran");
-    for id in ["../x", "..", ".", "a/b", "a\\b", "c:x", "a*b", "a?b", "a|b", "a<b>"] {
+    for id in [
+        "../x", "..", ".", "a/b", "a\\b", "c:x", "a*b", "a?b", "a|b", "a<b>",
+    ] {
         let done = Call::new(&["touch", ran.to_str().unwrap()])
             .without_record()
             .opt(&["--record", template.to_str().unwrap(), "--call-id", id])

@@ -82,6 +82,35 @@ fn a_secret_in_a_repeated_line_is_masked_in_the_summary() {
     }
 }
 
+/// A repeated line is kept to its first 200 bytes: a token cut there is
+/// half a secret no pattern knows, and showed unmasked in the summary,
+/// the echo and the journal. Now the cut is masked as the capture's are.
+#[test]
+fn a_secret_cut_where_a_repeated_line_is_kept_never_shows() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("journal.jsonl");
+    let line = format!(
+        "{} key sk-ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghij rejected",
+        "a".repeat(180)
+    );
+    let done = Call::sh(&format!(
+        "i=0; while [ $i -lt 50 ]; do i=$((i+1)); echo '{line}' >&2; done; exit 2"
+    ))
+    .opt(&["--tail-bytes", "64", "--journal", journal.to_str().unwrap()])
+    .run();
+    done.expect_state("completed", 2);
+    let shown = done
+        .field("/stderr/repeats/0/line")
+        .as_str()
+        .unwrap()
+        .to_string();
+    done.check(shown.ends_with("[cut]"), &shown);
+    let journal_text = std::fs::read_to_string(&journal).unwrap();
+    for text in [done.stderr_text(), done.record().to_string(), journal_text] {
+        done.check(!text.contains("sk-ABCDEF"), &text);
+    }
+}
+
 /// 1 GiB of distinct lines: mcp-bound's memory stays flat, the summary is
 /// a sample (it says so), and nothing repeats.
 #[test]
