@@ -197,3 +197,43 @@ fn a_call_id_that_would_leave_the_templates_directory_is_refused() {
         "the record is in the template's directory",
     );
 }
+
+/// --record-keep looks at each file its template could make, so it must
+/// not trust them: a 1 GiB file was read whole (1 GiB of memory at every
+/// exit), and a FIFO swapped in blocked the exit for good. Now a few KiB
+/// at most are read, without blocking or following a link, and what is
+/// not a record of ours is left alone.
+#[test]
+fn record_keep_reads_a_few_kib_and_never_blocks_on_what_it_finds() {
+    let dir = tempfile::tempdir().unwrap();
+    let template = dir.path().join("srv-{call_id}.json");
+    let big = dir.path().join("srv-cbig.json");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len(1 << 30)
+        .unwrap();
+    util::mkfifo(&dir.path().join("srv-cfifo.json"));
+    let script = "import resource, subprocess, sys\n\
+        code = subprocess.run(sys.argv[1:]).returncode\n\
+        print(code, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)";
+    let output = std::process::Command::new("python3")
+        .args(["-c", script, util::BIN])
+        .args([
+            "--record",
+            template.to_str().unwrap(),
+            "--record-keep",
+            "1",
+            "--",
+            "true",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    let mut words = text.split_whitespace();
+    let code: i32 = words.next().unwrap().parse().unwrap();
+    let peak_kib: u64 = words.next().unwrap().parse().unwrap();
+    assert_eq!(code, 0, "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(peak_kib < 64 * 1024, "mcp-bound's peak RSS {peak_kib} KiB");
+    assert!(util::exists(&big), "not ours: left alone");
+    assert!(util::exists(&dir.path().join("srv-cfifo.json")));
+}

@@ -56,16 +56,28 @@ pub(super) fn write_record_text(path: &Path, line: &str) -> io::Result<()> {
 }
 
 /// Whether the record file holds a call's final record (not the one
-/// written while it was in flight).
+/// written while it was in flight). Only a regular file of ours is read,
+/// and only its first [`HEAD`] bytes: `state` is the record's fourth
+/// field, after the schema and two ids of at most 256 bytes each.
 pub(super) fn holds_final_record(path: &Path) -> bool {
-    #[derive(serde::Deserialize)]
-    struct StateOnly {
-        state: String,
-    }
-    std::fs::read(path)
-        .ok()
-        .and_then(|text| serde_json::from_slice::<StateOnly>(&text).ok())
-        .is_some_and(|record| !matches!(record.state.as_str(), "dispatched" | "awaiting_approval"))
+    sys::read_own_head(path, HEAD)
+        .and_then(|head| state_of(&head).map(str::to_string))
+        .is_some_and(|state| !matches!(state.as_str(), "dispatched" | "awaiting_approval"))
+}
+
+/// How much of a file `--record-keep` reads to tell a final record.
+const HEAD: usize = 4096;
+
+/// The `state` a record's opening bytes name, if they open a record of
+/// ours. A quote inside a JSON string is escaped, so the first
+/// `"state":"` is the record's own key.
+fn state_of(head: &[u8]) -> Option<&str> {
+    let text = std::str::from_utf8(head)
+        .or_else(|e| std::str::from_utf8(&head[..e.valid_up_to()]))
+        .ok()?;
+    let rest = text.strip_prefix("{\"schema\":\"mcp-bound/record/v1\",")?;
+    let (_, after) = rest.split_once("\"state\":\"")?;
+    after.split_once('"').map(|(state, _)| state)
 }
 
 /// Keep the newest `keep` final records `template` made (this run's
@@ -90,5 +102,20 @@ pub(super) fn keep_newest(template: &RecordTemplate, keep: usize) {
     finals.sort_by_key(|(modified, _)| std::cmp::Reverse(*modified));
     for (_, path) in finals.into_iter().skip(keep) {
         let _ = fs::remove_file(path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_state_is_read_from_the_opening_bytes_of_a_record_of_ours() {
+        let record = br#"{"schema":"mcp-bound/record/v1","call_id":"c_\"state\":\"x","session_id":null,"state":"completed","exit":0}"#;
+        assert_eq!(state_of(record), Some("completed"));
+        assert_eq!(state_of(&record[..98]), Some("completed"));
+        assert_eq!(state_of(&record[..90]), None, "cut before its end");
+        assert_eq!(state_of(br#"{"state":"completed"}"#), None, "not ours");
+        assert_eq!(state_of(&[0u8; 64]), None);
     }
 }
