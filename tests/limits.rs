@@ -103,6 +103,34 @@ fn a_limit_that_cannot_be_set_is_refused_before_anything_runs() {
     done.check(!ran.exists(), "nothing ran");
 }
 
+/// `getrusage(RUSAGE_CHILDREN)`'s peak survives exec: a process that
+/// reaped a 600 MB child and then exec'd mcp-bound handed that peak to
+/// the helper's record (`cargo run` does just that). The peak is now the
+/// helper's tree's alone, from each process mcp-bound reaps.
+#[test]
+fn a_peak_from_before_exec_is_not_the_helpers() {
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("record.json");
+    let script = "import os, subprocess, sys\n\
+        subprocess.run([sys.executable, '-c', 'b = bytearray(600 << 20); b[::4096] = b\"x\" * len(b[::4096])'], check=True)\n\
+        os.execv(sys.argv[1], sys.argv[1:])";
+    let status = std::process::Command::new("python3")
+        .args(["-c", script, util::BIN, "--record"])
+        .arg(&record)
+        .args(["--", "true"])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let text = std::fs::read_to_string(&record).unwrap();
+    let record: Value = serde_json::from_str(&text).unwrap();
+    util::check_schema(&record);
+    let peak = record["usage"]["max_rss_kib"].as_u64().unwrap_or_default();
+    assert!(
+        peak < 100 * 1024,
+        "`true` peaked at {peak} KiB: the 600 MB child before exec is counted"
+    );
+}
+
 #[test]
 fn the_whole_tree_s_usage_is_recorded() {
     // The CPU is spent by a grandchild that leaves the helper's group.

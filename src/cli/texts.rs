@@ -63,7 +63,8 @@ the truncation marker, [not kept: SIZE, mostly \"LINE\" ×N]; debug_windows [{op
 closed_by, bytes_forwarded}], debug_windows_not_listed, debug_windows_open_ms: see DEBUG WINDOW}, \
 contain (method cgroup or group, the cgroup's path, why auto fell back, the watchdog's pid), \
 usage (what the helper's whole tree used, null until it ended: user_ms, sys_ms, max_rss_kib, the largest \
-resident set of any one process; with a cgroup, cgroup_cpu_ms from its cpu.stat and memory_peak_bytes from its \
+resident set of any one process mcp-bound reaped, with what it reaped, null when none was (never \
+getrusage's RUSAGE_CHILDREN peak, which survives exec and may be a parent's child's); with a cgroup, cgroup_cpu_ms from its cpu.stat and memory_peak_bytes from its \
 memory.peak, null where there is none; also in the summary line and the journal's terminal entry), \
 stderr_log (null without --stderr-log: path, bytes_written, bytes_dropped, rotations, error), \
 mcp (null unless the session layer ran: limits, client and server {requests, notifications, responses, \

@@ -296,7 +296,7 @@ mod tests {
             usage: Some(crate::record::Usage {
                 user_ms: 1,
                 sys_ms: 1,
-                max_rss_kib: 1,
+                max_rss_kib: Some(1),
                 cgroup_cpu_ms: Some(1),
                 memory_peak_bytes: Some(1),
             }),

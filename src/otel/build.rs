@@ -116,7 +116,7 @@ pub fn call_span(
     if let Some(usage) = &record.usage {
         a.push(("mcp_bound.usage.user_ms", usage.user_ms.into()));
         a.push(("mcp_bound.usage.sys_ms", usage.sys_ms.into()));
-        a.push(("mcp_bound.usage.max_rss_kib", usage.max_rss_kib.into()));
+        push(&mut a, "mcp_bound.usage.max_rss_kib", usage.max_rss_kib);
         push(
             &mut a,
             "mcp_bound.usage.memory_peak_bytes",

@@ -323,9 +323,10 @@ pub struct StderrLogFacts {
 pub struct Usage {
     pub user_ms: u64,
     pub sys_ms: u64,
-    /// The largest resident set of any one process of the tree (an
-    /// approver's too, when one ran), KiB.
-    pub max_rss_kib: u64,
+    /// The largest resident set of any one process of the tree, KiB, as
+    /// each reaped process reports it with what it reaped (approvers
+    /// apart); null when no process of the tree was reaped here.
+    pub max_rss_kib: Option<u64>,
     /// CPU (user and system) of every process that ran in the tree's
     /// cgroup, from its cpu.stat; null without a cgroup.
     pub cgroup_cpu_ms: Option<u64>,

@@ -361,9 +361,12 @@ fn summary(record: &Record) -> String {
         let peak = u
             .memory_peak_bytes
             .map_or(String::new(), |b| format!(", memory peak {b} bytes"));
+        let rss = u
+            .max_rss_kib
+            .map_or(String::new(), |kib| format!(", max rss {kib} KiB"));
         format!(
-            "; cpu {}ms user {}ms sys, max rss {} KiB{cgroup_cpu}{peak}",
-            u.user_ms, u.sys_ms, u.max_rss_kib
+            "; cpu {}ms user {}ms sys{rss}{cgroup_cpu}{peak}",
+            u.user_ms, u.sys_ms
         )
     });
     let windows = stderr.debug_windows.len() as u64 + stderr.debug_windows_not_listed;

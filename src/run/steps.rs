@@ -157,7 +157,7 @@ pub(super) struct Started {
     confine: Confine,
     at: Instant,
     /// The usage of children reaped before it (an approver's).
-    usage_before: Option<(Duration, Duration, u64)>,
+    usage_before: Option<(Duration, Duration)>,
 }
 
 /// Authorized → dispatched: the helper spawned in its confinement.
@@ -171,7 +171,7 @@ pub(super) fn dispatch(
     // helper (the endpoint's name is resolved now, never in the loop).
     call.start_otel();
     // An approver's time is not the helper's: only what comes after counts.
-    let usage_before = sys::children_usage();
+    let usage_before = sys::children_cpu();
     let at = Instant::now();
     let stdin = if settings.streams.session.is_some() {
         child::StdinFrom::Pipe
@@ -320,14 +320,15 @@ pub(super) fn supervise(
     ended
 }
 
-/// The tree's usage: every descendant reaped since `before`.
-fn usage_since(before: Option<(Duration, Duration, u64)>) -> Option<Usage> {
-    let (user, sys_time, max_rss_kib) = sys::children_usage()?;
-    let (user_before, sys_before, _) = before.unwrap_or_default();
+/// The tree's usage: the CPU of every descendant reaped since `before`,
+/// and the peak of those mcp-bound reaped itself.
+fn usage_since(before: Option<(Duration, Duration)>) -> Option<Usage> {
+    let (user, sys_time) = sys::children_cpu()?;
+    let (user_before, sys_before) = before.unwrap_or_default();
     Some(Usage {
         user_ms: crate::units::millis(user.saturating_sub(user_before)),
         sys_ms: crate::units::millis(sys_time.saturating_sub(sys_before)),
-        max_rss_kib,
+        max_rss_kib: sys::reaped_peak_kib(),
         cgroup_cpu_ms: None,
         memory_peak_bytes: None,
     })

@@ -77,9 +77,12 @@ pub fn may_set_rlimit(limit: &crate::rlimit::Rlimit) -> bool {
     }
 }
 
-/// CPU and peak memory of every child reaped so far (the helper's whole
-/// tree, since mcp-bound reaps every descendant as subreaper).
-pub fn children_usage() -> Option<(std::time::Duration, std::time::Duration, u64)> {
+/// CPU of every child reaped so far (the helper's whole tree, since
+/// mcp-bound reaps every descendant as subreaper). Its peak memory is not
+/// read here: getrusage(RUSAGE_CHILDREN)'s survives exec, so a process
+/// that reaped a large child and then exec'd mcp-bound would hand that
+/// peak to the helper; [`reaped_peak_kib`] is the tree's own.
+pub fn children_cpu() -> Option<(std::time::Duration, std::time::Duration)> {
     // SAFETY: getrusage fills the structure it is given.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: a valid, writable rusage structure.
@@ -90,12 +93,31 @@ pub fn children_usage() -> Option<(std::time::Duration, std::time::Duration, u64
         std::time::Duration::from_secs(t.tv_sec as u64)
             + std::time::Duration::from_micros(t.tv_usec as u64)
     };
-    // Linux reports ru_maxrss in KiB.
-    Some((
-        time(usage.ru_utime),
-        time(usage.ru_stime),
-        usage.ru_maxrss as u64,
-    ))
+    Some((time(usage.ru_utime), time(usage.ru_stime)))
+}
+
+/// The largest resident set, in KiB, of any process [`reap`] reaped,
+/// with what each had reaped itself (wait4's rusage): the helper's tree,
+/// approvers apart. A fact of this process, kept where its reaping is.
+static REAPED_PEAK_KIB: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+static REAPED_ANY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The peak of what [`reap`] reaped, KiB; None when it reaped nothing.
+pub fn reaped_peak_kib() -> Option<u64> {
+    use std::sync::atomic::Ordering::Relaxed;
+    REAPED_ANY
+        .load(Relaxed)
+        .then(|| REAPED_PEAK_KIB.load(Relaxed))
+}
+
+/// `ru_maxrss` in KiB: Linux reports KiB, macOS bytes.
+fn maxrss_kib(usage: &libc::rusage) -> u64 {
+    let raw = usage.ru_maxrss.max(0) as u64;
+    if cfg!(target_os = "macos") {
+        raw / 1024
+    } else {
+        raw
+    }
 }
 
 /// fork(2): `Ok(None)` in the child, `Ok(Some(pid))` in the parent.
@@ -479,12 +501,18 @@ pub fn reap_with_usage(pid: i32) -> Option<(std::time::Duration, std::time::Dura
     (rc == pid).then(|| (time(usage.ru_utime), time(usage.ru_stime)))
 }
 
-/// Reap child `pid` if it has exited; never waits.
+/// Reap child `pid` if it has exited, its peak memory (and that of what
+/// it reaped) counted into [`reaped_peak_kib`]; never waits.
 pub fn reap(pid: i32) {
-    let _ = nix::sys::wait::waitpid(
-        nix::unistd::Pid::from_raw(pid),
-        Some(nix::sys::wait::WaitPidFlag::WNOHANG),
-    );
+    use std::sync::atomic::Ordering::Relaxed;
+    // SAFETY: rusage is plain data that wait4 fills.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let mut status = 0;
+    // SAFETY: our own child, valid pointers.
+    if unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) } == pid {
+        REAPED_PEAK_KIB.fetch_max(maxrss_kib(&usage), Relaxed);
+        REAPED_ANY.store(true, Relaxed);
+    }
 }
 
 #[cfg(test)]
