@@ -357,7 +357,8 @@ touches the helper's pipes, signals or clock; a full queue, a slow or refusing c
 counted, and never fail or slow the call. The endpoint's name is resolved before dispatch (waiting at \
 most 250ms). The record and the journal are written first; then the exit waits at most the flush \
 bound for the last export, and stops waiting at a terminating signal. The record's otel says endpoint, propagate, spans_queued, spans_exported, \
-spans_dropped and error as known when it was written.",
+spans_pending (queued, neither exported nor failed yet), spans_dropped and error as known when it was written; \
+with --record the file is written again, atomically, after the flush, with what it sent.",
     ),
     (
         "REDACTION",

@@ -30,6 +30,8 @@ pub struct Counters {
     pub queued: AtomicU64,
     pub exported: AtomicU64,
     pub dropped: AtomicU64,
+    /// Queued spans whose batch failed (in `dropped` too).
+    pub failed: AtomicU64,
     /// The first thing that went wrong, in words (never a header value).
     pub error: Mutex<Option<String>>,
 }
@@ -43,6 +45,7 @@ impl Counters {
 
     fn failed(&self, spans: usize, why: String) {
         self.dropped.fetch_add(spans as u64, Ordering::Relaxed);
+        self.failed.fetch_add(spans as u64, Ordering::Relaxed);
         self.said(why);
     }
 }
@@ -108,7 +111,7 @@ impl Exporter {
     /// batches to go, and not past a terminating signal (the host wants us
     /// gone). Whatever is still queued then is lost with the process: the
     /// record already said what was known.
-    pub fn finish(mut self, signals: &crate::sys::SignalPipe) {
+    pub fn finish(&mut self, signals: &crate::sys::SignalPipe) {
         use std::os::fd::AsRawFd;
         drop(self.queue.take());
         let deadline = Instant::now() + self.flush_timeout;

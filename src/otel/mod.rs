@@ -133,19 +133,25 @@ impl Tracer {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone();
+        let queued = counters.queued.load(Ordering::Relaxed);
+        let exported = counters.exported.load(Ordering::Relaxed);
+        let failed = counters.failed.load(Ordering::Relaxed);
         OtelFacts {
             endpoint: Some(self.endpoint.clone()),
             propagate: self.propagate,
-            spans_queued: counters.queued.load(Ordering::Relaxed),
-            spans_exported: counters.exported.load(Ordering::Relaxed),
+            spans_queued: queued,
+            spans_exported: exported,
+            spans_pending: queued.saturating_sub(exported + failed),
             spans_dropped: counters.dropped.load(Ordering::Relaxed),
             error: error.map(|e| self.redactor.redact(&e).into_owned()),
         }
     }
 
-    /// The exit: the last batches, within the flush bound.
-    pub fn finish(self, signals: &crate::sys::SignalPipe) {
+    /// The exit: the last batches, within the flush bound; then what
+    /// export did in the end.
+    pub fn finish(mut self, signals: &crate::sys::SignalPipe) -> OtelFacts {
         self.exporter.finish(signals);
+        self.facts()
     }
 }
 
@@ -156,6 +162,7 @@ pub(crate) fn before_start(config: &OtelConfig) -> OtelFacts {
         propagate: config.propagate,
         spans_queued: 0,
         spans_exported: 0,
+        spans_pending: 0,
         spans_dropped: 0,
         error: None,
     }
@@ -168,6 +175,7 @@ pub(crate) fn unusable(why: &str) -> OtelFacts {
         propagate: false,
         spans_queued: 0,
         spans_exported: 0,
+        spans_pending: 0,
         spans_dropped: 0,
         error: Some(why.to_string()),
     }

@@ -47,6 +47,9 @@ pub(super) struct Ending<'a> {
     /// Span export, once started (at the dispatch, or at the end for a
     /// call that never got there); Err: it could not start, and why.
     pub(super) otel: std::cell::OnceCell<Result<Tracer, String>>,
+    /// The final record as --record has it, while span export is on: it
+    /// is written again with what the last flush sent.
+    pub(super) written: std::cell::OnceCell<Record>,
 }
 
 impl Ending<'_> {
@@ -71,10 +74,16 @@ impl Ending<'_> {
     }
 
     /// The exit, after the record and the journal: the last spans, within
-    /// the flush bound.
+    /// the flush bound; then the record file again, atomically, with what
+    /// export did in the end (the first writing stands if this fails).
     pub(super) fn finish_otel(&mut self, signals: &crate::sys::SignalPipe) {
-        if let Some(Ok(tracer)) = self.otel.take() {
-            tracer.finish(signals);
+        let Some(Ok(tracer)) = self.otel.take() else {
+            return;
+        };
+        let facts = tracer.finish(signals);
+        if let (Some(mut record), Some(path)) = (self.written.take(), &self.settings.record.path) {
+            record.otel = Some(facts);
+            let _ = write_record_file(path, &record);
         }
     }
 
@@ -277,6 +286,9 @@ impl Ending<'_> {
                 Ok(()) => {
                     if let Some((template, keep)) = &settings.record.keep {
                         keep_newest(template, *keep);
+                    }
+                    if self.tracer().is_some() {
+                        let _ = self.written.set(record.clone());
                     }
                 }
             }

@@ -55,6 +55,7 @@ pub fn run(settings: Settings) -> Result<i32, Error> {
         record_refused: std::cell::Cell::new(false),
         watchdog: std::cell::OnceCell::new(),
         otel: std::cell::OnceCell::new(),
+        written: std::cell::OnceCell::new(),
     };
     if let crate::otel::Resolved::Unusable(why) = &settings.otel {
         call.say(format!("mcp-bound: span export is off: {why}\n"));
@@ -62,7 +63,11 @@ pub fn run(settings: Settings) -> Result<i32, Error> {
     let received = Received::new(initial_record(settings, started_at, &redactor));
     let (validated, mut prepared) = match steps::validate(&mut call, received, journal.as_ref()) {
         Ok(validated) => validated,
-        Err(end) => return Ok(call.end(*end)),
+        Err(end) => {
+            let exit_code = call.end(*end);
+            call.finish_otel(&signals);
+            return Ok(exit_code);
+        }
     };
     let ended = validated_on(&call, validated, &mut prepared, &signals).unwrap_or_else(|end| *end);
     let exit_code = call.end(ended);
