@@ -41,6 +41,7 @@ mod stderr_log;
 mod supervise;
 mod termination;
 mod trace_context;
+mod trust;
 mod units;
 mod verify;
 

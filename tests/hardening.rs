@@ -488,3 +488,88 @@ fn help_never_shows_environment_values() {
         }
     }
 }
+
+/// A file another local user planted where mcp-bound writes (a sticky
+/// /tmp) would let them read the intent and the server's stderr, and own
+/// the chain: a journal, a stderr log or its lock that is not ours, that
+/// others may write, or a journal that is not a regular file, is refused
+/// (125, one line, nothing run). One that others may only read works,
+/// with a warning said once and recorded.
+#[test]
+fn a_planted_journal_or_log_is_refused_and_a_readable_one_warned_about() {
+    use std::os::unix::fs::{PermissionsExt, chown};
+    let dir = tempfile::tempdir().unwrap();
+    let planted = |name: &str, mode: u32, owner: Option<u32>| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, "").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+        if let Some(uid) = owner {
+            chown(&path, Some(uid), Some(uid)).unwrap();
+        }
+        path
+    };
+    // CI runs as root: a file of nobody's is another user's.
+    let other = (util::effective_uid() == 0).then_some(65534);
+    let mut cases = vec![
+        (
+            "--journal",
+            planted("j-writable.jsonl", 0o666, None),
+            "writable by others",
+        ),
+        (
+            "--stderr-log",
+            planted("log-writable", 0o622, None),
+            "writable by others",
+        ),
+    ];
+    let fifo = dir.path().join("j-fifo.jsonl");
+    util::mkfifo(&fifo);
+    cases.push(("--journal", fifo, "not a regular file"));
+    if let Some(uid) = other {
+        cases.push((
+            "--journal",
+            planted("j-other.jsonl", 0o600, Some(uid)),
+            "belongs to uid",
+        ));
+        cases.push((
+            "--stderr-log",
+            planted("log-other", 0o600, Some(uid)),
+            "belongs to uid",
+        ));
+        planted("log-lock.lock", 0o600, Some(uid));
+        cases.push((
+            "--stderr-log",
+            dir.path().join("log-lock"),
+            "belongs to uid",
+        ));
+    } else {
+        skipped!("files of another user: not root, so none can be made here");
+    }
+    for (flag, path, why) in cases {
+        let option = [flag, path.to_str().unwrap()];
+        let stderr = util::refused(&option);
+        assert!(stderr.contains(why), "{option:?}: {stderr}");
+    }
+    // Others may read it: it works, said once and in the record.
+    let journal = planted("j-readable.jsonl", 0o644, None);
+    let done = util::Call::sh("true")
+        .opt(&["--journal", journal.to_str().unwrap()])
+        .run();
+    done.expect_state("completed", 0);
+    let warnings = done.field("/mcp_bound/warnings").clone();
+    done.check(
+        warnings
+            .as_array()
+            .is_some_and(|w| w.len() == 1 && w[0].as_str().unwrap().contains("others can read it")),
+        &format!("recorded: {warnings}"),
+    );
+    done.check(
+        done.stderr_text().matches("others can read it").count() == 1,
+        "said once",
+    );
+    // /dev/null is root's and everyone's: a log may be it.
+    util::Call::sh("echo x >&2")
+        .opt(&["--stderr-log", "/dev/null"])
+        .run()
+        .expect_state("completed", 0);
+}

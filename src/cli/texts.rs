@@ -80,7 +80,9 @@ cancel_requested, signal_sent (signal, target group, descendants or cgroup (KILL
 reason: timeout, signal, client_disconnected, stdin_closed, pipes_held, leftovers, supervisor_failure, \
 restart_refused), \
 helper_exited, stdout_closed, stderr_closed, stdin_closed, streams_abandoned, each with t_ms, \
-milliseconds on the monotonic clock since mcp-bound started. \
+milliseconds on the monotonic clock since mcp-bound started. Last, mcp_bound {version, pid, \
+warnings: what was worth saying of its own files and did not stop the call, such as a journal or \
+stderr log others can read}. \
 A cancellation after dispatch is never reported as a failure: the helper may already have acted.";
 
 /// Further man page sections, as (title, text).
@@ -127,7 +129,10 @@ between polls; what does not fit is dropped and counted. A write error (ENOSPC, 
 EIO) ends the log, not the call: record stderr_log.error, and one line on mcp-bound's stderr. The log \
 is opened before dispatch, mode 0600, a symlink refused; if it cannot be opened the call fails (125) \
 and nothing runs, unless --stderr-log-optional. One writer per PATH: mcp-bound holds an exclusive \
-lock on PATH.lock; a second mcp-bound on the same PATH writes PATH.<pid> instead and says so. With \
+lock on PATH.lock; a second mcp-bound on the same PATH writes PATH.<pid>.<random> instead and says \
+so. The log and its lock are checked once opened: another user's file, or one others may write, is \
+refused (125); a device or FIFO must be ours or root's; a log others can read gets one warning (the \
+record's mcp_bound.warnings). With \
 --stderr-log-timestamps each line starts with an RFC 3339 UTC time, taken when it was read.",
     ),
     (
@@ -292,7 +297,10 @@ the arguments the server runs. A tool policy that cannot be applied (no session 
     (
         "JOURNAL",
         "--journal appends an intent (synced, before dispatch; if it cannot be written the helper is \
-not started) and a terminal entry, hash-chained: h is SHA-256 (HMAC-SHA256 with --journal-key) of \
+not started) and a terminal entry, hash-chained. Each time it is opened it is checked on the \
+descriptor: another user's file, one others may write, or one that is not a regular file is refused \
+(125, nothing run); one others can read gets one warning (the record's mcp_bound.warnings). Entries are \
+hash-chained: h is SHA-256 (HMAC-SHA256 with --journal-key) of \
 the exact bytes of the line before its h field, prev links to the previous h. Appends take an \
 exclusive flock; a torn tail is kept and accounted for by a recover entry (a whole last entry that \
 lacks only its newline is finished and chained onto, and verify warns about it). mcp-bound verify checks \

@@ -18,6 +18,13 @@ use crate::sys;
 
 const READ_BACK_CHUNK: u64 = 64 * 1024;
 
+/// The opened journal, judged (`trust`): a refusal as an error.
+fn judged(file: &File) -> io::Result<Option<String>> {
+    let seen = sys::seen(file)?;
+    crate::trust::judge(&seen, sys::effective_uid(), crate::trust::Role::Journal)
+        .map_err(|why| io::Error::new(io::ErrorKind::PermissionDenied, why))
+}
+
 /// The writer side.
 pub struct Journal {
     pub path: PathBuf,
@@ -37,6 +44,18 @@ impl Journal {
             lock: true,
             sync: true,
         }
+    }
+
+    /// Open (or create, mode 0600) the journal and judge whose it is: Err
+    /// when it is not ours to write (another user's, writable by others,
+    /// not a regular file); Ok(Some(warning)) when others can read it.
+    /// Each append judges the file it opens again.
+    pub fn check_owner(&self) -> io::Result<Option<String>> {
+        let (file, created) = sys::open_append_private(&self.path)?;
+        if created {
+            sys::fsync_dir(sys::parent_dir(&self.path))?;
+        }
+        judged(&file)
     }
 
     /// Append one entry (and a genesis or recover entry first when needed).
@@ -72,6 +91,7 @@ impl Journal {
     /// commit): all are durable when this returns. Returns the last.
     pub fn append_all(&self, entries: &[Entry<'_>]) -> io::Result<Appended> {
         let (file, created) = sys::open_append_private(&self.path)?;
+        judged(&file)?;
         if created {
             sys::fsync_dir(sys::parent_dir(&self.path))?;
         }

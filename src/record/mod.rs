@@ -397,6 +397,10 @@ pub struct Approval {
 pub struct Supervisor {
     pub version: String,
     pub pid: u32,
+    /// What was worth saying of mcp-bound's own files and did not stop
+    /// the call (a journal or stderr log others can read), each said once
+    /// on stderr too.
+    pub warnings: Vec<String>,
 }
 
 /// The record, in its published field order. The groups are flattened:

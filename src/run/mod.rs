@@ -239,6 +239,7 @@ fn initial_record(settings: &Settings, started_at: SystemTime, redactor: &Redact
         mcp_bound: Supervisor {
             version: env!("CARGO_PKG_VERSION").to_string(),
             pid: std::process::id(),
+            warnings: Vec::new(),
         },
     }
 }

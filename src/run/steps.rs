@@ -49,6 +49,10 @@ pub(super) fn validate<'a>(
                 if let Some(note) = log.error_to_say.take() {
                     call.say(note);
                 }
+                if let Some(warning) = log.warning.take() {
+                    call.say(format!("mcp-bound: {warning}\n"));
+                    received.record_mut().mcp_bound.warnings.push(warning);
+                }
                 stderr_log = Some(log);
             }
             Err(error) if log_settings.optional => {
@@ -94,6 +98,21 @@ pub(super) fn validate<'a>(
                 .and_then(|s| s.tools.as_ref())
                 .map(journal::IntentGate::from),
         };
+        match journal.check_owner() {
+            Ok(Some(warning)) => {
+                let warning = format!("--journal {}: {warning}", journal.path.display());
+                call.say(format!("mcp-bound: {warning}\n"));
+                received.record_mut().mcp_bound.warnings.push(warning);
+            }
+            Ok(None) => {}
+            Err(err) => {
+                let error = format!(
+                    "--journal {}: cannot write the intent: {err}; the helper was not started",
+                    journal.path.display()
+                );
+                return Err(call.failed(received, error, code::OWN_FAILURE));
+            }
+        }
         if let Err(err) = journal.append(journal::Entry::Intent(&intent)) {
             let error = format!(
                 "--journal {}: cannot write the intent: {err}; the helper was not started",

@@ -27,6 +27,7 @@ use crate::ids::now_rfc3339;
 use crate::record::StderrLogFacts;
 use crate::redact::Redactor;
 use crate::sys;
+use crate::trust::Role;
 use lines::Lines;
 use rotation::{Rotation, Step};
 
@@ -69,6 +70,8 @@ pub(crate) struct StderrLog {
     facts: StderrLogFacts,
     /// Set once an error was said on our stderr.
     pub error_to_say: Option<String>,
+    /// Others can read the log (`trust`): said once and recorded.
+    pub warning: Option<String>,
 }
 
 impl StderrLog {
@@ -84,19 +87,21 @@ impl StderrLog {
             None
         } else {
             let lock_path = suffixed(&settings.path, "lock");
-            let (lock, _) = sys::open_append_private(&lock_path).map_err(|e| {
-                // The lock file is opened first: name what the user gave.
-                match settings.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                    Some(dir) if !dir.is_dir() => format!(
-                        "--stderr-log {shown}: cannot open: no directory {}",
-                        dir.display()
-                    ),
-                    _ => format!(
-                        "--stderr-log {shown}: cannot open its lock file {}: {e}",
-                        lock_path.display()
-                    ),
-                }
-            })?;
+            let (lock, _) = sys::open_append_private(&lock_path)
+                .and_then(|(lock, created)| judged(&lock, Role::Lock).map(|_| (lock, created)))
+                .map_err(|e| {
+                    // The lock file is opened first: name what the user gave.
+                    match settings.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                        Some(dir) if !dir.is_dir() => format!(
+                            "--stderr-log {shown}: cannot open: no directory {}",
+                            dir.display()
+                        ),
+                        _ => format!(
+                            "--stderr-log {shown}: cannot open its lock file {}: {e}",
+                            lock_path.display()
+                        ),
+                    }
+                })?;
             Some(lock)
         };
         let held = lock
@@ -105,7 +110,11 @@ impl StderrLog {
         let (path, lock, note) = match held {
             true => (settings.path.clone(), lock, None),
             false => {
-                let own = suffixed(&settings.path, &std::process::id().to_string());
+                // A name no other local user can plant ahead of us.
+                let own = suffixed(
+                    &settings.path,
+                    &format!("{}.{}", std::process::id(), crate::ids::random_hex(4)),
+                );
                 let note = format!(
                     "mcp-bound: --stderr-log {shown} is in use by another mcp-bound; writing {} instead\n",
                     own.display()
@@ -115,6 +124,9 @@ impl StderrLog {
         };
         let (file, _) = sys::open_append_private(&path)
             .map_err(|e| format!("--stderr-log {}: cannot open: {e}", path.display()))?;
+        let warning = judged(&file, Role::StderrLog)
+            .map_err(|e| format!("--stderr-log {}: {e}", path.display()))?
+            .map(|w| format!("--stderr-log {}: {w}", path.display()));
         let meta = file
             .metadata()
             .map_err(|e| format!("--stderr-log {}: {e}", path.display()))?;
@@ -135,6 +147,7 @@ impl StderrLog {
                 ..StderrLogFacts::default()
             },
             error_to_say: note,
+            warning,
         })
     }
 
@@ -323,6 +336,14 @@ impl std::fmt::Debug for StderrLog {
             .field("facts", &self.facts)
             .finish_non_exhaustive()
     }
+}
+
+/// The opened file, judged (`trust`): Err(why) when it is not ours to
+/// write, Ok(Some(warning)) when others can read it.
+fn judged(file: &File, role: Role) -> io::Result<Option<String>> {
+    let seen = sys::seen(file)?;
+    crate::trust::judge(&seen, sys::effective_uid(), role)
+        .map_err(|why| io::Error::new(io::ErrorKind::PermissionDenied, why))
 }
 
 /// `PATH.suffix`.

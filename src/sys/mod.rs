@@ -1,12 +1,13 @@
-//! The OS layer, and with `process.rs`, `linux.rs` and `poll.rs` the only
-//! place that uses nix and libc: descriptor flags, private file creation,
-//! locks, the terminal, and the signal self-pipe. Waiting (poll(2), the
-//! epoll `Poller`) lives in `poll.rs`. Process calls (spawning, rlimits,
-//! signals to processes, waiting) live in `process.rs`; what only Linux
-//! has in `linux.rs`, and what /proc says in `procfs.rs` (plain reads);
-//! `other.rs` stands in elsewhere without touching libc, chosen here with
-//! `#[cfg]` and `#[path]`.
+//! The OS layer, the only place that uses nix and libc: descriptor flags
+//! and the signal self-pipe here; files (private creation, locks, what
+//! `fstat` says of one opened) in `files.rs`; waiting for readiness (poll(2),
+//! the epoll `Poller`) in `poll.rs`; process calls (spawning, rlimits,
+//! signals to processes) in `process.rs`, and waiting for children in
+//! `wait.rs`; what only Linux has in `linux.rs`, and what /proc says in
+//! `procfs.rs` (plain reads); `other.rs` stands in elsewhere without
+//! touching libc, chosen here with `#[cfg]` and `#[path]`.
 
+mod files;
 #[cfg_attr(target_os = "linux", path = "linux.rs")]
 #[cfg_attr(not(target_os = "linux"), path = "other.rs")]
 mod os;
@@ -14,20 +15,21 @@ mod poll;
 mod process;
 #[cfg(target_os = "linux")]
 mod procfs;
+mod wait;
 
+pub use files::*;
 pub use poll::*;
 pub use process::*;
 #[cfg(target_os = "linux")]
 pub use procfs::{children_of_self, descendants, pids_with_env, proc_info};
+pub use wait::*;
 
 use std::ffi::CString;
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
-use std::time::Duration;
 
 use nix::fcntl::{FcntlArg, FdFlag, OFlag, fcntl};
 use nix::libc;
@@ -73,26 +75,6 @@ pub unsafe fn borrow_raw(fd: RawFd) -> BorrowedFd<'static> {
     unsafe { BorrowedFd::borrow_raw(fd) }
 }
 
-/// Create a new file with mode 0600 for writing, refusing to follow a
-/// symlink and refusing to reuse an existing file.
-pub fn create_private(path: &Path) -> io::Result<File> {
-    let c_path = CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))?;
-    // SAFETY: a valid C string; the flags create a fresh file.
-    let fd = unsafe {
-        libc::open(
-            c_path.as_ptr(),
-            libc::O_WRONLY | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-            0o600 as libc::c_uint,
-        )
-    };
-    if fd < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: open returned a new descriptor that we now own.
-    Ok(File::from(unsafe { OwnedFd::from_raw_fd(fd) }))
-}
-
 /// send(2) with MSG_DONTWAIT: non-blocking for one call on a socket we must
 /// not make non-blocking for everyone.
 pub fn send_nowait(fd: BorrowedFd<'_>, bytes: &[u8]) -> io::Result<usize> {
@@ -131,202 +113,6 @@ pub use os::{
 #[cfg(not(target_os = "linux"))]
 pub use os::{children_of_self, descendants, pids_with_env, proc_info};
 
-/// Open (or create, mode 0600) a file for appending, never through a
-/// symlink. Returns the file and whether this call created it.
-pub fn open_append_private(path: &Path) -> io::Result<(File, bool)> {
-    let c_path = CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))?;
-    let base = libc::O_RDWR | libc::O_APPEND | libc::O_NOFOLLOW | libc::O_CLOEXEC;
-    // SAFETY: valid C string; O_EXCL tells us whether we created it.
-    let fd = unsafe {
-        libc::open(
-            c_path.as_ptr(),
-            base | libc::O_CREAT | libc::O_EXCL,
-            0o600 as libc::c_uint,
-        )
-    };
-    let (fd, created) = if fd >= 0 {
-        (fd, true)
-    } else if io::Error::last_os_error().raw_os_error() == Some(libc::EEXIST) {
-        // SAFETY: as above.
-        (unsafe { libc::open(c_path.as_ptr(), base) }, false)
-    } else {
-        (fd, false)
-    };
-    if fd < 0 {
-        let err = io::Error::last_os_error();
-        if err.raw_os_error() == Some(libc::ELOOP) {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "is a symlink; refusing to follow it",
-            ));
-        }
-        return Err(err);
-    }
-    // SAFETY: a fresh descriptor we own.
-    Ok((File::from(unsafe { OwnedFd::from_raw_fd(fd) }), created))
-}
-
-/// The directory that holds `path` (`.` for a bare file name).
-pub fn parent_dir(path: &Path) -> &Path {
-    match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    }
-}
-
-/// Make a new directory entry durable.
-pub fn fsync_dir(dir: &Path) -> io::Result<()> {
-    File::open(dir)?.sync_all()
-}
-
-/// Exclusive flock(2), waiting at most `limit`. flock (not fcntl locks,
-/// which vanish when any descriptor to the file is closed) and per open
-/// file description, so two appenders in one process exclude each other too.
-/// The wait backs off from 1 ms to 20 ms: a lock cannot be polled, and a
-/// blocking flock could only be bounded by a timer signal racing our own
-/// handlers. It is the one wait that sleeps, a short one on other
-/// appenders, and it never runs inside the supervisor's loop (an append
-/// happens before dispatch and after the end).
-pub fn lock_exclusive(file: &File, limit: Duration) -> io::Result<()> {
-    let deadline = std::time::Instant::now() + limit;
-    let mut pause = Duration::from_millis(1);
-    loop {
-        // SAFETY: flock on a descriptor we own.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-            return Ok(());
-        }
-        let err = io::Error::last_os_error();
-        if err.raw_os_error() != Some(libc::EWOULDBLOCK) && err.kind() != io::ErrorKind::Interrupted
-        {
-            return Err(err);
-        }
-        if std::time::Instant::now() >= deadline {
-            return Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                format!("could not lock it within {} ms", limit.as_millis()),
-            ));
-        }
-        std::thread::sleep(pause);
-        pause = (pause * 2).min(Duration::from_millis(20));
-    }
-}
-
-pub fn unlock(file: &File) {
-    // SAFETY: flock on a descriptor we own.
-    unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_UN) };
-}
-
-/// A read-only view of `bytes` as a file positioned at its start, to hand
-/// to a child as stdin: unlike a pipe it never blocks the writer, however
-/// large the request and whether or not the child reads it.
-pub fn file_with(bytes: &[u8]) -> io::Result<OwnedFd> {
-    use std::io::{Seek, SeekFrom, Write};
-    #[cfg(target_os = "linux")]
-    let fd = nix::sys::memfd::memfd_create(
-        c"mcp-bound-request",
-        nix::sys::memfd::MFdFlags::MFD_CLOEXEC,
-    )?;
-    #[cfg(not(target_os = "linux"))]
-    let fd = {
-        let path = std::env::temp_dir().join(format!("mcp-bound-request-{}", std::process::id()));
-        let file = create_private(&path)?;
-        std::fs::remove_file(&path)?;
-        OwnedFd::from(file)
-    };
-    let mut file = File::from(fd);
-    file.write_all(bytes)?;
-    file.seek(SeekFrom::Start(0))?;
-    Ok(OwnedFd::from(file))
-}
-
-/// Open the controlling terminal for a question, discarding typeahead so
-/// that keys pressed before the question cannot answer it.
-pub fn open_tty() -> io::Result<File> {
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .custom_flags(libc::O_NOCTTY | libc::O_CLOEXEC)
-        .open("/dev/tty")?;
-    nix::sys::termios::tcflush(&file, nix::sys::termios::FlushArg::TCIFLUSH)?;
-    Ok(file)
-}
-
-/// Read a small file whole (a /proc or cgroup file): open, reads into
-/// a 4 KiB buffer that grows only if it must, close. No size query (those
-/// files report 0) and no probing reads: std's read_to_string spends six
-/// system calls on a 300-byte /proc/PID/stat, this spends three.
-pub fn read_small(path: &Path) -> io::Result<String> {
-    use std::io::Read;
-    let mut file = File::open(path)?;
-    let mut buf = vec![0u8; 4096];
-    let mut len = 0;
-    loop {
-        match file.read(&mut buf[len..]) {
-            Ok(0) => break,
-            Ok(n) => len += n,
-            Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
-            Err(err) => return Err(err),
-        }
-        if len == buf.len() {
-            buf.resize(len * 2, 0);
-        }
-    }
-    buf.truncate(len);
-    String::from_utf8(buf).map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "not UTF-8"))
-}
-
-/// At most `max` bytes from the start of `path`, if it is a regular file
-/// of ours (owned by our effective uid): opened without following a
-/// link and without blocking (a FIFO swapped in cannot hold us), then
-/// checked on the descriptor itself. None for anything else.
-pub fn read_own_head(path: &Path, max: usize) -> Option<Vec<u8>> {
-    use std::io::Read;
-    use std::os::unix::fs::MetadataExt;
-    let c_path = CString::new(path.as_os_str().as_bytes()).ok()?;
-    // SAFETY: a valid C string; the flags only read.
-    let fd = unsafe {
-        libc::open(
-            c_path.as_ptr(),
-            libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        return None;
-    }
-    // SAFETY: a fresh descriptor we own.
-    let file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
-    let meta = file.metadata().ok()?;
-    // SAFETY: geteuid cannot fail.
-    if !meta.is_file() || meta.uid() != unsafe { libc::geteuid() } {
-        return None;
-    }
-    let mut head = Vec::with_capacity(max.min(meta.len() as usize));
-    file.take(max as u64).read_to_end(&mut head).ok()?;
-    Some(head)
-}
-
-/// Whether we may write `path` (access(2) with our effective ids): one
-/// system call, where opening it for writing and closing it are two.
-pub fn may_write(path: &Path) -> io::Result<()> {
-    let c_path = CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))?;
-    // SAFETY: a valid C string.
-    let rc = unsafe {
-        libc::faccessat(
-            libc::AT_FDCWD,
-            c_path.as_ptr(),
-            libc::W_OK,
-            libc::AT_EACCESS,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
 /// Close a raw descriptor this process owns (a forked child's leftovers).
 pub fn close_raw(fd: RawFd) {
     // SAFETY: closing a descriptor number; EBADF is harmless.
@@ -358,18 +144,6 @@ pub fn read_blocking(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
             return Err(err);
         }
     }
-}
-
-/// Whether `meta` is the null device itself, not whatever a container put
-/// at /dev/null (a regular file there would fill up).
-pub fn is_null_device(meta: &std::fs::Metadata) -> bool {
-    use std::os::unix::fs::{FileTypeExt, MetadataExt};
-    meta.file_type().is_char_device() && Some(meta.rdev()) == null_device()
-}
-
-/// Whether `file` is the null device itself.
-pub fn is_dev_null(file: &File) -> bool {
-    file.metadata().is_ok_and(|meta| is_null_device(&meta))
 }
 
 /// Signals delivered into the poll set through a self-pipe. No thread

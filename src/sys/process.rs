@@ -1,6 +1,6 @@
 //! Process calls: starting the helper (fork or clone3, exec), rlimits,
-//! usage, fork and the watchdog's detach, the helper's cgroup entry,
-//! signals to processes, and waiting for children.
+//! fork and the watchdog's detach, the helper's cgroup entry, and signals
+//! to processes. Waiting for children and what they used is `wait.rs`.
 
 use std::ffi::{CString, OsString};
 use std::io;
@@ -74,49 +74,6 @@ pub fn may_set_rlimit(limit: &crate::rlimit::Rlimit) -> bool {
             libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0
         }
         Err(_) => nix::unistd::geteuid().is_root(),
-    }
-}
-
-/// CPU of every child reaped so far (the helper's whole tree, since
-/// mcp-bound reaps every descendant as subreaper). Its peak memory is not
-/// read here: getrusage(RUSAGE_CHILDREN)'s survives exec, so a process
-/// that reaped a large child and then exec'd mcp-bound would hand that
-/// peak to the helper; [`reaped_peak_kib`] is the tree's own.
-pub fn children_cpu() -> Option<(std::time::Duration, std::time::Duration)> {
-    // SAFETY: getrusage fills the structure it is given.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: a valid, writable rusage structure.
-    if unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) } != 0 {
-        return None;
-    }
-    let time = |t: libc::timeval| {
-        std::time::Duration::from_secs(t.tv_sec as u64)
-            + std::time::Duration::from_micros(t.tv_usec as u64)
-    };
-    Some((time(usage.ru_utime), time(usage.ru_stime)))
-}
-
-/// The largest resident set, in KiB, of any process [`reap`] reaped,
-/// with what each had reaped itself (wait4's rusage): the helper's tree,
-/// approvers apart. A fact of this process, kept where its reaping is.
-static REAPED_PEAK_KIB: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-static REAPED_ANY: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// The peak of what [`reap`] reaped, KiB; None when it reaped nothing.
-pub fn reaped_peak_kib() -> Option<u64> {
-    use std::sync::atomic::Ordering::Relaxed;
-    REAPED_ANY
-        .load(Relaxed)
-        .then(|| REAPED_PEAK_KIB.load(Relaxed))
-}
-
-/// `ru_maxrss` in KiB: Linux reports KiB, macOS bytes.
-fn maxrss_kib(usage: &libc::rusage) -> u64 {
-    let raw = usage.ru_maxrss.max(0) as u64;
-    if cfg!(target_os = "macos") {
-        raw / 1024
-    } else {
-        raw
     }
 }
 
@@ -308,7 +265,7 @@ pub fn spawn(exec: &Exec, setup: &Setup<'_>) -> io::Result<(i32, Entry)> {
     if got == 0 {
         return Ok((pid, entry));
     }
-    wait_child(pid);
+    super::wait::wait_child(pid);
     Err(io::Error::from_raw_os_error(i32::from_ne_bytes(errno)))
 }
 
@@ -384,15 +341,6 @@ fn join_cgroup(procs: &std::ffi::CStr) -> io::Result<()> {
     Ok(())
 }
 
-/// Wait for a child of ours (the watchdog) to exit.
-pub fn wait_child(pid: i32) {
-    let mut status = 0;
-    // SAFETY: waitpid on our own child.
-    while unsafe { libc::waitpid(pid, &mut status, 0) } < 0
-        && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted
-    {}
-}
-
 pub fn current_uid() -> u32 {
     nix::unistd::getuid().as_raw()
 }
@@ -445,76 +393,6 @@ pub fn send_signal(target: i32, signo: i32) -> bool {
     signo > 0 && unsafe { libc::kill(target, signo) } == 0
 }
 
-/// How a child ended, as waitid(2) reports it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ChildExit {
-    Code(i32),
-    Signal { signo: i32, core_dumped: bool },
-}
-
-/// Has child `pid` exited? It stays a zombie (WNOWAIT), so its pid (and
-/// its process group id) cannot be reused while we still signal it.
-/// `block`: wait for it. Read through libc: nix's `WaitStatus` cannot hold
-/// a death by a real-time signal.
-pub fn wait_exit(pid: i32, block: bool) -> Option<ChildExit> {
-    // SAFETY: siginfo_t is plain data; waitid fills it or leaves it zeroed.
-    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-    let flags = libc::WEXITED | libc::WNOWAIT | if block { 0 } else { libc::WNOHANG };
-    let rc = loop {
-        // SAFETY: a valid pointer to our own siginfo_t.
-        let rc = unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, flags) };
-        if rc != 0 && io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
-            continue;
-        }
-        break rc;
-    };
-    // SAFETY: si_pid and si_status are valid for SIGCHLD-style siginfo.
-    let (from, status) = unsafe { (info.si_pid(), info.si_status()) };
-    if rc != 0 || from == 0 {
-        return None;
-    }
-    match info.si_code {
-        libc::CLD_EXITED => Some(ChildExit::Code(status)),
-        libc::CLD_KILLED => Some(ChildExit::Signal {
-            signo: status,
-            core_dumped: false,
-        }),
-        libc::CLD_DUMPED => Some(ChildExit::Signal {
-            signo: status,
-            core_dumped: true,
-        }),
-        _ => None,
-    }
-}
-
-/// Reap child `pid` if it has exited, with the CPU (user, system) it
-/// and its reaped descendants used; never waits. None: not reaped.
-pub fn reap_with_usage(pid: i32) -> Option<(std::time::Duration, std::time::Duration)> {
-    // SAFETY: rusage is plain data that wait4 fills.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let mut status = 0;
-    // SAFETY: our own child, valid pointers.
-    let rc = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
-    let time = |t: libc::timeval| {
-        std::time::Duration::new(t.tv_sec as u64, (t.tv_usec as u32).saturating_mul(1000))
-    };
-    (rc == pid).then(|| (time(usage.ru_utime), time(usage.ru_stime)))
-}
-
-/// Reap child `pid` if it has exited, its peak memory (and that of what
-/// it reaped) counted into [`reaped_peak_kib`]; never waits.
-pub fn reap(pid: i32) {
-    use std::sync::atomic::Ordering::Relaxed;
-    // SAFETY: rusage is plain data that wait4 fills.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let mut status = 0;
-    // SAFETY: our own child, valid pointers.
-    if unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) } == pid {
-        REAPED_PEAK_KIB.fetch_max(maxrss_kib(&usage), Relaxed);
-        REAPED_ANY.store(true, Relaxed);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -557,7 +435,7 @@ mod tests {
         drop(theirs);
         let mut out = String::new();
         ours.read_to_string(&mut out).unwrap();
-        wait_child(pid);
+        super::super::wait::wait_child(pid);
         assert_eq!((out.as_str(), entry), ("yes", Entry::None));
     }
 
@@ -574,7 +452,7 @@ mod tests {
         let mut setup = setup();
         setup.cgroup = Some((dir_fd.as_fd(), procs.as_c_str()));
         let (pid, entry) = spawn(&exec(&["true"]), &setup).unwrap();
-        wait_child(pid);
+        super::super::wait::wait_child(pid);
         let written = std::fs::read_to_string(&procs_path).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!((entry, written.as_str()), (Entry::Moved, "0"));

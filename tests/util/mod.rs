@@ -1081,6 +1081,12 @@ impl Started {
     }
 }
 
+/// The tests' effective uid.
+pub fn effective_uid() -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").map_or(u32::MAX, |m| m.uid())
+}
+
 /// Run mcp-bound as nobody (root ignores permissions and is not held to
 /// some limits; CI runs as root).
 pub const AS_NOBODY: &[&str] = &[
