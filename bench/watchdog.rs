@@ -40,6 +40,7 @@ fn main() {
             argv0: c("true"),
             mode: c("group"),
             target: c("none"),
+            mark: c("none"),
         })
         .expect("start a waiter");
         touch(&mut heap);

@@ -626,3 +626,66 @@ fn a_tools_list_the_gate_cannot_track_is_refused_not_answered_unfiltered() {
     let (ok, report) = util::verify_report(&journal);
     done.check(ok, &format!("verify: {report}"));
 }
+
+/// An approver is contained as the server's tree is: one that leaves a
+/// setsid grandchild behind (here it approves first) must not outlive
+/// mcp-bound, in either containment, whether the session ends or
+/// mcp-bound is SIGKILLed (then its watchdog ends it). Before, approvers
+/// had no cgroup and no mark, and such a grandchild escaped the cgroup.
+#[test]
+fn an_approvers_escaped_grandchild_does_not_outlive_mcp_bound() {
+    for (mode, kill) in [
+        ("cgroup", false),
+        ("cgroup", true),
+        ("group", false),
+        ("group", true),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("approver.sh");
+        let escaped = dir.path().join("escaped");
+        std::fs::write(
+            &script,
+            // The grandchild is in a session of its own before the
+            // approver exits (whose group mcp-bound then ends).
+            format!(
+                "setsid sh -c 'echo $$ > {0}.new; mv {0}.new {0}; exec sleep 300' </dev/null >/dev/null 2>&1 &\n\
+                 while [ ! -s {0} ]; do :; done\nexit 0\n",
+                escaped.display()
+            ),
+        )
+        .unwrap();
+        let approver = format!("sh {}", script.display());
+        let mut run = server(&[])
+            .opt(&["--mcp", "--contain", mode, "--tool-approve-cmd", &approver])
+            .start();
+        if mode == "cgroup" && run.call().record_path().exists() {
+            let record: Value = serde_json::from_str(
+                &std::fs::read_to_string(run.call().record_path()).unwrap_or_default(),
+            )
+            .unwrap_or_default();
+            if record["contain"]["method"] != "cgroup" && !record.is_null() {
+                skipped!("no cgroup can be made here: the cgroup half");
+                run.close_stdin();
+                run.finish();
+                continue;
+            }
+        }
+        run.send(&call(1, "ok_go", json!({})));
+        assert_eq!(parse(&run.read_line())["result"]["ran"], "ok_go");
+        wait_for(&escaped);
+        let pid: u64 = std::fs::read_to_string(&escaped)
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        if kill {
+            run.kill_and_wait_for_watchdog();
+            // The harness fails if anything tagged is left.
+            run.finish();
+        } else {
+            run.close_stdin();
+            run.finish().expect_state("shut_down", 0);
+        }
+        util::wait_gone(pid);
+    }
+}

@@ -291,7 +291,9 @@ as every server may: what it cannot decide as sent is refused with -32600 and jo
 untracked_id for a call or, under a policy, a tools/list whose id cannot be tracked; null_id; \
 notification; params_not_object; name_not_string, never decided as the empty name; not_strict_json, \
 arguments for an approver that strict JSON cannot carry; over_max_message_bytes). The approver gets \
-the arguments the server runs. A tool policy that cannot be applied (no session layer, or \
+the arguments the server runs; it carries the call's mark as MCP_BOUND_APPROVER, so what it leaves \
+behind (a setsid grandchild, outside the server's cgroup) is killed when the approvers stop, and by \
+the watchdog if mcp-bound dies. A tool policy that cannot be applied (no session layer, or \
 --tool-approve without --tool-approve-cmd) is exit 125 from any source, its variable named.",
     ),
     (

@@ -89,6 +89,28 @@ pub struct ContainFacts {
 /// The environment variable that marks the helper's tree.
 pub const TREE_MARK: &str = "MCP_BOUND_TREE";
 
+/// The environment variable that marks the per-call approvers' trees
+/// (--tool-approve-cmd), with the call's mark as its value. An approver
+/// runs outside the server's cgroup and group, and what it leaves behind
+/// (a setsid grandchild) is found by this mark and killed when the
+/// approvers stop, and by the watchdog if mcp-bound dies.
+pub const APPROVER_MARK: &str = "MCP_BOUND_APPROVER";
+
+/// KILL every process carrying `variable=value`, a few rounds, so what
+/// forked meanwhile is caught too.
+pub(crate) fn kill_marked(variable: &str, value: &str) {
+    let entry = format!("{variable}={value}").into_bytes();
+    for _ in 0..20 {
+        let pids = crate::sys::pids_with_env(&entry);
+        if pids.is_empty() {
+            break;
+        }
+        for pid in pids {
+            crate::sys::send_signal(pid, crate::signals::SIGKILL);
+        }
+    }
+}
+
 pub(crate) struct Contain {
     /// The value of [`TREE_MARK`] in this call's tree.
     mark: String,

@@ -30,7 +30,9 @@ use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::path::Path;
 
-use super::{Contain, TREE_MARK, cgroup_members, kill_cgroup, remove_cgroup};
+use super::{
+    APPROVER_MARK, Contain, TREE_MARK, cgroup_members, kill_cgroup, kill_marked, remove_cgroup,
+};
 use crate::sys;
 
 /// argv[0] of the clean-up a waiter execs once mcp-bound is gone.
@@ -173,6 +175,7 @@ impl Contain {
             argv0: c(ORPHANED)?,
             mode: c(mode)?,
             target,
+            mark: c(&self.mark)?,
         })
     }
 
@@ -237,25 +240,20 @@ fn kill_tree(cgroup: Option<&Path>, mark: &str, pgid: i32) {
             if pgid > 1 {
                 sys::send_signal(-pgid, crate::signals::SIGKILL);
             }
-            // What left the group: found by the mark it inherited, a
-            // few rounds, so what forked meanwhile is caught too.
-            let entry = format!("{TREE_MARK}={}", mark).into_bytes();
-            for _ in 0..20 {
-                let pids = sys::pids_with_env(&entry);
-                if pids.is_empty() {
-                    break;
-                }
-                for pid in pids {
-                    sys::send_signal(pid, crate::signals::SIGKILL);
-                }
-            }
+            // What left the group: found by the mark it inherited.
+            kill_marked(TREE_MARK, mark);
         }
+    }
+    // The approvers and what they left, in either containment.
+    if !mark.is_empty() {
+        kill_marked(APPROVER_MARK, mark);
     }
 }
 
-/// `mcp-bound-watchdog MODE TARGET PGID`: what a waiter execs once
+/// `mcp-bound-watchdog MODE TARGET PGID MARK`: what a waiter execs once
 /// mcp-bound is gone. MODE `cgroup` (TARGET the cgroup's directory) or
-/// `group` (TARGET the tree's mark); PGID the helper's group, 0 if none.
+/// `group` (TARGET the tree's mark); PGID the helper's group, 0 if none;
+/// MARK the call's mark (the approvers carry it).
 /// It started with every signal blocked: the ones that end a session are
 /// ignored (which drops any pending), then all are unblocked.
 pub fn orphaned(args: &[std::ffi::OsString]) -> i32 {
@@ -263,9 +261,10 @@ pub fn orphaned(args: &[std::ffi::OsString]) -> i32 {
     sys::unblock_all_signals();
     let arg = |i: usize| args.get(i).map(|a| a.to_string_lossy().into_owned());
     let pgid = arg(3).and_then(|p| p.parse().ok()).unwrap_or(0);
+    let mark = arg(4).unwrap_or_default();
     match (arg(1).as_deref(), arg(2)) {
-        (Some("cgroup"), Some(dir)) => kill_tree(Some(Path::new(&dir)), "", pgid),
-        (Some("group"), Some(mark)) => kill_tree(None, &mark, pgid),
+        (Some("cgroup"), Some(dir)) => kill_tree(Some(Path::new(&dir)), &mark, pgid),
+        (Some("group"), Some(_)) => kill_tree(None, &mark, pgid),
         _ => return crate::error::code::OWN_FAILURE,
     }
     0

@@ -37,15 +37,23 @@ struct Running {
 
 pub(super) struct Approvers {
     argv: Vec<OsString>,
+    /// The call's mark, as each approver carries it (`APPROVER_MARK`).
+    mark: Option<String>,
+    /// Whether any approver was started (then the end sweeps the mark).
+    started: bool,
     running: Vec<Running>,
     /// CPU (user, system) of the approvers reaped.
     pub(super) cpu: (Duration, Duration),
 }
 
 impl Approvers {
-    pub(super) fn new(argv: &[String]) -> Approvers {
+    /// `mark`: the call's tree mark, which approvers carry under their own
+    /// variable so that what they leave behind is found.
+    pub(super) fn new(argv: &[String], mark: Option<&str>) -> Approvers {
         Approvers {
             argv: argv.iter().map(OsString::from).collect(),
+            mark: mark.map(str::to_string),
+            started: false,
             running: Vec::new(),
             cpu: (Duration::ZERO, Duration::ZERO),
         }
@@ -66,16 +74,18 @@ impl Approvers {
         table: &mut Session,
         adopt: &mut dyn FnMut(i32),
     ) {
+        let confine = child::Confine {
+            tree_mark: self
+                .mark
+                .as_ref()
+                .map(|mark| (crate::contain::APPROVER_MARK.to_string(), mark.clone())),
+            ..child::Confine::default()
+        };
         for ask in asks {
             let started = sys::file_with(&ask.stdin)
                 .map_err(|e| format!("cannot prepare the approval request: {e}"))
                 .and_then(|stdin| {
-                    child::spawn(
-                        &self.argv,
-                        child::StdinFrom::Fd(stdin),
-                        &child::Confine::default(),
-                    )
-                    .map_err(|e| {
+                    child::spawn(&self.argv, child::StdinFrom::Fd(stdin), &confine).map_err(|e| {
                         let program = self.argv[0].to_string_lossy();
                         match e {
                             child::SpawnError::NotFound(e)
@@ -88,6 +98,7 @@ impl Approvers {
             match started {
                 Ok(helper) => {
                     adopt(helper.pid);
+                    self.started = true;
                     self.running.push(Running {
                         ticket: ask.ticket,
                         pid: helper.pid,
@@ -168,13 +179,18 @@ impl Approvers {
         }
     }
 
-    /// The loop ends: every approver still running is ended and reaped.
+    /// The loop ends: every approver still running is ended and reaped,
+    /// and what any approver left behind (a setsid grandchild, outside
+    /// every containment of the server's) is killed by the mark.
     pub(super) fn stop(&mut self) {
         let tickets: Vec<u64> = self.running.iter().map(|r| r.ticket).collect();
         self.end(tickets);
         for running in std::mem::take(&mut self.running) {
             child::await_exit(running.pid);
             self.reap(running.pid);
+        }
+        if let (true, Some(mark)) = (self.started, &self.mark) {
+            crate::contain::kill_marked(crate::contain::APPROVER_MARK, mark);
         }
     }
 

@@ -85,7 +85,14 @@ impl<'a> SessionParts<'a> {
                 .tools
                 .as_ref()
                 .and_then(|gate| gate.approver.as_ref())
-                .map(|approver| Approvers::new(&approver.argv)),
+                .map(|approver| {
+                    let mark = config
+                        .confine
+                        .tree_mark
+                        .as_ref()
+                        .map(|(_, mark)| mark.as_str());
+                    Approvers::new(&approver.argv, mark)
+                }),
         }
     }
 }

@@ -79,7 +79,7 @@ pub fn is_cgroup2_mount(dir: &Path) -> bool {
 
 /// What a waiter does once mcp-bound is gone, made before it starts and
 /// never changed after (it shares mcp-bound's memory): a first strike at
-/// the tree, then an exec of `exe` with `argv0 mode target pgid`, a fresh
+/// the tree, then an exec of `exe` with `argv0 mode target pgid mark`, a fresh
 /// process that ends the rest and removes the cgroup.
 pub struct Orphaned {
     /// cgroup.kill of the tree's cgroup.
@@ -88,6 +88,8 @@ pub struct Orphaned {
     pub argv0: CString,
     pub mode: CString,
     pub target: CString,
+    /// The call's mark, last (the approvers carry it).
+    pub mark: CString,
 }
 
 /// What the waiter holds: the plan and the read end of the pipe only
@@ -273,6 +275,7 @@ extern "C" fn waiter_main(arg: *mut libc::c_void) -> libc::c_int {
             orphaned.mode.as_ptr(),
             orphaned.target.as_ptr(),
             digits[at..].as_ptr().cast(),
+            orphaned.mark.as_ptr(),
             std::ptr::null(),
         ];
         libc::execve(

@@ -22,6 +22,7 @@ pub struct Orphaned {
     pub argv0: std::ffi::CString,
     pub mode: std::ffi::CString,
     pub target: std::ffi::CString,
+    pub mark: std::ffi::CString,
 }
 /// No waiter here: the watchdog is forked (none is ever made).
 pub struct Waiter {
