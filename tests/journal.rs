@@ -856,3 +856,61 @@ fn journal_lines_are_checked_against_the_published_schema() {
         "an intent with a foreign field fails the schema"
     );
 }
+
+/// Another process holding the journal's lock must not freeze the loop:
+/// request entries are appended inside it, and the append used to sleep
+/// up to 10 s for the lock, while signals, deadlines and the drain
+/// waited. Now the audited line waits for the lock on a timer, nothing
+/// unjournaled reaches the server, and the rest goes on: a deadline
+/// answers the held call, and the host's TERM ends the server while the
+/// lock is still held.
+#[test]
+fn a_held_journal_lock_freezes_nothing_in_the_loop() {
+    use std::io::{BufRead, Write};
+    let call = util::server(&[]).opt(&["--mcp", "--request-timeout", "1s", "--journal"]);
+    let journal = call.path("audit.jsonl");
+    let mut run = call.opt(&[journal.to_str().unwrap()]).start();
+    run.send(&util::rpc_request(json!(0), "pid", json!({})));
+    let server_pid = util::parse_message(&run.read_line())["result"]["pid"]
+        .as_u64()
+        .unwrap();
+    let mut holder = Command::new("python3")
+        .args([
+            "-c",
+            "import fcntl, sys\nf = open(sys.argv[1], 'a')\nfcntl.flock(f, fcntl.LOCK_EX)\nprint('LOCKED', flush=True)\nsys.stdin.read()",
+            journal.to_str().unwrap(),
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut locked = String::new();
+    std::io::BufReader::new(holder.stdout.take().unwrap())
+        .read_line(&mut locked)
+        .unwrap();
+    assert_eq!(locked.trim(), "LOCKED");
+    run.send(&util::rpc_request(
+        json!(1),
+        "tools/call",
+        json!({"name": "held", "arguments": {}}),
+    ));
+    let answer = util::parse_message(&run.read_line());
+    assert_eq!(
+        (answer["id"].clone(), answer["error"]["code"].clone()),
+        (json!(1), json!(-32001)),
+        "the deadline went on while the lock was held: {answer}"
+    );
+    run.signal("TERM");
+    // The loop acts on TERM with the lock still held: the server goes.
+    util::wait_gone(server_pid);
+    holder.stdin.take().unwrap().write_all(b"done").unwrap();
+    holder.wait().unwrap();
+    let done = run.finish();
+    done.expect_code(143);
+    done.check(
+        !done.stderr_text().contains("REQUEST 1 tools/call"),
+        "the call whose entry waited never reached the server",
+    );
+    let (ok, report) = util::verify_report(&journal);
+    done.check(ok, &format!("verify: {report}"));
+}

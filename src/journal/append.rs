@@ -90,13 +90,30 @@ impl Journal {
     /// Append entries in order with one write and one sync (a group
     /// commit): all are durable when this returns. Returns the last.
     pub fn append_all(&self, entries: &[Entry<'_>]) -> io::Result<Appended> {
+        self.append_all_waiting(entries, self.lock_wait)
+    }
+
+    /// As [`Journal::append_all`], only if the lock is free now: an error
+    /// of kind `WouldBlock` when another holds it (the loop waits for it
+    /// on a timer of its own, never asleep).
+    pub fn try_append_all(&self, entries: &[Entry<'_>]) -> io::Result<Appended> {
+        self.append_all_waiting(entries, Duration::ZERO)
+    }
+
+    fn append_all_waiting(&self, entries: &[Entry<'_>], wait: Duration) -> io::Result<Appended> {
         let (file, created) = sys::open_append_private(&self.path)?;
         judged(&file)?;
         if created {
             sys::fsync_dir(sys::parent_dir(&self.path))?;
         }
         if self.lock {
-            sys::lock_exclusive(&file, self.lock_wait)?;
+            if wait.is_zero() {
+                if !sys::try_lock_exclusive(&file)? {
+                    return Err(io::ErrorKind::WouldBlock.into());
+                }
+            } else {
+                sys::lock_exclusive(&file, wait)?;
+            }
         }
         let result = self.append_locked(&file, entries);
         if self.lock {

@@ -277,7 +277,12 @@ impl Loop<'_> {
             .and_then(|r| r.wake_at());
         // Lines wait for the stderr log: write more before sleeping.
         let log = self.intake.log_pending().then(Instant::now);
-        [self.term.deadline(), live, request, restart, log]
+        let journal = self
+            .session
+            .as_ref()
+            .and_then(|s| s.held.as_ref())
+            .map(|held| held.retry_at);
+        [self.term.deadline(), live, request, restart, log, journal]
             .into_iter()
             .flatten()
             .min()

@@ -27,6 +27,21 @@ const CRASH_STDERR_TAIL: usize = 2048;
 /// the end (the server is gone; never hang at exit).
 const ANSWERS_AT_EXIT_LIMIT: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// The first wait for a busy journal lock; each next one doubles, up to
+/// [`LOCK_RETRY_MAX`].
+const LOCK_RETRY_FIRST: std::time::Duration = std::time::Duration::from_millis(1);
+const LOCK_RETRY_MAX: std::time::Duration = std::time::Duration::from_millis(20);
+
+/// Audit entries that wait for the journal's lock, inside the loop: the
+/// loop retries on a timer while signals, deadlines and the drain go on,
+/// and gives up (the journal failed) past the journal's lock wait.
+pub(super) struct HeldAudit {
+    entries: Vec<Audit>,
+    since: Instant,
+    pub(super) retry_at: Instant,
+    pause: std::time::Duration,
+}
+
 /// The session layer's parts, when it is on.
 pub(super) struct SessionParts<'a> {
     pub(super) table: Session,
@@ -41,6 +56,9 @@ pub(super) struct SessionParts<'a> {
     /// An audit append failed: no more are tried, and nothing more is
     /// written to the server.
     pub(super) journal_failed: bool,
+    /// Audit entries waiting for the journal's lock, which another process
+    /// holds: nothing goes to the server meanwhile.
+    pub(super) held: Option<HeldAudit>,
     /// The per-call approvers, with --tool-approve-cmd.
     pub(super) approvers: Option<Approvers>,
     /// Span export, when on.
@@ -80,6 +98,7 @@ impl<'a> SessionParts<'a> {
             },
             end_cut: false,
             journal_failed: false,
+            held: None,
             approvers: config
                 .policy
                 .tools
@@ -303,20 +322,16 @@ impl Loop<'_> {
         let Some(session) = self.session.as_mut() else {
             return Ok(());
         };
-        let mut failed = Ok(());
         if let Some(tracer) = session.tracer {
             for traced in session.table.take_traced() {
                 tracer.request(&traced);
             }
         }
-        if session.table.has_audit() {
-            let audit = session.table.take_audit();
-            if let Some(journal) = session.journal.filter(|_| !session.journal_failed) {
-                failed = append_audit(journal, &audit);
-                session.journal_failed = failed.is_err();
-            }
-        }
-        if session.journal_failed {
+        let failed = journal_audit(session, Instant::now());
+        if session.held.is_some() {
+            // What waits for the server waits for its entries too; answers
+            // for the client still go.
+        } else if session.journal_failed {
             // Nothing more reaches the server: what waits for it was not
             // journaled. The answers still flow (the loop ends, and every
             // request left gets its -32000).
@@ -351,10 +366,51 @@ fn masked_tail(
     redactor.redact_piece(&String::from_utf8_lossy(&tail), cut, false)
 }
 
-/// The per-request audit facts, journal entries as they are, in one append.
-fn append_audit(journal: &Journal, audit: &[Audit]) -> Result<(), String> {
+/// Append what the table produced (after what waited for the lock), in
+/// one group commit, if the journal's lock is free; else hold it all for
+/// the next try. Err once the journal failed, or the lock stayed taken
+/// past the journal's lock wait.
+fn journal_audit(session: &mut SessionParts<'_>, now: Instant) -> Result<(), String> {
+    if !session.table.has_audit() && session.held.is_none() {
+        return Ok(());
+    }
+    let (mut audit, waiting) = match session.held.take() {
+        Some(held) => (held.entries, Some((held.since, held.pause))),
+        None => (Vec::new(), None),
+    };
+    audit.extend(session.table.take_audit());
+    let Some(journal) = session.journal.filter(|_| !session.journal_failed) else {
+        session.stdin.hold_for_journal(false);
+        return Ok(());
+    };
     let entries: Vec<journal::Entry<'_>> = audit.iter().map(journal::Entry::from).collect();
-    journal.append_all(&entries).map(|_| ()).map_err(|err| {
+    let tried = journal.try_append_all(&entries);
+    drop(entries);
+    let result = match tried {
+        Err(err) if err.kind() == std::io::ErrorKind::WouldBlock => {
+            let (since, pause) = waiting.map_or((now, LOCK_RETRY_FIRST), |(since, pause)| {
+                (since, (pause * 2).min(LOCK_RETRY_MAX))
+            });
+            if now.saturating_duration_since(since) < journal.lock_wait {
+                session.held = Some(HeldAudit {
+                    entries: audit,
+                    since,
+                    retry_at: now + pause,
+                    pause,
+                });
+                session.stdin.hold_for_journal(true);
+                return Ok(());
+            }
+            Err(format!(
+                "could not lock it within {} ms",
+                journal.lock_wait.as_millis()
+            ))
+        }
+        other => other.map(|_| ()).map_err(|err| err.to_string()),
+    };
+    session.stdin.hold_for_journal(false);
+    session.journal_failed = result.is_err();
+    result.map_err(|err| {
         format!(
             "--journal {}: cannot write a request entry: {err}",
             journal.path.display()

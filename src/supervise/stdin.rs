@@ -40,6 +40,8 @@ pub(crate) struct StdinRelay {
     source_open: bool,
     /// A restart is under way: the client waits (in our stdin).
     paused: bool,
+    /// Audit entries wait for the journal's lock (see `hold_for_journal`).
+    journal_held: bool,
     /// The client hung up while we were not reading (a restart was under
     /// way): what it sent is still in our stdin, and no restart follows.
     hung_up: bool,
@@ -74,6 +76,7 @@ impl StdinRelay {
             source,
             source_open: crate::sys::is_open(0),
             paused: false,
+            journal_held: false,
             hung_up: false,
             server: Some(File::from(server)),
             read_buf: vec![0; READ_SIZE].into_boxed_slice(),
@@ -92,9 +95,10 @@ impl StdinRelay {
         self.start < self.out.len()
     }
 
-    /// Our stdin, unless bytes wait for the server (back-pressure).
+    /// Our stdin, unless bytes wait for the server (back-pressure) or for
+    /// the journal.
     pub fn read_interest(&self) -> Option<RawFd> {
-        (self.source_open && !self.paused && !self.waiting()).then_some(0)
+        (self.source_open && !self.paused && !self.journal_held && !self.waiting()).then_some(0)
     }
 
     /// While paused, our stdin is watched for the client's hang-up only
@@ -107,6 +111,12 @@ impl StdinRelay {
         self.paused
     }
 
+    /// Audit entries wait for the journal's lock: nothing is written to
+    /// the server, nor read from the client, until they are durable.
+    pub fn hold_for_journal(&mut self, held: bool) {
+        self.journal_held = held;
+    }
+
     /// Our stdin hung up while paused: nothing is read until `resume`.
     pub fn note_hang_up(&mut self) {
         self.hung_up = true;
@@ -117,10 +127,11 @@ impl StdinRelay {
         self.hung_up
     }
 
-    /// The server's stdin, when bytes wait for it.
+    /// The server's stdin, when bytes wait for it (and not for the
+    /// journal).
     pub fn write_interest(&self) -> Option<RawFd> {
         match &self.server {
-            Some(file) if self.waiting() => Some(file.as_raw_fd()),
+            Some(file) if self.waiting() && !self.journal_held => Some(file.as_raw_fd()),
             _ => None,
         }
     }
@@ -195,6 +206,9 @@ impl StdinRelay {
     /// the client is done and everything is written, close the server's
     /// stdin: the first step of the MCP shutdown.
     pub fn flush(&mut self) {
+        if self.journal_held {
+            return;
+        }
         while self.waiting() {
             let Some(server) = self.server.as_mut() else {
                 self.discard();

@@ -114,6 +114,23 @@ pub fn lock_exclusive(file: &File, limit: Duration) -> io::Result<()> {
     }
 }
 
+/// Take an exclusive flock if it is free: Ok(false) when another holds it.
+pub fn try_lock_exclusive(file: &File) -> io::Result<bool> {
+    loop {
+        // SAFETY: flock on a descriptor we own.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            return Ok(true);
+        }
+        let err = io::Error::last_os_error();
+        if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
+            return Ok(false);
+        }
+        if err.kind() != io::ErrorKind::Interrupted {
+            return Err(err);
+        }
+    }
+}
+
 pub fn unlock(file: &File) {
     // SAFETY: flock on a descriptor we own.
     unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_UN) };
