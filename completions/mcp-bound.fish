@@ -87,7 +87,7 @@ complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l tool-approval-timeo
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l max-pending-approvals -d 'Most calls waiting for approval at once; past it a call is answered -32000 at once (reason too_many_pending_approvals)' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l journal -d 'Append an intent (before dispatch, synced) and a terminal entry to this hash-chained journal. If the intent cannot be written, the helper is not started' -r -F
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l journal-excerpt-bytes -d 'Most bytes of stderr excerpt in the journal\'s terminal entry; 0 for none' -r
-complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l journal-key -d 'Key the journal: h becomes HMAC-SHA256 with the key in FILE (at least 16 bytes), so an append forged without the key fails verification' -r -F
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l journal-key -d 'Key the journal: h becomes HMAC-SHA256 with the key in FILE (at least 16 bytes; ours or root\'s, private: mode 0600 or stricter), so an append forged without the key fails verification' -r -F
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l journal-requests -d 'Under the session layer, which client requests get an mcp_request entry (synced before the request reaches the server) and an mcp_response entry: tools (tools/call, resources/read, prompts/get), all, or none' -r -f -a "tools\t'tools/call, resources/read and prompts/get: the calls that act or read'
 all\t''
 none\t''"
@@ -110,6 +110,6 @@ complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -s h -l help -d 'Print
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -s V -l version -d 'Print version'
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -a "verify" -d 'Check a journal offline: hashes, chain, order, pairing. Exit 0 intact (warnings allowed), 1 integrity failure, 2 usage or I/O error'
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand verify" -l anchor -d 'A head h recorded earlier (from "OK: ... h=<hex>"): it must still be in the journal' -r
-complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand verify" -l key -d 'The key of a keyed journal' -r -F
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand verify" -l key -d 'The key of a keyed journal (private: ours or root\'s, mode 0600 or stricter)' -r -F
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand verify" -l json -d 'Print the report as one JSON object'
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand verify" -s h -l help -d 'Print help'

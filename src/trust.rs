@@ -31,6 +31,9 @@ pub enum Role {
     StderrLog,
     /// The stderr log's `.lock`.
     Lock,
+    /// A journal key (--journal-key, verify --key): ours or root's, and
+    /// private, or it is no secret.
+    Key,
 }
 
 /// Ok(None): ours, private. Ok(Some(warning)): ours, but others can read
@@ -48,6 +51,9 @@ pub fn judge(seen: &Seen, euid: u32, role: Role) -> Result<Option<String>, Strin
                 seen.uid
             ))
         };
+    }
+    if role == Role::Key {
+        return key(seen, euid);
     }
     if seen.kind != Kind::Regular {
         return Err("not a regular file: refusing to write to it".into());
@@ -70,6 +76,26 @@ pub fn judge(seen: &Seen, euid: u32, role: Role) -> Result<Option<String>, Strin
             seen.mode & 0o7777
         )
     }))
+}
+
+/// A key is a secret: ours or root's, and no one else may read or write it.
+fn key(seen: &Seen, euid: u32) -> Result<Option<String>, String> {
+    if seen.kind != Kind::Regular {
+        return Err("a key is a regular file".into());
+    }
+    if seen.uid != euid && seen.uid != 0 {
+        return Err(format!(
+            "the key belongs to uid {}, neither us nor root: refusing it",
+            seen.uid
+        ));
+    }
+    if seen.mode & 0o077 != 0 {
+        return Err(format!(
+            "others can read or write the key (mode {:04o}), so it is no secret: chmod 600 it",
+            seen.mode & 0o7777
+        ));
+    }
+    Ok(None)
 }
 
 #[cfg(test)]
@@ -114,5 +140,18 @@ mod tests {
         );
         assert!(judge(&seen(1001, 0o600, Kind::Fifo), me, Role::StderrLog).is_err());
         assert!(judge(&seen(me, 0o600, Kind::Other), me, Role::StderrLog).is_err());
+        // A key: private, ours or root's.
+        assert_eq!(
+            judge(&seen(me, 0o600, Kind::Regular), me, Role::Key),
+            Ok(None)
+        );
+        assert_eq!(
+            judge(&seen(0, 0o400, Kind::Regular), me, Role::Key),
+            Ok(None)
+        );
+        for mode in [0o640, 0o604, 0o620] {
+            assert!(judge(&seen(me, mode, Kind::Regular), me, Role::Key).is_err());
+        }
+        assert!(judge(&seen(1001, 0o600, Kind::Regular), me, Role::Key).is_err());
     }
 }

@@ -429,7 +429,7 @@ fn forged_appends_plain_and_keyed() {
     // Keyed: the same forgery fails, because the forger lacks the key.
     let dir = tempfile::tempdir().unwrap();
     let key = dir.path().join("journal.key");
-    std::fs::write(&key, "a-secret-key-of-32-bytes-length!").unwrap();
+    write_key(&key, "a-secret-key-of-32-bytes-length!");
     let keyed = dir.path().join("keyed.jsonl");
     Call::new(&["true"])
         .opt(&[
@@ -458,7 +458,7 @@ fn forged_appends_plain_and_keyed() {
     // Without the key, or with the wrong one, verify cannot check: exit 2.
     assert_eq!(verify(&keyed, &[]).code, 2);
     let wrong = dir.path().join("wrong.key");
-    std::fs::write(&wrong, "another-secret-key-32-bytes-long").unwrap();
+    write_key(&wrong, "another-secret-key-32-bytes-long");
     assert_eq!(verify(&keyed, &["--key", wrong.to_str().unwrap()]).code, 2);
     // A writer with the wrong key refuses to extend the chain.
     let marker = dir.path().join("ran");
@@ -472,6 +472,61 @@ fn forged_appends_plain_and_keyed() {
         .run();
     done.expect_state("failed_before_dispatch", 125);
     assert!(!exists(&marker));
+    // Rewritten whole as an unkeyed journal, by someone without the key:
+    // with --key that is tampering (exit 1), not a usage error.
+    let plain = dir.path().join("plain.jsonl");
+    Call::new(&["true"])
+        .opt(&["--journal", plain.to_str().unwrap()])
+        .run()
+        .expect_state("completed", 0);
+    std::fs::copy(&plain, &keyed).unwrap();
+    let rewritten = verify(&keyed, &["--key", key.to_str().unwrap()]);
+    assert_eq!(rewritten.code, 1, "{}", rewritten.text);
+    assert_eq!(rewritten.report["break"]["kind"], "UNKEYED");
+}
+
+/// A journal key others can read (or write) is no secret: the keyed
+/// chain's promise needs it private. The writer refuses it (125, nothing
+/// run) and so does verify (2), with one line each.
+#[test]
+fn a_journal_key_others_can_read_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("journal.key");
+    std::fs::write(&key, "a-secret-key-of-32-bytes-length!").unwrap();
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let journal = dir.path().join("j.jsonl");
+    let stderr = util::refused(&[
+        "--journal",
+        journal.to_str().unwrap(),
+        "--journal-key",
+        key.to_str().unwrap(),
+    ]);
+    assert!(
+        stderr.contains("--journal-key") && stderr.contains("0644"),
+        "{stderr}"
+    );
+    // Made private, it is taken; verify refuses the readable one too.
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o600)).unwrap();
+    Call::new(&["true"])
+        .opt(&[
+            "--journal",
+            journal.to_str().unwrap(),
+            "--journal-key",
+            key.to_str().unwrap(),
+        ])
+        .run()
+        .expect_state("completed", 0);
+    std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let refused = verify(&journal, &["--key", key.to_str().unwrap()]);
+    assert_eq!(refused.code, 2, "{}", refused.text);
+}
+
+/// A key file, private (0600), as a journal key must be.
+fn write_key(path: &Path, secret: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::write(path, secret).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).unwrap();
 }
 
 #[test]

@@ -317,6 +317,11 @@ fn a_refusal_before_dispatch_says_nothing_was_started() {
     let dir = tempfile::tempdir().unwrap();
     let short_key = dir.path().join("key");
     std::fs::write(&short_key, b"short").unwrap();
+    std::fs::set_permissions(
+        &short_key,
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .unwrap();
     let journal = dir.path().join("journal.jsonl");
     for (options, names) in [
         (

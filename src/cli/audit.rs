@@ -92,7 +92,7 @@ pub struct JournalArgs {
     #[arg(long, value_name = "BYTES", env = "MCP_BOUND_JOURNAL_EXCERPT_BYTES", default_value = "1024", value_parser = units::parse_capture_bytes, help_heading = "Journal options")]
     pub journal_excerpt_bytes: usize,
 
-    /// Key the journal: h becomes HMAC-SHA256 with the key in FILE (at least 16 bytes), so an append forged without the key fails verification.
+    /// Key the journal: h becomes HMAC-SHA256 with the key in FILE (at least 16 bytes; ours or root's, private: mode 0600 or stricter), so an append forged without the key fails verification.
     #[arg(
         long,
         value_name = "FILE",
@@ -134,7 +134,7 @@ pub struct VerifyArgs {
     #[arg(long)]
     pub json: bool,
 
-    /// The key of a keyed journal.
+    /// The key of a keyed journal (private: ours or root's, mode 0600 or stricter).
     #[arg(long, value_name = "FILE")]
     pub key: Option<PathBuf>,
 }

@@ -309,7 +309,8 @@ lacks only its newline is finished and chained onto, and verify warns about it).
 every line's hash, strict shape, seq continuity, prev linkage and intent/decision/terminal pairing, \
 reports the first break (HASH_MISMATCH, CHAIN_BREAK, SEQ_GAP, SEQ_ORDER, TORN_TAIL, \
 ORPHAN_TERMINAL, DUPLICATE_CALL for a second intent while the call is open, MALFORMED, ANCHOR_MISSING, \
-UNAPPROVED for a tools/call under a tool gate that reached the server without an approved mcp_decision for its exact params) \
+UNAPPROVED for a tools/call under a tool gate that reached the server without an approved mcp_decision for its exact params, \
+UNKEYED when --key is given and the journal is not keyed: rewritten without the key) \
 with its line, lists unfinished calls, uses memory for the calls in flight only, \
 and exits 0 intact, 1 broken, 2 unusable. What it cannot prove alone: a cut tail, a rollback or a \
 whole rewritten file pass unless checked with --anchor (a head h kept elsewhere); a correctly \

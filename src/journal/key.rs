@@ -21,8 +21,19 @@ pub enum Key {
 impl Key {
     /// Read a key file; its id (a hash of the key, not the key) goes into
     /// the genesis entry so a verifier can tell a wrong key from tampering.
+    /// Read a key file, which must be private (`trust`: ours or root's,
+    /// no access for others).
     pub fn load(path: &Path) -> io::Result<Key> {
-        let mut secret = std::fs::read(path)?;
+        use std::io::Read;
+        let mut file = std::fs::File::open(path)?;
+        crate::trust::judge(
+            &crate::sys::seen(&file)?,
+            crate::sys::effective_uid(),
+            crate::trust::Role::Key,
+        )
+        .map_err(|why| io::Error::new(io::ErrorKind::PermissionDenied, why))?;
+        let mut secret = Vec::new();
+        file.read_to_end(&mut secret)?;
         while secret.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
             secret.pop();
         }

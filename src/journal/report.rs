@@ -22,6 +22,9 @@ pub enum BreakKind {
     /// `approved` decision for its exact params, or a decision for other
     /// params than its request's.
     Unapproved,
+    /// `--key` was given and the journal is not keyed: it may have been
+    /// rewritten whole by someone without the key.
+    Unkeyed,
 }
 
 impl Serialize for BreakKind {
@@ -43,6 +46,7 @@ impl BreakKind {
             BreakKind::Malformed => "MALFORMED",
             BreakKind::AnchorMissing => "ANCHOR_MISSING",
             BreakKind::Unapproved => "UNAPPROVED",
+            BreakKind::Unkeyed => "UNKEYED",
         }
     }
 }

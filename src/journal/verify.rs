@@ -165,8 +165,11 @@ impl Verifier<'_> {
                 );
             }
         };
-        if self.last_seq.is_none() && self.pending_torn.is_none() {
-            self.check_key(content)?;
+        if self.last_seq.is_none()
+            && self.pending_torn.is_none()
+            && let Some(detail) = self.check_key(content)?
+        {
+            return fail(BreakKind::Unkeyed, detail);
         }
         let parsed = match parse_line(self.key, content) {
             Ok(parsed) => parsed,
@@ -360,14 +363,20 @@ impl Verifier<'_> {
 
     /// Compare the genesis entry's key id with ours before any hash is
     /// checked: a wrong or missing key is a usage error, not tampering.
-    fn check_key(&self, content: &[u8]) -> Result<(), VerifyError> {
+    /// But a journal that is not keyed when --key says it is may have been
+    /// rewritten whole by someone without the key: Ok(Some(why)), a break.
+    fn check_key(&self, content: &[u8]) -> Result<Option<String>, VerifyError> {
         // Not a genesis entry: the line's own checks will say what it is.
         let Some(Err(mismatch)) = check_genesis_key(content, self.key) else {
-            return Ok(());
+            return Ok(None);
         };
         Err(VerifyError::Key(match mismatch {
             KeyMismatch::KeyNeeded(id) => format!("the journal is keyed (key id {id}); pass --key"),
-            KeyMismatch::NotKeyed => "the journal is not keyed; drop --key".into(),
+            KeyMismatch::NotKeyed => {
+                return Ok(Some(
+                    "--key was given and the journal is not keyed: it may have been rewritten without the key".into(),
+                ));
+            }
             KeyMismatch::OtherKey(id) => format!("--key is not this journal's key (key id {id})"),
         }))
     }
