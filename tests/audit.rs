@@ -1,4 +1,4 @@
-//! The per-request audit at its edges (issue 23): every tools/call the
+//! The per-request audit at its edges: every tools/call the
 //! server may run is journaled before it can act, or refused; ids are
 //! journaled and matched exactly as the client wrote them; responses are
 //! seen for what they are. Driven through the real binary with the fixture

@@ -1,4 +1,4 @@
-//! Interop with the official MCP SDKs (issue 24), where users meet them:
+//! Interop with the official MCP SDKs, where users meet them:
 //! a client on the TypeScript SDK v2 (`@modelcontextprotocol/client`
 //! 2.4.0) or v1 (`@modelcontextprotocol/sdk` 1.32.2) starts a server on
 //! the TypeScript SDK v2 or v1, or the Python SDK (`mcp` 2.3.0), over

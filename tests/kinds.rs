@@ -1,4 +1,4 @@
-//! What kind of request the session layer holds (issue 24): a stream
+//! What kind of request the session layer holds: a stream
 //! (`subscriptions/listen`) is no stuck call, a server may end it, and a
 //! host's shutdown ends it without an answer; an answer for a request the
 //! client cancelled never reaches the client. Through the real binary,

@@ -1,4 +1,4 @@
-//! Span export (issue 28), through the real binary, against a real
+//! Span export, through the real binary, against a real
 //! OTLP/HTTP receiver (tests/fixtures/otlp_receiver.py) that decodes each
 //! export with the official opentelemetry-proto definitions: the call's
 //! span, each MCP request's span and its parentage, a client's

@@ -1,4 +1,4 @@
-//! The record file as a template (issue 24): each run writes a record of
+//! The record file as a template: each run writes a record of
 //! its own (a host that respawns a server, a client's probe sibling), and
 //! --record-keep bounds how many a template leaves behind, never touching
 //! one still in flight.

@@ -1,4 +1,4 @@
-//! The house's rules, checked on the source tree (issue 25), so that
+//! The house's rules, checked on the source tree, so that
 //! `cargo test` keeps them and nobody has to remember a script:
 //! - no file over 500 lines of non-test code (a `#[cfg(test)]` item and a
 //!   `tests.rs` do not count);
@@ -443,4 +443,46 @@ fn every_file_opens_with_a_doc_and_is_named_in_architecture_md() {
     }
     assert!(undocumented.is_empty(), "no //! doc: {undocumented:?}");
     assert!(unnamed.is_empty(), "not in ARCHITECTURE.md: {unnamed:?}");
+}
+
+/// Code names a feature, not a tracker's number: there is no tracker to
+/// follow such a number to from a clone.
+#[test]
+fn no_source_file_names_an_issue_number() {
+    let roots = ["src", "tests", "bench", "fuzz/fuzz_targets"];
+    let mut found = Vec::new();
+    for root in roots {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(root);
+        let mut stack = vec![dir];
+        while let Some(dir) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for path in entries.flatten().map(|e| e.path()) {
+                if path.is_dir() {
+                    if !path.ends_with("node_modules") && !path.ends_with(".venv") {
+                        stack.push(path);
+                    }
+                } else if path.extension().is_some_and(|x| x == "rs") {
+                    let text = std::fs::read_to_string(&path).unwrap_or_default();
+                    for (n, line) in text.lines().enumerate() {
+                        let lower = line.to_ascii_lowercase();
+                        // Spelled in two halves, so this line does not name one.
+                        let word = ["iss", "ue"].concat();
+                        let numbered = lower.match_indices(&word).any(|(at, _)| {
+                            let rest = lower[at + word.len()..].trim_start_matches(['s', ' ', '#']);
+                            rest.starts_with(|c: char| c.is_ascii_digit())
+                        }) || lower
+                            .split("(#")
+                            .skip(1)
+                            .any(|rest| rest.starts_with(|c: char| c.is_ascii_digit()));
+                        if numbered {
+                            found.push(format!("{}:{}: {}", path.display(), n + 1, line.trim()));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "issue numbers in code: {found:#?}");
 }

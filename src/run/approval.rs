@@ -13,12 +13,13 @@ use crate::signals::SignalPipe;
 use crate::units::millis;
 
 use super::call::{Authorized, BeforeDispatch, Ended, PendingApproval, Step};
-use super::ending::{Ending, describe_exit};
+use super::context::Context;
+use super::ending::describe_exit;
 
 /// Ask for approval: authorized, or the call's end here (denied,
 /// expired, cancelled, or the gate could not be asked).
 pub(super) fn decide(
-    ending: &Ending<'_>,
+    call: &Context<'_>,
     mut pending: PendingApproval,
     approval: &ApprovalSettings,
     signals: &SignalPipe,
@@ -28,7 +29,7 @@ pub(super) fn decide(
     let request = approve::Request {
         call_id: &record.ids.call_id,
         session_id: record.ids.session_id.as_deref(),
-        argv: ending
+        argv: call
             .settings
             .command
             .iter()
@@ -40,10 +41,10 @@ pub(super) fn decide(
     };
     let gate = approve::Gate {
         timeout: approval.timeout,
-        wait_delay: ending.settings.policy.wait_delay,
-        redactor: ending.redactor,
+        wait_delay: call.settings.policy.wait_delay,
+        redactor: call.redactor,
         signals,
-        origin: ending.origin,
+        origin: call.origin,
     };
     let outcome = approve::ask(method, &request, &gate);
     record.approval.decision = outcome.decision;
@@ -53,7 +54,7 @@ pub(super) fn decide(
     record.approval.approver_exit = outcome.approver_exit.map(ExitObs::to_record);
     record.approval.excerpt = outcome.excerpt.clone();
     // The decision is its own journal entry, before anything runs.
-    if let Some(journal) = ending.journal {
+    if let Some(journal) = call.journal {
         let entry = journal::DecisionEntry {
             call_id: record.ids.call_id.clone(),
             decision: outcome.decision,
@@ -68,7 +69,7 @@ pub(super) fn decide(
                 "--journal {}: cannot write the decision: {err}; the helper was not started",
                 journal.path.display()
             );
-            return Err(ending.failed(pending, error, code::OWN_FAILURE));
+            return Err(call.failed(pending, error, code::OWN_FAILURE));
         }
     }
     if let Some(signo) = outcome.cancelled_by {
@@ -78,15 +79,15 @@ pub(super) fn decide(
         Some(Decision::Approved) => {
             // Approved: the in-flight record now says dispatched.
             let authorized = pending.approved();
-            if let Some(error) = ending.write_in_flight(authorized.record()) {
-                return Err(ending.failed(authorized, error, code::OWN_FAILURE));
+            if let Some(error) = call.write_in_flight(authorized.record()) {
+                return Err(call.failed(authorized, error, code::OWN_FAILURE));
             }
             return Ok(authorized);
         }
         // A cancel of the launch's approval is a signal, seen above.
         Some(Decision::Error | Decision::Cancelled) | None => {
             let error = outcome.error.unwrap_or_else(|| "approval failed".into());
-            return Err(ending.failed(pending, error, code::OWN_FAILURE));
+            return Err(call.failed(pending, error, code::OWN_FAILURE));
         }
         Some(Decision::Expired) => format!(
             "approval expired after {}; the helper was not started",
@@ -109,7 +110,7 @@ pub(super) fn decide(
             }
         }
     };
-    ending.say(format!("mcp-bound: {message}\n"));
+    call.say(format!("mcp-bound: {message}\n"));
     Err(pending.denied())
 }
 

@@ -23,13 +23,14 @@ use crate::units::limit_millis;
 
 mod approval;
 mod call;
+mod context;
 mod ending;
 mod last_words;
 mod records;
 mod steps;
 
 use call::{Ended, Received, Validated};
-use ending::Ending;
+use context::Context;
 use steps::Prepared;
 
 /// Run the call; the result is mcp-bound's exit code. Set-up that fails
@@ -46,7 +47,7 @@ pub fn run(settings: Settings) -> Result<i32, Error> {
     let journal = open_journal(settings)?;
     let redactor = Redactor::new(&settings.capture.redact)
         .map_err(|e| Error::Usage(format!("--redact {e}; nothing was started")))?;
-    let mut call = Ending {
+    let mut call = Context {
         settings,
         origin,
         started_at,
@@ -80,7 +81,7 @@ pub fn run(settings: Settings) -> Result<i32, Error> {
 /// The seed's transitions after validation, in order; any step may end
 /// the call instead.
 fn validated_on(
-    call: &Ending<'_>,
+    call: &Context<'_>,
     validated: Validated,
     prepared: &mut Prepared,
     signals: &SignalPipe,

@@ -14,7 +14,7 @@
 use std::time::{Duration, Instant};
 
 use super::call::{Authorized, BeforeDispatch, Dispatched, Ended, Received, Step, Validated};
-use super::ending::Ending;
+use super::context::Context;
 use super::last_words;
 use crate::child::{self, Confine, Helper};
 use crate::contain::Contain;
@@ -37,7 +37,7 @@ pub(super) struct Prepared {
 
 /// Received → validated: nothing is started unless each of these holds.
 pub(super) fn validate<'a>(
-    call: &mut Ending<'a>,
+    call: &mut Context<'a>,
     mut received: Received,
     journal: Option<&'a Journal>,
 ) -> Result<(Validated, Prepared), Box<Ended>> {
@@ -135,7 +135,7 @@ pub(super) fn validate<'a>(
 /// true. Without a journal or a record file there is nothing to say, and
 /// the watchdog can be the cheap kind that only ends the tree.
 pub(super) fn secure<S: BeforeDispatch>(
-    call: &Ending<'_>,
+    call: &Context<'_>,
     mut step: S,
     prepared: &mut Prepared,
     signals: &SignalPipe,
@@ -181,7 +181,7 @@ pub(super) struct Started {
 
 /// Authorized → dispatched: the helper spawned in its confinement.
 pub(super) fn dispatch(
-    call: &Ending<'_>,
+    call: &Context<'_>,
     authorized: Authorized,
     prepared: &mut Prepared,
 ) -> Result<(Dispatched, Started), Box<Ended>> {
@@ -253,7 +253,7 @@ pub(super) fn dispatch(
 /// its streams are done, then what the tree used and the stderr log's
 /// end line are added.
 pub(super) fn supervise(
-    call: &Ending<'_>,
+    call: &Context<'_>,
     dispatched: Dispatched,
     started: Started,
     prepared: &mut Prepared,

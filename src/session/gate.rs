@@ -1,4 +1,4 @@
-//! The per-tool-call gate, pure (issue 26): which `tools/call` may run.
+//! The per-tool-call gate, pure: which `tools/call` may run.
 //! A call is the seed's action, so it goes through the seed's states, as
 //! the per-launch approval does in `run/call.rs`: received, validated,
 //! then pending approval or authorized, then dispatched (forwarded to the

@@ -1,4 +1,4 @@
-//! The per-call approvers (issue 26): children the one loop watches, not
+//! The per-call approvers of the tool gate: children the one loop watches, not
 //! a nested loop. Each is started as soon as the gate asks (nothing the
 //! server prints delays it), in its own process group, with its request
 //! on a file for stdin (so a large one never blocks us), both pipes
