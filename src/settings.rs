@@ -86,122 +86,25 @@ pub struct Settings {
 
 impl From<&Cli> for Settings {
     fn from(cli: &Cli) -> Settings {
-        let mcp = cli.mcp_mode.mcp;
         let deadline = &cli.deadline;
         let call_id = cli
             .record
             .call_id
             .clone()
             .unwrap_or_else(crate::ids::call_id);
-        let policy = Policy {
-            timeout: deadline.timeout.filter(|t| !t.is_zero()),
-            signal: deadline.signal,
-            grace: deadline.grace.unwrap_or(if mcp {
-                Duration::from_secs(1)
-            } else {
-                Duration::from_secs(5)
-            }),
-            wait_delay: deadline.wait_delay.unwrap_or(if mcp {
-                Duration::from_millis(500)
-            } else {
-                Duration::from_secs(1)
-            }),
-            stdin_close_grace: cli
-                .mcp_mode
-                .stdin_close_grace
-                .or(mcp.then_some(Duration::from_secs(2))),
-        };
-        let server = &cli.mcp_mode;
-        let guard_mode = server.stdout_guard.unwrap_or(if mcp {
-            GuardMode::Jsonrpc
-        } else {
-            GuardMode::Off
-        });
-        let session_mode = server
-            .session
-            .unwrap_or(if mcp && guard_mode == GuardMode::Jsonrpc {
-                SessionMode::Jsonrpc
-            } else {
-                SessionMode::Off
-            });
-        let mut method_timeouts = Vec::new();
-        let mut default_timeout = None;
-        for each in &server.request_timeout {
-            // Zero or inf: none (METHOD=0: that method waits, whatever
-            // the default says).
-            let timeout = (!each.timeout.is_zero()).then_some(each.timeout);
-            match &each.method {
-                Some(method) => method_timeouts.push((method.clone(), timeout)),
-                None => default_timeout = timeout,
-            }
-        }
-        let session = (session_mode == SessionMode::Jsonrpc).then_some(SessionPolicy {
-            default_timeout,
-            method_timeouts,
-            resets_on_progress: server.request_timeout_resets_on_progress,
-            max_in_flight: server.max_in_flight as usize,
-            audit: cli.journal.journal_requests,
-            journal: cli.journal.journal.is_some(),
-            agent_excerpt_bytes: server.agent_excerpt_bytes,
-            tools: tool_gate(cli),
-            restart: RestartPolicy {
-                mode: server.restart,
-                max_restarts: server.max_restarts,
-                window: server.restart_window,
-                backoff: server.restart_backoff,
-                max_backoff: Duration::from_secs(10).max(server.restart_backoff),
-            },
-        });
-        let streams = StreamSettings {
-            session,
-            guard: (guard_mode == GuardMode::Jsonrpc).then_some(server.max_message_bytes),
-            max_message_bytes: server.max_message_bytes,
-            live: server.live.unwrap_or(mcp).then_some(LiveBudget {
-                rate: server.live_rate,
-                burst: server.live_burst as u64,
-                window: cli.debug_window.debug_window,
-                window_bytes: cli.debug_window.debug_window_bytes,
-            }),
-        };
-        let approval = &cli.approval;
-        let method = match (&approval.approve_cmd, approval.approve) {
-            (Some(command), _) => Some(approve::Method::Command(
-                command.0.iter().map(OsString::from).collect(),
-            )),
-            (None, Some(ApproveOn::Tty)) => Some(approve::Method::Tty),
-            (None, None) => None,
-        };
         Settings {
             command: cli.command.clone(),
-            policy,
-            rlimits: cli.deadline.rlimit.clone(),
-            contain: cli.deadline.contain,
+            policy: policy(cli),
+            rlimits: deadline.rlimit.clone(),
+            contain: deadline.contain,
             cgroup_limits: crate::contain::CgroupLimits {
-                memory_max: cli.deadline.memory_max,
-                pids_max: cli.deadline.pids_max,
-                cpu_max: cli.deadline.cpu_max,
-                best_effort: cli.deadline.limits == crate::cli::LimitsMode::BestEffort,
+                memory_max: deadline.memory_max,
+                pids_max: deadline.pids_max,
+                cpu_max: deadline.cpu_max,
+                best_effort: deadline.limits == crate::cli::LimitsMode::BestEffort,
             },
             preserve_status: deadline.preserve_status,
-            capture: CaptureSettings {
-                head_bytes: cli.capture.head_bytes,
-                tail_bytes: cli.capture.tail_bytes,
-                excerpt_bytes: cli.capture.excerpt_bytes,
-                echo: cli.capture.echo,
-                flood_path: cli.capture.flood_path,
-                redact: cli.capture.redact.clone(),
-                log: cli
-                    .stderr_log
-                    .stderr_log
-                    .clone()
-                    .map(|path| StderrLogSettings {
-                        path,
-                        size: cli.stderr_log.stderr_log_size,
-                        keep: cli.stderr_log.stderr_log_keep,
-                        timestamps: cli.stderr_log.stderr_log_timestamps,
-                        optional: cli.stderr_log.stderr_log_optional,
-                    }),
-            },
+            capture: capture(cli),
             record: RecordSettings {
                 path: cli
                     .record
@@ -218,11 +121,8 @@ impl From<&Cli> for Settings {
                 call_id,
                 session_id: cli.record.session_id.clone(),
             },
-            streams,
-            approval: method.map(|method| ApprovalSettings {
-                method,
-                timeout: approval.approval_timeout,
-            }),
+            streams: streams(cli),
+            approval: approval(cli),
             journal: cli.journal.journal.clone().map(|path| JournalSettings {
                 path,
                 key: cli.journal.journal_key.clone(),
@@ -231,6 +131,133 @@ impl From<&Cli> for Settings {
             otel: cli.otel.resolved.clone(),
         }
     }
+}
+
+/// The deadline and the stop: --mcp's defaults where none is given.
+fn policy(cli: &Cli) -> Policy {
+    let mcp = cli.mcp_mode.mcp;
+    let deadline = &cli.deadline;
+    Policy {
+        timeout: deadline.timeout.filter(|t| !t.is_zero()),
+        signal: deadline.signal,
+        grace: deadline.grace.unwrap_or(if mcp {
+            Duration::from_secs(1)
+        } else {
+            Duration::from_secs(5)
+        }),
+        wait_delay: deadline.wait_delay.unwrap_or(if mcp {
+            Duration::from_millis(500)
+        } else {
+            Duration::from_secs(1)
+        }),
+        stdin_close_grace: cli
+            .mcp_mode
+            .stdin_close_grace
+            .or(mcp.then_some(Duration::from_secs(2))),
+    }
+}
+
+/// What is kept of stderr, and where else it goes.
+fn capture(cli: &Cli) -> CaptureSettings {
+    CaptureSettings {
+        head_bytes: cli.capture.head_bytes,
+        tail_bytes: cli.capture.tail_bytes,
+        excerpt_bytes: cli.capture.excerpt_bytes,
+        echo: cli.capture.echo,
+        flood_path: cli.capture.flood_path,
+        redact: cli.capture.redact.clone(),
+        log: cli
+            .stderr_log
+            .stderr_log
+            .clone()
+            .map(|path| StderrLogSettings {
+                path,
+                size: cli.stderr_log.stderr_log_size,
+                keep: cli.stderr_log.stderr_log_keep,
+                timestamps: cli.stderr_log.stderr_log_timestamps,
+                optional: cli.stderr_log.stderr_log_optional,
+            }),
+    }
+}
+
+/// The streams: the guard, the session layer and live stderr, each on by
+/// its own flag or by --mcp.
+fn streams(cli: &Cli) -> StreamSettings {
+    let server = &cli.mcp_mode;
+    let mcp = server.mcp;
+    let guard_mode = server.stdout_guard.unwrap_or(if mcp {
+        GuardMode::Jsonrpc
+    } else {
+        GuardMode::Off
+    });
+    let session_mode = server
+        .session
+        .unwrap_or(if mcp && guard_mode == GuardMode::Jsonrpc {
+            SessionMode::Jsonrpc
+        } else {
+            SessionMode::Off
+        });
+    StreamSettings {
+        session: (session_mode == SessionMode::Jsonrpc).then(|| session_policy(cli)),
+        guard: (guard_mode == GuardMode::Jsonrpc).then_some(server.max_message_bytes),
+        max_message_bytes: server.max_message_bytes,
+        live: server.live.unwrap_or(mcp).then_some(LiveBudget {
+            rate: server.live_rate,
+            burst: server.live_burst as u64,
+            window: cli.debug_window.debug_window,
+            window_bytes: cli.debug_window.debug_window_bytes,
+        }),
+    }
+}
+
+/// The session layer's policy: deadlines by method, bounds, the audit,
+/// the gate, restarts.
+fn session_policy(cli: &Cli) -> SessionPolicy {
+    let server = &cli.mcp_mode;
+    let mut method_timeouts = Vec::new();
+    let mut default_timeout = None;
+    for each in &server.request_timeout {
+        // Zero or inf: none (METHOD=0: that method waits, whatever the
+        // default says).
+        let timeout = (!each.timeout.is_zero()).then_some(each.timeout);
+        match &each.method {
+            Some(method) => method_timeouts.push((method.clone(), timeout)),
+            None => default_timeout = timeout,
+        }
+    }
+    SessionPolicy {
+        default_timeout,
+        method_timeouts,
+        resets_on_progress: server.request_timeout_resets_on_progress,
+        max_in_flight: server.max_in_flight as usize,
+        audit: cli.journal.journal_requests,
+        journal: cli.journal.journal.is_some(),
+        agent_excerpt_bytes: server.agent_excerpt_bytes,
+        tools: tool_gate(cli),
+        restart: RestartPolicy {
+            mode: server.restart,
+            max_restarts: server.max_restarts,
+            window: server.restart_window,
+            backoff: server.restart_backoff,
+            max_backoff: Duration::from_secs(10).max(server.restart_backoff),
+        },
+    }
+}
+
+/// The approval before dispatch, when one is asked for.
+fn approval(cli: &Cli) -> Option<ApprovalSettings> {
+    let approval = &cli.approval;
+    let method = match (&approval.approve_cmd, approval.approve) {
+        (Some(command), _) => {
+            approve::Method::Command(command.0.iter().map(OsString::from).collect())
+        }
+        (None, Some(ApproveOn::Tty)) => approve::Method::Tty,
+        (None, None) => return None,
+    };
+    Some(ApprovalSettings {
+        method,
+        timeout: approval.approval_timeout,
+    })
 }
 
 /// The per-tool-call gate, when any part of it is set.

@@ -3,6 +3,9 @@
 //! - no file over 500 lines of non-test code (a `#[cfg(test)]` item and a
 //!   `tests.rs` do not count);
 //! - no struct over 16 fields;
+//! - no function over 100 lines, but the byte scanners that are one
+//!   state machine each (`guard.rs`, `session/scan.rs`, `session/lenient.rs`);
+//! - no issue number in code: the feature's name instead;
 //! - no import cycle between top-level modules, nor between the files of
 //!   one folder (a child using its `mod.rs`, and the reverse, is the
 //!   module's own business);
@@ -443,6 +446,88 @@ fn every_file_opens_with_a_doc_and_is_named_in_architecture_md() {
     }
     assert!(undocumented.is_empty(), "no //! doc: {undocumented:?}");
     assert!(unnamed.is_empty(), "not in ARCHITECTURE.md: {unnamed:?}");
+}
+
+/// The most lines a function's body may take, past which it reads as more
+/// than one thing.
+const MAX_FUNCTION_LINES: usize = 100;
+
+/// The byte scanners that are one state machine each, and may be longer.
+const ONE_STATE_MACHINE: &[&str] = &["guard.rs", "session/scan.rs", "session/lenient.rs"];
+
+/// Each function of the non-test code, as (`file: name`, lines from its
+/// `fn` line to its closing brace).
+fn function_lengths() -> Vec<(String, usize)> {
+    let mut out = Vec::new();
+    for (name, text) in files() {
+        let lines = non_test(&name, &text);
+        let mut i = 0;
+        while i < lines.len() {
+            let line = lines[i].trim_start();
+            let is_fn = [
+                "fn ",
+                "pub fn ",
+                "pub(crate) fn ",
+                "pub(super) fn ",
+                "const fn ",
+                "unsafe fn ",
+                "pub unsafe fn ",
+                "async fn ",
+            ]
+            .iter()
+            .any(|p| {
+                line.starts_with(p)
+                    || line
+                        .strip_prefix("pub(in crate::session) ")
+                        .is_some_and(|l| l.starts_with("fn "))
+            });
+            if !is_fn {
+                i += 1;
+                continue;
+            }
+            let fn_name: String = line[line.find("fn ").unwrap() + 3..]
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            // From the fn line, to where its braces close (a declaration
+            // ending in `;` has no body).
+            let (mut depth, mut opened, mut j) = (0i64, false, i);
+            while j < lines.len() {
+                let (opens, closes) = braces(&lines[j]);
+                depth += opens - closes;
+                opened |= opens > 0;
+                if (opened && depth <= 0) || (!opened && lines[j].trim_end().ends_with(';')) {
+                    break;
+                }
+                j += 1;
+            }
+            out.push((format!("{name}: {fn_name}"), j + 1 - i));
+            i += 1;
+        }
+    }
+    out
+}
+
+#[test]
+fn no_function_is_over_100_lines_but_the_byte_scanners() {
+    let lengths = function_lengths();
+    assert!(
+        lengths.iter().any(|(_, n)| *n > 20),
+        "the function reader found no functions: {lengths:?}"
+    );
+    let long: Vec<&(String, usize)> = lengths
+        .iter()
+        .filter(|(name, n)| {
+            *n > MAX_FUNCTION_LINES
+                && !ONE_STATE_MACHINE
+                    .iter()
+                    .any(|f| name.starts_with(&format!("{f}:")))
+        })
+        .collect();
+    assert!(
+        long.is_empty(),
+        "functions over {MAX_FUNCTION_LINES} lines: {long:?}"
+    );
 }
 
 /// Code names a feature, not a tracker's number: there is no tracker to

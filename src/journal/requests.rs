@@ -57,86 +57,119 @@ impl OpenRequests {
         let Some(key) = crate::request_id::key(raw).filter(|_| !untracked) else {
             return Ok(());
         };
-        let request_id = raw.to_string();
         let key = (call_id.to_string(), key.into_owned());
-        if parsed.kind() == "mcp_task" {
-            if self.tasks.remove(&key).is_none() {
-                return Err((
-                    BreakKind::OrphanTerminal,
-                    format!(
-                        "an mcp_task for request {request_id} of call {call_id}, which opened no task"
-                    ),
-                ));
-            }
-        } else if parsed.kind() == "mcp_request" {
-            if self.open.contains_key(&key) {
-                return Err((
-                    BreakKind::DuplicateCall,
-                    format!("a second mcp_request {request_id} of call {call_id} while it is open"),
-                ));
-            }
-            let request = UnfinishedRequest {
-                line: line_no,
-                call_id: call_id.to_string(),
-                request_id,
-                method: parsed.body.method().unwrap_or_default(),
-                ts: parsed.ts.to_string(),
-                task: false,
-                params_sha256: match &parsed.body {
-                    Body::McpRequest(r) => r.params_sha256.as_deref().map(String::from),
-                    _ => None,
-                },
-                decision: None,
+        match &parsed.body {
+            Body::McpTask(_) => self.task_ended(&key, raw),
+            Body::McpRequest(request) => self.request(key, line_no, parsed, request),
+            Body::McpDecision(decision) => self.decision(&key, decision),
+            Body::McpResponse(response) => self.response(key, response, gated),
+            _ => Ok(()),
+        }
+    }
+
+    /// An `mcp_task`: it ends the task its call's response opened.
+    fn task_ended(&mut self, key: &(String, String), id: &str) -> Result<(), (BreakKind, String)> {
+        if self.tasks.remove(key).is_some() {
+            return Ok(());
+        }
+        let call_id = &key.0;
+        Err((
+            BreakKind::OrphanTerminal,
+            format!("an mcp_task for request {id} of call {call_id}, which opened no task"),
+        ))
+    }
+
+    /// An `mcp_request` opens its request (one id open at a time).
+    fn request(
+        &mut self,
+        key: (String, String),
+        line_no: u64,
+        parsed: &Parsed<'_>,
+        request: &super::shapes::McpRequest<'_>,
+    ) -> Result<(), (BreakKind, String)> {
+        let request_id = request.request_id.get().to_string();
+        if self.open.contains_key(&key) {
+            return Err((
+                BreakKind::DuplicateCall,
+                format!(
+                    "a second mcp_request {request_id} of call {} while it is open",
+                    key.0
+                ),
+            ));
+        }
+        let open = UnfinishedRequest {
+            line: line_no,
+            call_id: key.0.clone(),
+            request_id,
+            method: parsed.body.method().unwrap_or_default(),
+            ts: parsed.ts.to_string(),
+            task: false,
+            params_sha256: request.params_sha256.as_deref().map(String::from),
+            decision: None,
+        };
+        self.open.insert(key, open);
+        Ok(())
+    }
+
+    /// An `mcp_decision`: bound to its open request, for the same params.
+    fn decision(
+        &mut self,
+        key: &(String, String),
+        decision: &super::shapes::McpDecision<'_>,
+    ) -> Result<(), (BreakKind, String)> {
+        let (call_id, _) = key;
+        let request_id = decision.request_id.get();
+        let Some(request) = self.open.get_mut(key) else {
+            return Err((
+                BreakKind::OrphanTerminal,
+                format!("an mcp_decision {request_id} of call {call_id} with no open mcp_request"),
+            ));
+        };
+        if request.decision.is_some() {
+            return Err((
+                BreakKind::DuplicateCall,
+                format!("a second mcp_decision for request {request_id} of call {call_id}"),
+            ));
+        }
+        if decision.params_sha256.as_deref() != request.params_sha256.as_deref() {
+            return Err((
+                BreakKind::Unapproved,
+                format!(
+                    "the mcp_decision for request {request_id} of call {call_id} is for other params than its mcp_request"
+                ),
+            ));
+        }
+        request.decision = Some(decision.decision);
+        Ok(())
+    }
+
+    /// An `mcp_response` ends its request; under a gate, a tools/call's end
+    /// must agree with its decision; a result that is a task opens it.
+    fn response(
+        &mut self,
+        key: (String, String),
+        response: &super::shapes::McpResponse<'_>,
+        gated: bool,
+    ) -> Result<(), (BreakKind, String)> {
+        let Some(request) = self.open.remove(&key) else {
+            let (call_id, _) = &key;
+            return Err((
+                BreakKind::OrphanTerminal,
+                format!(
+                    "an mcp_response {} of call {call_id} with no open mcp_request",
+                    response.request_id.get()
+                ),
+            ));
+        };
+        if gated && request.method == "tools/call" {
+            check_gate(&request, &response.outcome)?;
+        }
+        if response.result_type == Some(crate::session::ResultType::Task) {
+            let task = UnfinishedRequest {
+                task: true,
+                ..request
             };
-            self.open.insert(key, request);
-        } else if let Body::McpDecision(decision) = &parsed.body {
-            let Some(request) = self.open.get_mut(&key) else {
-                return Err((
-                    BreakKind::OrphanTerminal,
-                    format!(
-                        "an mcp_decision {request_id} of call {call_id} with no open mcp_request"
-                    ),
-                ));
-            };
-            if request.decision.is_some() {
-                return Err((
-                    BreakKind::DuplicateCall,
-                    format!("a second mcp_decision for request {request_id} of call {call_id}"),
-                ));
-            }
-            if decision.params_sha256.as_deref() != request.params_sha256.as_deref() {
-                return Err((
-                    BreakKind::Unapproved,
-                    format!(
-                        "the mcp_decision for request {request_id} of call {call_id} is for other params than its mcp_request"
-                    ),
-                ));
-            }
-            request.decision = Some(decision.decision);
-        } else {
-            let Some(request) = self.open.remove(&key) else {
-                return Err((
-                    BreakKind::OrphanTerminal,
-                    format!(
-                        "an mcp_response {request_id} of call {call_id} with no open mcp_request"
-                    ),
-                ));
-            };
-            if let Body::McpResponse(response) = &parsed.body
-                && gated
-                && request.method == "tools/call"
-            {
-                check_gate(&request, &response.outcome)?;
-            }
-            if matches!(&parsed.body, Body::McpResponse(response)
-                if response.result_type == Some(crate::session::ResultType::Task))
-            {
-                let task = UnfinishedRequest {
-                    task: true,
-                    ..request
-                };
-                self.tasks.insert(key, task);
-            }
+            self.tasks.insert(key, task);
         }
         Ok(())
     }

@@ -12,7 +12,7 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use super::key::{Key, KeyMismatch, check_genesis_key};
-use super::line::{LineError, parse_line};
+use super::line::{LineError, Parsed, parse_line};
 use super::report::{Break, BreakKind, Head, Report, Unfinished};
 use super::requests::OpenRequests;
 use super::shapes::Body;
@@ -128,97 +128,124 @@ fn peek_seq(line: &[u8]) -> Option<u64> {
         .map(|s| s.seq)
 }
 
+/// What one check of a line says: go on, or the break it found.
+type Checked = Result<(), Break>;
+
+fn broken(line: u64, kind: BreakKind, detail: String) -> Break {
+    Break { line, kind, detail }
+}
+
 impl Verifier<'_> {
+    /// One line: its bytes, its hash and shape, its place in the chain,
+    /// and what its kind pairs with; then the head moves past it.
     fn line(
         &mut self,
         line_no: u64,
         offset: u64,
         bytes: &[u8],
         next: Option<&[u8]>,
-    ) -> Result<Result<(), Break>, VerifyError> {
-        let fail = |kind, detail: String| {
-            Ok(Err(Break {
-                line: line_no,
-                kind,
-                detail,
-            }))
-        };
-        let content = match bytes.strip_suffix(b"\n") {
-            Some(content) => content,
-            // The last line lacks its newline. A whole entry that lacks
-            // only that is still an entry (the write stopped after it): a
-            // warning, and the next append finishes the line.
-            None if self.pending_torn.is_none() && parse_line(self.key, bytes).is_ok() => {
-                self.report.final_newline_missing = true;
-                bytes
-            }
-            None => {
-                if let Some(pending) = self.pending_torn.take() {
-                    return Ok(Err(pending.error));
-                }
-                return fail(
-                    BreakKind::TornTail,
-                    format!(
-                        "the last line ({} bytes) has no newline: a write was cut short",
-                        bytes.len()
-                    ),
-                );
-            }
+    ) -> Result<Checked, VerifyError> {
+        let content = match self.content(line_no, bytes) {
+            Ok(content) => content,
+            Err(broken) => return Ok(Err(broken)),
         };
         if self.last_seq.is_none()
             && self.pending_torn.is_none()
             && let Some(detail) = self.check_key(content)?
         {
-            return fail(BreakKind::Unkeyed, detail);
+            return Ok(Err(broken(line_no, BreakKind::Unkeyed, detail)));
         }
         let parsed = match parse_line(self.key, content) {
             Ok(parsed) => parsed,
-            Err(error) => {
-                let error = match error {
-                    LineError::HashMismatch => Break {
-                        line: line_no,
-                        kind: BreakKind::HashMismatch,
-                        detail: "h does not match the line's bytes".into(),
-                    },
-                    LineError::Malformed(detail) => Break {
-                        line: line_no,
-                        kind: BreakKind::Malformed,
-                        detail,
-                    },
-                };
-                // Possibly a torn fragment that a `recover` entry accounts for.
-                if let Some(pending) = self.pending_torn.take() {
-                    return Ok(Err(pending.error));
-                }
-                self.pending_torn = Some(PendingTorn {
-                    offset,
-                    length: content.len() as u64,
-                    sha256: hex(&Sha256::digest(content)),
-                    error,
-                });
-                return Ok(Ok(()));
-            }
+            Err(error) => return Ok(self.unreadable(line_no, offset, content, error)),
         };
+        Ok(self
+            .check_order(line_no, &parsed, next)
+            .and_then(|()| self.check_pairing(line_no, &parsed))
+            .map(|()| self.advance(line_no, parsed)))
+    }
 
-        // A bad line is forgiven only when the very next entry is the
-        // recover entry that accounts for it (or the genesis written after
-        // a torn first line); anything else reports the bad line itself.
-        if self.pending_torn.is_some() && !matches!(parsed.kind(), "recover" | "genesis") {
-            return Ok(Err(self.pending_torn.take().expect("checked").error));
+    /// The line without its newline. A last line lacking only that is
+    /// still an entry (the write stopped after it): a warning, and the
+    /// next append finishes the line; anything else without one is torn.
+    fn content<'b>(&mut self, line_no: u64, bytes: &'b [u8]) -> Result<&'b [u8], Break> {
+        match bytes.strip_suffix(b"\n") {
+            Some(content) => Ok(content),
+            None if self.pending_torn.is_none() && parse_line(self.key, bytes).is_ok() => {
+                self.report.final_newline_missing = true;
+                Ok(bytes)
+            }
+            None => Err(self.pending_torn.take().map_or_else(
+                || {
+                    broken(
+                        line_no,
+                        BreakKind::TornTail,
+                        format!(
+                            "the last line ({} bytes) has no newline: a write was cut short",
+                            bytes.len()
+                        ),
+                    )
+                },
+                |pending| pending.error,
+            )),
         }
-        if let Body::Genesis(genesis) = &parsed.body {
-            if self.last_seq.is_some() {
+    }
+
+    /// A line that is not an entry: possibly a torn fragment that the next
+    /// line, a `recover` entry, accounts for; kept pending until then.
+    fn unreadable(
+        &mut self,
+        line_no: u64,
+        offset: u64,
+        content: &[u8],
+        error: LineError,
+    ) -> Checked {
+        let error = match error {
+            LineError::HashMismatch => broken(
+                line_no,
+                BreakKind::HashMismatch,
+                "h does not match the line's bytes".into(),
+            ),
+            LineError::Malformed(detail) => broken(line_no, BreakKind::Malformed, detail),
+        };
+        if let Some(pending) = self.pending_torn.take() {
+            return Err(pending.error);
+        }
+        self.pending_torn = Some(PendingTorn {
+            offset,
+            length: content.len() as u64,
+            sha256: hex(&Sha256::digest(content)),
+            error,
+        });
+        Ok(())
+    }
+
+    /// The entry's place: a bad line before it is forgiven only when this
+    /// is the `recover` entry that accounts for it (or the genesis written
+    /// after a torn first line); one genesis, first; `seq` continuous;
+    /// `prev` the `h` before.
+    fn check_order(&mut self, line_no: u64, parsed: &Parsed<'_>, next: Option<&[u8]>) -> Checked {
+        let fail = |kind, detail| Err(broken(line_no, kind, detail));
+        let recovering = matches!(parsed.body, Body::Recover(_) | Body::Genesis(_));
+        if self.pending_torn.is_some() && !recovering {
+            return Err(self.pending_torn.take().expect("checked").error);
+        }
+        match (&parsed.body, self.last_seq) {
+            (Body::Genesis(_), Some(_)) => {
                 return fail(BreakKind::Malformed, "a second genesis entry".into());
             }
-            self.report.journal_id = Some(genesis.journal_id.to_string());
-            self.report.keyed = genesis.key_id.is_some();
-        } else if self.last_seq.is_none() {
-            return fail(
-                BreakKind::Malformed,
-                "the first entry is not a genesis entry".into(),
-            );
+            (Body::Genesis(genesis), None) => {
+                self.report.journal_id = Some(genesis.journal_id.to_string());
+                self.report.keyed = genesis.key_id.is_some();
+            }
+            (_, None) => {
+                return fail(
+                    BreakKind::Malformed,
+                    "the first entry is not a genesis entry".into(),
+                );
+            }
+            (_, Some(_)) => {}
         }
-
         let expected = self.last_seq.map_or(0, |seq| seq + 1);
         if parsed.seq > expected {
             let swapped = next.and_then(peek_seq) == Some(expected);
@@ -260,90 +287,107 @@ impl Verifier<'_> {
                 ),
             );
         }
+        Ok(())
+    }
 
+    /// What the entry's kind pairs with: a recover with its torn line, an
+    /// intent opening its call, a decision and the `mcp_*` entries inside
+    /// an open call, a terminal closing it. Every kind is named here, so a
+    /// new one does not compile until verify handles it.
+    fn check_pairing(&mut self, line_no: u64, parsed: &Parsed<'_>) -> Checked {
+        let fail = |kind, detail| Err(broken(line_no, kind, detail));
+        if let Body::Recover(recover) = &parsed.body {
+            let Some(pending) = self.pending_torn.take() else {
+                return fail(
+                    BreakKind::Malformed,
+                    "a recover entry with no torn line before it".into(),
+                );
+            };
+            let matches = recover.torn_offset == pending.offset
+                && recover.torn_length == pending.length
+                && recover.torn_sha256 == pending.sha256.as_str();
+            return if matches { Ok(()) } else { Err(pending.error) };
+        }
+        if let Some(pending) = self.pending_torn.take() {
+            return Err(pending.error);
+        }
+        let call_id = parsed.call_id().unwrap_or_default();
         match &parsed.body {
-            Body::Recover(recover) => {
-                let Some(pending) = self.pending_torn.take() else {
-                    return fail(
-                        BreakKind::Malformed,
-                        "a recover entry with no torn line before it".into(),
-                    );
-                };
-                let matches = recover.torn_offset == pending.offset
-                    && recover.torn_length == pending.length
-                    && recover.torn_sha256 == pending.sha256.as_str();
-                if !matches {
-                    return Ok(Err(pending.error));
+            Body::Genesis(_) | Body::Recover(_) => Ok(()),
+            Body::Intent(intent) => self.intent(line_no, parsed, intent),
+            Body::Decision(_) => match self.open.get_mut(call_id) {
+                Some(open) if !open.decided => {
+                    open.decided = true;
+                    Ok(())
                 }
+                Some(_) => fail(
+                    BreakKind::DuplicateCall,
+                    format!("a second decision for call {call_id}"),
+                ),
+                None => fail(
+                    BreakKind::OrphanTerminal,
+                    format!("a decision for call {call_id} with no open intent"),
+                ),
+            },
+            Body::McpRequest(_)
+            | Body::McpResponse(_)
+            | Body::McpTask(_)
+            | Body::McpDecision(_) => {
+                let call = self.open.get(call_id);
+                let (call_open, gated) = (call.is_some(), call.is_some_and(|c| c.gated));
+                self.open_requests
+                    .on_entry(line_no, parsed, call_open, gated)
+                    .map_err(|(kind, detail)| broken(line_no, kind, detail))
             }
-            Body::Genesis(_) => {}
-            body => {
-                if let Some(pending) = self.pending_torn.take() {
-                    return Ok(Err(pending.error));
-                }
-                let kind = body.kind();
-                let call_id = parsed.call_id().unwrap_or_default();
-                if kind == "intent" {
-                    if self.open.contains_key(call_id) {
-                        return fail(
-                            BreakKind::DuplicateCall,
-                            format!("a second intent for call {call_id} while it is open"),
-                        );
-                    }
-                    self.open.insert(
-                        call_id.to_string(),
-                        Unfinished {
-                            line: line_no,
-                            call_id: call_id.to_string(),
-                            pid: match body {
-                                Body::Intent(intent) => Some(intent.pid),
-                                _ => None,
-                            },
-                            ts: parsed.ts.to_string(),
-                            decided: false,
-                            gated: matches!(body, Body::Intent(intent) if intent.tool_gate.is_some()),
-                        },
-                    );
-                } else if kind == "decision" {
-                    match self.open.get_mut(call_id) {
-                        Some(open) if !open.decided => open.decided = true,
-                        Some(_) => {
-                            return fail(
-                                BreakKind::DuplicateCall,
-                                format!("a second decision for call {call_id}"),
-                            );
-                        }
-                        None => {
-                            return fail(
-                                BreakKind::OrphanTerminal,
-                                format!("a decision for call {call_id} with no open intent"),
-                            );
-                        }
-                    }
-                } else if kind.starts_with("mcp_") {
-                    let call = self.open.get(call_id);
-                    let (call_open, gated) = (call.is_some(), call.is_some_and(|c| c.gated));
-                    if let Err((kind, detail)) = self
-                        .open_requests
-                        .on_entry(line_no, &parsed, call_open, gated)
-                    {
-                        return fail(kind, detail);
-                    }
-                } else if self.open.remove(call_id).is_none() {
-                    // Also a second terminal for a call that already ended.
+            Body::Terminal(_) => {
+                // Also a second terminal for a call that already ended.
+                if self.open.remove(call_id).is_none() {
                     return fail(
                         BreakKind::OrphanTerminal,
                         format!("a terminal for call {call_id} with no open intent"),
                     );
-                } else {
-                    match self.open_requests.call_ended(call_id) {
-                        Ok(ended) => self.report.unfinished_requests.extend(ended),
-                        Err((kind, detail)) => return fail(kind, detail),
-                    }
                 }
+                let ended = self
+                    .open_requests
+                    .call_ended(call_id)
+                    .map_err(|(kind, detail)| broken(line_no, kind, detail))?;
+                self.report.unfinished_requests.extend(ended);
+                Ok(())
             }
         }
+    }
 
+    /// An intent opens its call; a call id may repeat once its call ended.
+    fn intent(
+        &mut self,
+        line_no: u64,
+        parsed: &Parsed<'_>,
+        intent: &super::shapes::Intent<'_>,
+    ) -> Checked {
+        let call_id = parsed.call_id().unwrap_or_default();
+        if self.open.contains_key(call_id) {
+            return Err(broken(
+                line_no,
+                BreakKind::DuplicateCall,
+                format!("a second intent for call {call_id} while it is open"),
+            ));
+        }
+        self.open.insert(
+            call_id.to_string(),
+            Unfinished {
+                line: line_no,
+                call_id: call_id.to_string(),
+                pid: Some(intent.pid),
+                ts: parsed.ts.to_string(),
+                decided: false,
+                gated: intent.tool_gate.is_some(),
+            },
+        );
+        Ok(())
+    }
+
+    /// The entry is verified: the head moves past it.
+    fn advance(&mut self, line_no: u64, parsed: Parsed<'_>) {
         if self.pending_torn.is_none() {
             self.report.validated_lines = line_no;
         }
@@ -358,7 +402,6 @@ impl Verifier<'_> {
             seq: parsed.seq,
             h: parsed.h.into_owned(),
         });
-        Ok(Ok(()))
     }
 
     /// Compare the genesis entry's key id with ours before any hash is

@@ -47,11 +47,10 @@ pub fn call_span(
     clock: &Clock,
     (start, end): (Instant, Instant),
 ) -> Span {
-    let state = record.lifecycle.state;
     let program = program(record);
     let mut a: Attributes = vec![
         ("mcp_bound.call_id", record.ids.call_id.as_str().into()),
-        ("mcp_bound.state", word(state).into()),
+        ("mcp_bound.state", word(record.lifecycle.state).into()),
         ("process.executable.name", program.as_str().into()),
     ];
     push(
@@ -79,6 +78,26 @@ pub fn call_span(
         "mcp_bound.exit_code",
         record.lifecycle.exit_code.map(i64::from),
     );
+    let status = exit_attributes(record, &mut a);
+    resource_attributes(record, &mut a);
+    Span {
+        context: context.clone(),
+        parent: parent.cloned(),
+        name: format!("mcp-bound {program}"),
+        kind: Kind::Internal,
+        start_unix_nanos: clock.unix_nanos(start),
+        end_unix_nanos: clock.unix_nanos(end),
+        attributes: a,
+        events: events(record, clock, start),
+        links: Vec::new(),
+        status,
+    }
+}
+
+/// The helper's exit, and whether the call failed: its `error.type` and
+/// the span's status. A cancelled call has none: it may have acted.
+fn exit_attributes(record: &Record, a: &mut Attributes) -> Status {
+    let state = record.lifecycle.state;
     let mut status = Status::Unset;
     match &record.lifecycle.exit {
         Some(Exit::Code { code }) => {
@@ -102,6 +121,11 @@ pub fn call_span(
         status = Status::Error(why);
         a.push(("error.type", word(state).into()));
     }
+    status
+}
+
+/// What the call's stderr, tree and containment came to.
+fn resource_attributes(record: &Record, a: &mut Attributes) {
     let stderr = &record.stderr;
     a.push(("mcp_bound.stderr.bytes_seen", stderr.bytes_seen.into()));
     a.push((
@@ -116,9 +140,9 @@ pub fn call_span(
     if let Some(usage) = &record.usage {
         a.push(("mcp_bound.usage.user_ms", usage.user_ms.into()));
         a.push(("mcp_bound.usage.sys_ms", usage.sys_ms.into()));
-        push(&mut a, "mcp_bound.usage.max_rss_kib", usage.max_rss_kib);
+        push(a, "mcp_bound.usage.max_rss_kib", usage.max_rss_kib);
         push(
-            &mut a,
+            a,
             "mcp_bound.usage.memory_peak_bytes",
             usage.memory_peak_bytes,
         );
@@ -126,7 +150,11 @@ pub fn call_span(
     if let Some(contain) = &record.contain {
         a.push(("mcp_bound.contain.method", contain.method.into()));
     }
-    let events = record
+}
+
+/// The record's events as span events, each field an attribute.
+fn events(record: &Record, clock: &Clock, start: Instant) -> Vec<Event> {
+    record
         .events
         .iter()
         .map(|event| {
@@ -147,19 +175,7 @@ pub fn call_span(
                 attributes,
             }
         })
-        .collect();
-    Span {
-        context: context.clone(),
-        parent: parent.cloned(),
-        name: format!("mcp-bound {program}"),
-        kind: Kind::Internal,
-        start_unix_nanos: clock.unix_nanos(start),
-        end_unix_nanos: clock.unix_nanos(end),
-        attributes: a,
-        events,
-        links: Vec::new(),
-        status,
-    }
+        .collect()
 }
 
 fn flat(value: serde_json::Value) -> Value {

@@ -137,9 +137,7 @@ fn setup(what: &str, err: io::Error) -> Error {
 }
 
 fn initial_record(settings: &Settings, started_at: SystemTime, redactor: &Redactor) -> Record {
-    let policy = settings.policy;
     let guard = StdoutGuard::new(settings.streams.guard.is_some());
-    let live = settings.streams.live;
     let capture = &settings.capture;
     Record {
         ids: Ids {
@@ -210,37 +208,45 @@ fn initial_record(settings: &Settings, started_at: SystemTime, redactor: &Redact
             crate::otel::Resolved::Unusable(why) => Some(crate::otel::unusable(why)),
             crate::otel::Resolved::On(config) => Some(crate::otel::before_start(config)),
         },
-        limits: Limits {
-            timeout_ms: policy.timeout.map(limit_millis),
-            signal: signals::name(policy.signal),
-            grace_ms: limit_millis(policy.grace),
-            wait_delay_ms: limit_millis(policy.wait_delay),
-            head_bytes: capture.head_bytes as u64,
-            tail_bytes: capture.tail_bytes as u64,
-            excerpt_bytes: capture.excerpt_bytes as u64,
-            stdout_guard: guard,
-            max_message_bytes: settings.streams.max_message_bytes as u64,
-            live_rate: live.map(|budget| budget.rate),
-            live_burst: live.map(|budget| budget.burst),
-            stdin_close_grace_ms: policy.stdin_close_grace.map(limit_millis),
-            redact_patterns: redactor.extra_patterns() as u64,
-            rlimits: settings
-                .rlimits
-                .iter()
-                .map(|limit| {
-                    let record = crate::rlimit::RlimitRecord {
-                        soft: limit.soft,
-                        hard: limit.hard,
-                    };
-                    (limit.resource.name(), record)
-                })
-                .collect(),
-        },
+        limits: limits(settings, redactor, guard),
         events: Vec::new(),
         mcp_bound: Supervisor {
             version: env!("CARGO_PKG_VERSION").to_string(),
             pid: std::process::id(),
             warnings: Vec::new(),
         },
+    }
+}
+
+/// The limits in force, as the record and the intent give them.
+fn limits(settings: &Settings, redactor: &Redactor, guard: StdoutGuard) -> Limits {
+    let policy = settings.policy;
+    let live = settings.streams.live;
+    let capture = &settings.capture;
+    Limits {
+        timeout_ms: policy.timeout.map(limit_millis),
+        signal: signals::name(policy.signal),
+        grace_ms: limit_millis(policy.grace),
+        wait_delay_ms: limit_millis(policy.wait_delay),
+        head_bytes: capture.head_bytes as u64,
+        tail_bytes: capture.tail_bytes as u64,
+        excerpt_bytes: capture.excerpt_bytes as u64,
+        stdout_guard: guard,
+        max_message_bytes: settings.streams.max_message_bytes as u64,
+        live_rate: live.map(|budget| budget.rate),
+        live_burst: live.map(|budget| budget.burst),
+        stdin_close_grace_ms: policy.stdin_close_grace.map(limit_millis),
+        redact_patterns: redactor.extra_patterns() as u64,
+        rlimits: settings
+            .rlimits
+            .iter()
+            .map(|limit| {
+                let record = crate::rlimit::RlimitRecord {
+                    soft: limit.soft,
+                    hard: limit.hard,
+                };
+                (limit.resource.name(), record)
+            })
+            .collect(),
     }
 }

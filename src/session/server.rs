@@ -64,62 +64,9 @@ impl Session {
         raw: &[u8],
         rewritten: &mut Option<String>,
     ) -> bool {
-        // The message's own bytes, for its audit.
-        let bytes = raw.len();
         match message {
             Message::Response { id, result, error } => {
-                self.facts.server.responses += 1;
-                let Some(key) = request_id::key(id) else {
-                    self.facts.unmatched_responses += 1;
-                    return true;
-                };
-                if let Some(replayed) = self.opening.replay.on_server_response(&key, result) {
-                    self.opening.replayed = Some(match replayed {
-                        Replayed::Same {
-                            to_server,
-                            to_client,
-                        } => {
-                            self.to_server.extend(to_server);
-                            self.to_client.extend(to_client);
-                            Ok(())
-                        }
-                        Replayed::Changed(why) => Err(why),
-                    });
-                    false
-                } else if let Some((id, entry)) = self.remove(&key) {
-                    if &*entry.method == "tools/list"
-                        && let (Some(result), None) = (result, error)
-                    {
-                        *rewritten = self.filter_tools(&id, raw, result);
-                    }
-                    self.on_task_answer(now, &entry, result, error);
-                    let end = match error {
-                        Some(code) => End::error(code),
-                        // Read only for the audit: most results are not.
-                        None if entry.audited => {
-                            let (result_type, task) =
-                                results::read(&entry.method, result.unwrap_or_default());
-                            if let Some(task_id) = task {
-                                let created = tasks::Created {
-                                    id: id.to_string(),
-                                    method: entry.method.to_string(),
-                                    started: entry.started,
-                                };
-                                self.tasks.created(task_id, created);
-                            }
-                            End::result(result_type)
-                        }
-                        None => End::result(ResultType::Complete),
-                    };
-                    self.finish(now, id, entry, end, bytes as u64);
-                    true
-                } else if self.answered.take(&key) {
-                    self.facts.late_responses_dropped += 1;
-                    false
-                } else {
-                    self.facts.unmatched_responses += 1;
-                    true
-                }
+                self.server_response(now, (id, result, error), raw, rewritten)
             }
             Message::Request { .. } => {
                 self.facts.server.requests += 1;
@@ -157,6 +104,71 @@ impl Session {
                 true
             }
         }
+    }
+
+    /// A response: the end of the request it names (a `tools/list`
+    /// result filtered, a task it created kept), the replayed initialize's
+    /// answer, or a late one, dropped. True to pass it on.
+    fn server_response(
+        &mut self,
+        now: Instant,
+        (id, result, error): (&str, Option<&str>, Option<Option<i64>>),
+        raw: &[u8],
+        rewritten: &mut Option<String>,
+    ) -> bool {
+        self.facts.server.responses += 1;
+        let Some(key) = request_id::key(id) else {
+            self.facts.unmatched_responses += 1;
+            return true;
+        };
+        if let Some(replayed) = self.opening.replay.on_server_response(&key, result) {
+            self.opening.replayed = Some(match replayed {
+                Replayed::Same {
+                    to_server,
+                    to_client,
+                } => {
+                    self.to_server.extend(to_server);
+                    self.to_client.extend(to_client);
+                    Ok(())
+                }
+                Replayed::Changed(why) => Err(why),
+            });
+            return false;
+        }
+        let Some((id, entry)) = self.remove(&key) else {
+            if self.answered.take(&key) {
+                self.facts.late_responses_dropped += 1;
+                return false;
+            }
+            self.facts.unmatched_responses += 1;
+            return true;
+        };
+        if &*entry.method == "tools/list"
+            && let (Some(result), None) = (result, error)
+        {
+            *rewritten = self.filter_tools(&id, raw, result);
+        }
+        self.on_task_answer(now, &entry, result, error);
+        let end = match error {
+            Some(code) => End::error(code),
+            // Read only for the audit: most results are not.
+            None if entry.audited => {
+                let (result_type, task) = results::read(&entry.method, result.unwrap_or_default());
+                if let Some(task_id) = task {
+                    let created = tasks::Created {
+                        id: id.to_string(),
+                        method: entry.method.to_string(),
+                        started: entry.started,
+                    };
+                    self.tasks.created(task_id, created);
+                }
+                End::result(result_type)
+            }
+            None => End::result(ResultType::Complete),
+        };
+        // The message's own bytes, for its audit.
+        self.finish(now, id, entry, end, raw.len() as u64);
+        true
     }
 
     /// A `tasks/*` request about a task an audited call created was
