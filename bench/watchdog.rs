@@ -45,7 +45,7 @@ fn main() {
         .expect("start a waiter");
         touch(&mut heap);
         let _ = std::io::Write::write_all(&mut w.writer(), b"P0\n");
-        w.finish();
+        w.finish(b"D\n");
         waiter.push(start.elapsed().as_secs_f64() * 1e6);
 
         let start = Instant::now();

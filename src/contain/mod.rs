@@ -21,6 +21,7 @@ use serde::Serialize;
 
 use crate::sys;
 
+mod said;
 mod watchdog;
 
 use watchdog::Watchdog;

@@ -13,23 +13,16 @@
 //!   mcp-bound as `mcp-bound-watchdog MODE TARGET PGID` ([`orphaned`]),
 //!   which ends the rest and removes the cgroup.
 //!
-//! What mcp-bound tells it, a line each (the waiter reads `P` and `D`):
-//! - `P<pgid>`: the helper's process group, after each spawn; `P0` just
-//!   before mcp-bound reaps the helper, since from then on that number may
-//!   name a stranger's group;
-//! - `S<json>`: a milestone, what mcp-bound knows of the call now (at the
-//!   dispatch, each restart, the host's signal or hang-up): a fork's last
-//!   words carry it;
-//! - `R<record>`, `T<terminal>`, `F<journal length>`: the final words,
-//!   about to be written; should mcp-bound die while writing them, the
-//!   watchdog completes them, never adding a terminal that is there;
-//! - `W`: the final words are written: nothing is left to say;
-//! - `D`: done, the tree is gone.
+//! What mcp-bound tells it is `said.rs`'s protocol, a line each (the
+//! waiter reads `P` and `D` only). Should mcp-bound die while writing its
+//! final words, the fork completes them, never adding a terminal entry
+//! that is there already.
 
 use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::path::Path;
 
+use super::said::Said;
 use super::{
     APPROVER_MARK, Contain, TREE_MARK, cgroup_members, kill_cgroup, kill_marked, remove_cgroup,
 };
@@ -75,19 +68,19 @@ pub(crate) struct Link {
 }
 
 impl Link {
-    fn tell(&self, line: &[u8]) {
-        let _ = (&self.writer).write_all(line);
+    fn tell(&self, said: &Said) {
+        let _ = (&self.writer).write_all(&said.encode());
     }
 
     /// A helper was spawned in its own group.
     pub fn dispatched(&self, pgid: i32) {
-        self.tell(format!("P{pgid}\n").as_bytes());
+        self.tell(&Said::Group(pgid));
     }
 
     /// The helper is about to be reaped: its group's number is free from
     /// then on, and must never be signalled.
     pub fn reaping(&self) {
-        self.tell(b"P0\n");
+        self.tell(&Said::Group(0));
     }
 
     /// Whether the watchdog writes last words (a fork; a waiter only
@@ -99,23 +92,24 @@ impl Link {
     /// What mcp-bound knows of the call now, as one JSON line.
     pub fn milestone(&self, json: &str) {
         if self.speaks {
-            self.tell(format!("S{json}\n").as_bytes());
+            self.tell(&Said::Milestone(json.to_string()));
         }
     }
 
-    /// The final words, before they are written.
+    /// The final words, before they are written (in one write).
     pub fn final_words(&self, record_line: &str, terminal: &str, journal_len: Option<u64>) {
         if self.speaks {
-            let len = journal_len.map_or(String::new(), |len| len.to_string());
-            let text = format!("R{}\nT{terminal}\nF{len}\n", record_line.trim_end());
-            self.tell(text.as_bytes());
+            let mut words = Said::Record(record_line.to_string()).encode();
+            words.extend(Said::Terminal(terminal.to_string()).encode());
+            words.extend(Said::JournalLength(journal_len).encode());
+            let _ = (&self.writer).write_all(&words);
         }
     }
 
     /// The final words are written.
     pub fn written(&self) {
         if self.speaks {
-            self.tell(b"W\n");
+            self.tell(&Said::Written);
         }
     }
 }
@@ -204,11 +198,11 @@ impl Contain {
     pub fn finish(&mut self) {
         match self.watchdog.take() {
             Some(Watchdog::Forked { pid, mut writer }) => {
-                let _ = writer.write_all(b"D\n");
+                let _ = writer.write_all(&Said::Done.encode());
                 drop(writer);
                 sys::wait_child(pid);
             }
-            Some(Watchdog::Waiter(waiter)) => waiter.finish(),
+            Some(Watchdog::Waiter(waiter)) => waiter.finish(&Said::Done.encode()),
             None => {}
         }
         if let Some(dir) = self.cgroup.take() {
@@ -296,33 +290,29 @@ fn watch(fd: std::os::fd::RawFd) -> Watched {
         while let Some(end) = text[start..].iter().position(|b| *b == b'\n') {
             let line = &text[start..start + end];
             start += end + 1;
-            let Some((&kind, body)) = line.split_first() else {
-                continue;
-            };
-            let body = String::from_utf8_lossy(body);
-            match kind {
-                b'D' => {
+            match Said::decode(line) {
+                Some(Said::Done) => {
                     watched.done = true;
                     return watched;
                 }
-                b'P' => watched.pgid = body.parse().unwrap_or(0),
-                b'S' => watched.words.milestone = Some(body.into_owned()),
-                b'R' => record = Some(body.into_owned()),
-                b'T' => terminal = Some(body.into_owned()),
-                b'F' => {
+                Some(Said::Group(pgid)) => watched.pgid = pgid,
+                Some(Said::Milestone(json)) => watched.words.milestone = Some(json),
+                Some(Said::Record(line)) => record = Some(line),
+                Some(Said::Terminal(json)) => terminal = Some(json),
+                Some(Said::JournalLength(journal_len)) => {
                     watched.words.final_words = Some(FinalWords {
                         record: record.take().unwrap_or_default(),
                         terminal: terminal.take().unwrap_or_default(),
-                        journal_len: body.parse().ok(),
+                        journal_len,
                         written: false,
                     });
                 }
-                b'W' => {
+                Some(Said::Written) => {
                     if let Some(words) = watched.words.final_words.as_mut() {
                         words.written = true;
                     }
                 }
-                _ => {}
+                None => {}
             }
         }
         text.drain(..start);

@@ -179,19 +179,17 @@ impl Waiter {
         })
     }
 
-    /// The pipe's write end (a line to the waiter: `P<pgid>`, `D`).
+    /// The pipe's write end (the watchdog's protocol: the waiter reads
+    /// `P<pgid>` and `D`).
     pub fn writer(&self) -> &File {
         &self.writer
     }
 
-    fn tell(&mut self, line: &[u8]) {
+    /// mcp-bound is done: tell it so (`done`, the protocol's `D` line),
+    /// reap it, free what it used.
+    pub fn finish(mut self, done: &[u8]) {
         use std::io::Write;
-        let _ = self.writer.write_all(line);
-    }
-
-    /// mcp-bound is done: tell it, reap it, free what it used.
-    pub fn finish(mut self) {
-        self.tell(b"D\n");
+        let _ = self.writer.write_all(done);
         wait_child(self.pid);
         // SAFETY: the waiter is reaped: nothing uses the plan or the
         // stack any more.
@@ -199,6 +197,46 @@ impl Waiter {
             drop(Box::from_raw(self.plan));
             libc::munmap(self.stack, WAITER_STACK + GUARD);
         }
+    }
+}
+
+/// What the waiter hears in the watchdog's protocol: the helper's group
+/// (`P<pgid>`) and "done" (`D`); every other line is passed over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaiterHeard {
+    Group(i32),
+    Done,
+}
+
+/// The waiter's reading of the protocol, a byte at a time, with no
+/// allocation (it may run after mcp-bound died in malloc). A test holds it
+/// to the protocol's decoder (`contain::said`) on every message.
+#[derive(Debug, Default)]
+pub struct WaiterReading {
+    kind: u8,
+    value: i32,
+    in_line: bool,
+}
+
+impl WaiterReading {
+    /// One byte; what a line that ends with it said, if it was `P` or `D`.
+    pub fn feed(&mut self, b: u8) -> Option<WaiterHeard> {
+        if !self.in_line {
+            (self.kind, self.value, self.in_line) = (b, 0, b != b'\n');
+            return None;
+        }
+        if b == b'\n' {
+            self.in_line = false;
+            return match self.kind {
+                b'D' => Some(WaiterHeard::Done),
+                b'P' => Some(WaiterHeard::Group(self.value)),
+                _ => None,
+            };
+        }
+        if b.is_ascii_digit() {
+            self.value = self.value.saturating_mul(10).saturating_add(i32::from(b - b'0'));
+        }
+        None
     }
 }
 
@@ -219,7 +257,8 @@ extern "C" fn waiter_main(arg: *mut libc::c_void) -> libc::c_int {
         }
         libc::close_range((plan.read + 1) as libc::c_uint, libc::c_uint::MAX, 0);
     }
-    let (mut pgid, mut kind, mut value, mut start) = (0i32, 0u8, 0i32, true);
+    let mut pgid = 0i32;
+    let mut reading = WaiterReading::default();
     let mut buf = [0u8; 64];
     loop {
         // SAFETY: a read into a stack buffer of its length.
@@ -228,18 +267,11 @@ extern "C" fn waiter_main(arg: *mut libc::c_void) -> libc::c_int {
             break;
         }
         for &b in buf.iter().take(n as usize) {
-            if start {
-                (kind, value, start) = (b, 0, false);
-            } else if b == b'\n' {
-                match kind {
-                    // SAFETY: leaving; mcp-bound reaps us.
-                    b'D' => unsafe { libc::_exit(0) },
-                    b'P' => pgid = value,
-                    _ => {}
-                }
-                start = true;
-            } else if b.is_ascii_digit() {
-                value = value.saturating_mul(10).saturating_add(i32::from(b - b'0'));
+            match reading.feed(b) {
+                // SAFETY: leaving; mcp-bound reaps us.
+                Some(WaiterHeard::Done) => unsafe { libc::_exit(0) },
+                Some(WaiterHeard::Group(group)) => pgid = group,
+                None => {}
             }
         }
     }
