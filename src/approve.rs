@@ -18,7 +18,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde::Serialize;
 
-use crate::child::{self, ExitObs};
+use crate::child::{self, ChildExit};
 use crate::record::{ApprovalMethod, Decision, Limits};
 use crate::redact::Redactor;
 use crate::signals::SignalPipe;
@@ -66,7 +66,7 @@ pub struct Outcome {
     pub requested_at: SystemTime,
     pub decided_at: SystemTime,
     pub waited: Duration,
-    pub approver_exit: Option<ExitObs>,
+    pub approver_exit: Option<ChildExit>,
     pub excerpt: Option<String>,
     /// The signal that cancelled the call while it waited.
     pub cancelled_by: Option<i32>,
@@ -108,7 +108,7 @@ pub fn ask(method: &Method, request: &Request<'_>, gate: &Gate<'_>) -> Outcome {
 #[derive(Default)]
 struct Verdict {
     decision: Option<Decision>,
-    approver_exit: Option<ExitObs>,
+    approver_exit: Option<ChildExit>,
     excerpt: Option<String>,
     cancelled_by: Option<i32>,
     error: Option<String>,
@@ -193,7 +193,7 @@ fn by_command(
             (Some(Decision::Denied), None)
         }
         None => match run.exit {
-            Some(ExitObs::Code(0)) => (Some(Decision::Approved), None),
+            Some(ChildExit::Code(0)) => (Some(Decision::Approved), None),
             _ => (Some(Decision::Denied), None),
         },
     };

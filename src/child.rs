@@ -14,35 +14,24 @@ use std::os::fd::OwnedFd;
 
 use crate::sys;
 
-/// How the helper ended, as observed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExitObs {
-    Code(i32),
-    Signal { signo: i32, core_dumped: bool },
-}
+/// How the helper ended, as observed: `sys::ChildExit`, the one exit type
+/// from the wait to the record (whose `record::Exit` is it in words).
+pub use crate::sys::ChildExit;
 
-impl From<sys::ChildExit> for ExitObs {
-    fn from(exit: sys::ChildExit) -> ExitObs {
-        match exit {
-            sys::ChildExit::Code(code) => ExitObs::Code(code),
-            sys::ChildExit::Signal { signo, core_dumped } => ExitObs::Signal { signo, core_dumped },
-        }
-    }
-}
-
-impl ExitObs {
+impl ChildExit {
     /// The shell's convention: the code, or 128 + the signal.
     pub fn shell_status(self) -> i32 {
         match self {
-            ExitObs::Code(code) => code,
-            ExitObs::Signal { signo, .. } => 128 + signo,
+            ChildExit::Code(code) => code,
+            ChildExit::Signal { signo, .. } => 128 + signo,
         }
     }
 
+    /// The exit as the record says it: the signal by its name.
     pub fn to_record(self) -> crate::record::Exit {
         match self {
-            ExitObs::Code(code) => crate::record::Exit::Code { code },
-            ExitObs::Signal { signo, core_dumped } => crate::record::Exit::Signal {
+            ChildExit::Code(code) => crate::record::Exit::Code { code },
+            ChildExit::Signal { signo, core_dumped } => crate::record::Exit::Signal {
                 signal: crate::signals::name(signo),
                 core_dumped,
             },
@@ -330,18 +319,18 @@ pub fn sweep(family: &Family, signo: i32, seen: &mut HashSet<i32>) -> Sweep {
 }
 
 /// Has the helper exited? Leaves it a zombie (WNOWAIT) so its pid stays ours.
-pub fn observe_exit(pid: i32) -> Option<ExitObs> {
+pub fn observe_exit(pid: i32) -> Option<ChildExit> {
     wait_exit(pid, false)
 }
 
 /// Block until the helper has exited (it was just sent KILL): only for the
 /// path where the poll loop itself can no longer run.
-pub fn await_exit(pid: i32) -> Option<ExitObs> {
+pub fn await_exit(pid: i32) -> Option<ChildExit> {
     wait_exit(pid, true)
 }
 
-fn wait_exit(pid: i32, block: bool) -> Option<ExitObs> {
-    sys::wait_exit(pid, block).map(ExitObs::from)
+fn wait_exit(pid: i32, block: bool) -> Option<ChildExit> {
+    sys::wait_exit(pid, block)
 }
 
 /// Reap the helper once nothing more will be sent to its group.

@@ -3,7 +3,7 @@
 //! own journal entry, and end the call here unless it was approved.
 
 use crate::approve;
-use crate::child::ExitObs;
+use crate::child::ChildExit;
 use crate::error::code;
 use crate::ids::rfc3339;
 use crate::journal;
@@ -51,7 +51,7 @@ pub(super) fn decide(
     record.approval.requested_at = Some(rfc3339(outcome.requested_at));
     record.approval.decided_at = Some(rfc3339(outcome.decided_at));
     record.approval.waited_ms = Some(millis(outcome.waited));
-    record.approval.approver_exit = outcome.approver_exit.map(ExitObs::to_record);
+    record.approval.approver_exit = outcome.approver_exit.map(ChildExit::to_record);
     record.approval.excerpt = outcome.excerpt.clone();
     // The decision is its own journal entry, before anything runs.
     if let Some(journal) = call.journal {

@@ -9,7 +9,7 @@
 //! `shut_down`), cancelled before or after dispatch, failed before or
 //! after dispatch, and `denied`.
 
-use crate::child::ExitObs;
+use crate::child::ChildExit;
 use crate::error::code;
 use crate::record::{CancelReason, Record, State};
 use crate::signals;
@@ -171,7 +171,7 @@ impl Dispatched {
 /// Under the session layer the host's end with nothing in flight is
 /// `shut_down`; mcp-bound's own failure is `failed_after_dispatch`.
 fn end_of(preserve_status: bool, outcome: &Outcome, record: &mut Record) -> i32 {
-    let helper_status = outcome.exit.map(ExitObs::shell_status);
+    let helper_status = outcome.exit.map(ChildExit::shell_status);
     let cancel = outcome.cancelled_while_running.or(outcome.cancellation);
     let (state, exit_code) = match cancel {
         // mcp-bound itself failed after dispatch: whatever else happened,
@@ -217,7 +217,7 @@ fn end_of(preserve_status: bool, outcome: &Outcome, record: &mut Record) -> i32 
     record.error = outcome.failure.clone();
     record.lifecycle.cancel_reason = cancel.map(CancelReason::from);
     record.lifecycle.cancel_signal = cancel.and_then(Cancellation::signal).map(signals::name);
-    record.lifecycle.exit = outcome.exit.map(ExitObs::to_record);
+    record.lifecycle.exit = outcome.exit.map(ChildExit::to_record);
     record.lifecycle.stream_end = Some(outcome.stream_end);
     record.lifecycle.descendants_signalled = outcome.descendants_signalled;
     record.stdout = outcome.stdout.clone();
@@ -243,7 +243,7 @@ mod tests {
         Received::new(record)
     }
 
-    fn outcome(exit: Option<ExitObs>, failure: Option<&str>) -> Outcome {
+    fn outcome(exit: Option<ChildExit>, failure: Option<&str>) -> Outcome {
         Outcome {
             exit,
             cancelled_while_running: None,
@@ -277,7 +277,7 @@ mod tests {
         assert_eq!(authorized.record().lifecycle.state, State::Dispatched);
         let dispatched = authorized.dispatched(7);
         assert_eq!(dispatched.record().invocation.pid, Some(7));
-        let ended = dispatched.ended(false, outcome(Some(ExitObs::Code(3)), None));
+        let ended = dispatched.ended(false, outcome(Some(ChildExit::Code(3)), None));
         assert_eq!(
             (ended.record.lifecycle.state, ended.exit_code),
             (State::Completed, 3)
@@ -314,7 +314,7 @@ mod tests {
 
     #[test]
     fn a_failure_after_dispatch_is_its_own_state_and_keeps_the_exit() {
-        let killed = ExitObs::Signal {
+        let killed = ChildExit::Signal {
             signo: signals::SIGKILL,
             core_dumped: false,
         };
@@ -336,7 +336,7 @@ mod tests {
             "{line}"
         );
         // Without a failure the same outcome is a plain completion.
-        let ended = dispatched().ended(false, outcome(Some(ExitObs::Code(0)), None));
+        let ended = dispatched().ended(false, outcome(Some(ChildExit::Code(0)), None));
         assert_eq!(
             (ended.exit_code, ended.record.lifecycle.state),
             (0, State::Completed)

@@ -14,7 +14,7 @@ use std::io::Read;
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::{Duration, Instant};
 
-use crate::child::{self, ExitObs};
+use crate::child::{self, ChildExit};
 use crate::redact::Redactor;
 use crate::session::{Ask, Session};
 use crate::signals;
@@ -174,7 +174,7 @@ impl Approvers {
             self.reap(running.pid);
             if !running.ended {
                 let reason = reason(&running.firsts, redactor);
-                table.on_approver_exit(now, running.ticket, Some(ExitObs::to_record(exit)), reason);
+                table.on_approver_exit(now, running.ticket, Some(ChildExit::to_record(exit)), reason);
             }
         }
     }

@@ -30,7 +30,7 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::time::Instant;
 
 use crate::capture::Capture;
-use crate::child::{self, ExitObs, Helper};
+use crate::child::{self, ChildExit, Helper};
 use crate::diagnostics::{Diagnostics, FloodPath};
 use crate::guard::Guard;
 use crate::record::{Event, EventKind};
@@ -41,13 +41,23 @@ use crate::sys::{self, Interest, Ready};
 use crate::termination::{Cancellation, Phase, Terminator};
 use live_out::LiveOutput;
 use session::SessionParts;
-use stderr::{Drained, Intake, StderrDrain};
-use stdin::Read0;
+use stderr::{Intake, StderrDrain};
 use stdout::{Destination, StdoutRelay};
 use tree::Tree;
 
 pub(crate) use approvers::REASON_BYTES;
 pub use outcome::{Config, Outcome, SessionConfig, StdoutMode};
+
+
+/// What a read left of a stream a loop part owns: still open (bytes, or
+/// nothing this time), or closed (EOF or a read error). The one answer of
+/// every part's read (the stderr drain, the stdout and stdin relays).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Stream {
+    #[default]
+    Open,
+    Closed,
+}
 
 /// How the loop waits: a `sys::Poller`, or a stand-in that fails on
 /// purpose (the tests of the failure path).
@@ -104,7 +114,7 @@ struct Loop<'a> {
     intake: Intake,
     watch_stdin: bool,
     events: Vec<Event>,
-    exit: Option<ExitObs>,
+    exit: Option<ChildExit>,
     /// The loop stopped waiting while a pipe was still open.
     abandoned_open: bool,
     redactor: Redactor,
@@ -429,14 +439,14 @@ impl Loop<'_> {
         if let Some(r) = is(slots.client)
             && (r.readable || r.hangup || r.error)
         {
-            if self.on_client_readable(now) == Read0::Eof {
+            if self.on_client_readable(now) == Stream::Closed {
                 self.on_stdin_closed(now);
             }
             self.start_approvers();
         }
         if let Some(r) = is(slots.stderr)
             && (r.readable || r.hangup || r.error)
-            && self.stderr.drain(now, &mut self.intake) == Drained::Closed
+            && self.stderr.drain(now, &mut self.intake) == Stream::Closed
         {
             self.event(now, EventKind::StderrClosed);
             self.maybe_streams_closed();
@@ -456,7 +466,7 @@ impl Loop<'_> {
             if relayed.disconnected {
                 self.cancel(now, Cancellation::ClientDisconnected);
             }
-            if relayed.closed {
+            if relayed.stream == Stream::Closed {
                 self.event(now, EventKind::StdoutClosed);
                 self.maybe_streams_closed();
             }
@@ -555,7 +565,7 @@ mod tests {
         );
         assert_eq!(
             outcome.exit,
-            Some(ExitObs::Signal {
+            Some(ChildExit::Signal {
                 signo: signals::SIGKILL,
                 core_dumped: false
             }),

@@ -3,7 +3,7 @@
 use std::time::Instant;
 
 use crate::capture::Capture;
-use crate::child::ExitObs;
+use crate::child::ChildExit;
 use crate::diagnostics::FloodPath;
 use crate::journal::Journal;
 use crate::live::LiveBudget;
@@ -62,7 +62,7 @@ pub struct Config<'j> {
 
 #[derive(Debug)]
 pub struct Outcome {
-    pub exit: Option<ExitObs>,
+    pub exit: Option<ChildExit>,
     /// The first cancellation that arrived while the helper still ran.
     pub cancelled_while_running: Option<Cancellation>,
     /// The first cancellation at all (also after the helper exited).

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use super::Loop;
 use super::stderr::StderrDrain;
 use super::tree::Tree;
-use crate::child::{self, ExitObs, StdinFrom};
+use crate::child::{self, ChildExit, StdinFrom};
 use crate::record::EventKind;
 use crate::record::mcp::{Incarnation, Interrupted, NoRestart, RestartStop};
 use crate::session::Restarts;
@@ -62,7 +62,7 @@ impl Loop<'_> {
     /// way (the loop goes on), false when the session ends here.
     pub(super) fn restart_due(&mut self, now: Instant) -> bool {
         let ended_by_host = self.term.cancellation().is_some() || self.host_hung_up;
-        let failed = !matches!(self.exit, Some(ExitObs::Code(0)));
+        let failed = !matches!(self.exit, Some(ChildExit::Code(0)));
         let Some(session) = self.session.as_mut() else {
             return false;
         };
@@ -90,8 +90,8 @@ impl Loop<'_> {
                     session.stdin.pause();
                     let attempt = session.table.facts_mut().runs.restarts + 1;
                     let after = match self.exit {
-                        Some(ExitObs::Code(code)) => format!("exit {code}"),
-                        Some(ExitObs::Signal { signo, .. }) => {
+                        Some(ChildExit::Code(code)) => format!("exit {code}"),
+                        Some(ChildExit::Signal { signo, .. }) => {
                             format!("killed by SIG{}", crate::signals::name(signo))
                         }
                         None => "no exit seen".to_string(),
@@ -238,7 +238,7 @@ impl Loop<'_> {
         in_flight: u64,
         interrupted: Vec<Interrupted>,
     ) {
-        let exit = self.exit.map(ExitObs::to_record);
+        let exit = self.exit.map(ChildExit::to_record);
         let t_ms = millis(now.saturating_duration_since(self.origin));
         let stderr_seen = self.intake.diagnostics.bytes_seen();
         let Some(session) = self.session.as_mut() else {

@@ -9,9 +9,10 @@ use std::time::Instant;
 
 use super::approvers::Approvers;
 use super::restart::{Current, Restarter};
-use super::stdin::{Read0, StdinRelay};
+use super::Stream;
+use super::stdin::StdinRelay;
 use super::{Loop, SessionConfig};
-use crate::child::ExitObs;
+use crate::child::ChildExit;
 use crate::journal::{self, Journal};
 use crate::record::mcp::{ClientBytes, McpFacts, RestartMode};
 use crate::session::{Audit, Restarts, Session};
@@ -153,13 +154,13 @@ impl Loop<'_> {
         })
     }
 
-    pub(super) fn on_client_readable(&mut self, now: Instant) -> Read0 {
+    pub(super) fn on_client_readable(&mut self, now: Instant) -> Stream {
         match self.session.as_mut() {
             // A restart is under way: what the client sent waits, but its
             // hang-up means no restart (see `restart_due`).
             Some(session) if session.stdin.paused() => {
                 session.stdin.note_hang_up();
-                Read0::More
+                Stream::Open
             }
             Some(session) => {
                 // Where the server's stderr stands as requests come.
@@ -168,7 +169,7 @@ impl Loop<'_> {
                     .note_stderr_seen(self.intake.diagnostics.bytes_seen());
                 session.stdin.on_readable(now, &mut session.table)
             }
-            None => Read0::More,
+            None => Stream::Open,
         }
     }
 
@@ -265,7 +266,7 @@ impl Loop<'_> {
             &self.redactor,
             CRASH_STDERR_TAIL,
         );
-        let exit = self.exit.map(ExitObs::to_record);
+        let exit = self.exit.map(ChildExit::to_record);
         let written = session.stdin.written_up_to();
         let (count, cut) = session
             .table

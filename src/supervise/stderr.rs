@@ -9,6 +9,7 @@ use std::io::{self, Read};
 use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::time::Instant;
 
+use super::Stream;
 use super::live_out::{LiveCounts, LiveOutput, Toggled};
 use crate::debug_window::Closed;
 use crate::diagnostics::{self, Diagnostics, Took};
@@ -129,15 +130,6 @@ impl Intake {
     }
 }
 
-/// What a drain turn found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Drained {
-    /// Still open (maybe more to come).
-    Open,
-    /// EOF or a read error: the pipe is closed now.
-    Closed,
-}
-
 pub(crate) struct StderrDrain {
     pipe: Option<File>,
     buf: Box<[u8]>,
@@ -167,13 +159,13 @@ impl StderrDrain {
     }
 
     /// The pipe is readable (or hung up): take what it holds.
-    pub fn drain(&mut self, now: Instant, intake: &mut Intake) -> Drained {
+    pub fn drain(&mut self, now: Instant, intake: &mut Intake) -> Stream {
         if intake.diagnostics.splicing() {
             return self.move_flood(now, intake);
         }
         for _ in 0..READS_PER_TURN {
             let Some(file) = self.pipe.as_mut() else {
-                return Drained::Closed;
+                return Stream::Closed;
             };
             let timer = intake.diagnostics.probing().then(Instant::now);
             match file.read(&mut self.buf) {
@@ -199,16 +191,16 @@ impl StderrDrain {
             }
         }
         intake.flush_live();
-        Drained::Open
+        Stream::Open
     }
 
     /// The flood path: stderr moves inside the kernel (see `diagnostics`).
     /// A move shorter than asked for means the pipe is drained for now, so
     /// the turn ends there instead of paying for a move of nothing.
-    fn move_flood(&mut self, now: Instant, intake: &mut Intake) -> Drained {
+    fn move_flood(&mut self, now: Instant, intake: &mut Intake) -> Stream {
         for attempt in 0..READS_PER_TURN {
             let Some(file) = self.pipe.as_ref() else {
-                return Drained::Closed;
+                return Stream::Closed;
             };
             match intake
                 .diagnostics
@@ -228,16 +220,16 @@ impl StderrDrain {
                 Took::Off => break,
             }
         }
-        Drained::Open
+        Stream::Open
     }
 
-    fn close(&mut self, intake: &mut Intake) -> Drained {
+    fn close(&mut self, intake: &mut Intake) -> Stream {
         self.pipe = None;
         intake.diagnostics.stop_flood_path();
         if let Some(live) = intake.live.as_mut() {
             live.finish_stream();
         }
-        Drained::Closed
+        Stream::Closed
     }
 }
 
@@ -274,15 +266,15 @@ mod tests {
         let mut intake = intake(4, 4);
         writer.write_all(b"first line\n").unwrap();
         let now = Instant::now();
-        assert_eq!(drain.drain(now, &mut intake), Drained::Open);
+        assert_eq!(drain.drain(now, &mut intake), Stream::Open);
         assert_eq!(drain.last_read, Some(now));
         // Empty now: a drain turn finds nothing and stays open.
-        assert_eq!(drain.drain(now, &mut intake), Drained::Open);
+        assert_eq!(drain.drain(now, &mut intake), Stream::Open);
         writer.write_all(b"last").unwrap();
         drop(writer);
         // A short read ends the turn; the next one meets EOF.
-        assert_eq!(drain.drain(now, &mut intake), Drained::Open);
-        assert_eq!(drain.drain(now, &mut intake), Drained::Closed);
+        assert_eq!(drain.drain(now, &mut intake), Stream::Open);
+        assert_eq!(drain.drain(now, &mut intake), Stream::Closed);
         assert!(!drain.is_open());
         assert_eq!(drain.read_interest(), None);
         let capture = intake.diagnostics.finish();
@@ -303,7 +295,7 @@ mod tests {
             }
         });
         let now = Instant::now();
-        while drain.drain(now, &mut intake) == Drained::Open {
+        while drain.drain(now, &mut intake) == Stream::Open {
             std::thread::yield_now();
         }
         flood.join().unwrap();

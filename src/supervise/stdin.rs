@@ -18,21 +18,13 @@ use std::mem::ManuallyDrop;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Instant;
 
+use super::Stream;
 use crate::framing::{Frame, Framer};
 use crate::session::Session;
 
 const READ_SIZE: usize = 64 * 1024;
 /// After a huge line, give the memory back.
 const KEEP_CAPACITY: usize = 1 << 20;
-
-/// What a read of our stdin found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Read0 {
-    /// Bytes, or nothing this time.
-    More,
-    /// The client closed our stdin (or it failed).
-    Eof,
-}
 
 pub(crate) struct StdinRelay {
     /// Our stdin: borrowed, never closed through the relay.
@@ -137,7 +129,7 @@ impl StdinRelay {
     }
 
     /// Our stdin is readable or hung up: read once and frame.
-    pub fn on_readable(&mut self, now: Instant, session: &mut Session) -> Read0 {
+    pub fn on_readable(&mut self, now: Instant, session: &mut Session) -> Stream {
         match self.source.read(&mut self.read_buf) {
             Ok(0) => self.eof(now, session),
             Ok(n) => {
@@ -145,7 +137,7 @@ impl StdinRelay {
                 let chunk = std::mem::take(&mut self.read_buf);
                 self.frame(now, &chunk[..n], session);
                 self.read_buf = chunk;
-                Read0::More
+                Stream::Open
             }
             Err(e)
                 if matches!(
@@ -153,7 +145,7 @@ impl StdinRelay {
                     io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
                 ) =>
             {
-                Read0::More
+                Stream::Open
             }
             Err(_) => self.eof(now, session),
         }
@@ -161,7 +153,7 @@ impl StdinRelay {
 
     /// The client is done: an unfinished last line goes on as it is, read
     /// like any other (a server iterating over lines reads it too).
-    fn eof(&mut self, now: Instant, session: &mut Session) -> Read0 {
+    fn eof(&mut self, now: Instant, session: &mut Session) -> Stream {
         self.source_open = false;
         if !self.framer.at_boundary() {
             session.on_client_overlong_eof();
@@ -170,7 +162,7 @@ impl StdinRelay {
         if !unfinished.is_empty() {
             session.on_client_last_line(now, &unfinished, &mut self.out, self.out_at);
         }
-        Read0::Eof
+        Stream::Closed
     }
 
     fn frame(&mut self, now: Instant, chunk: &[u8], session: &mut Session) {

@@ -10,6 +10,7 @@ use std::io::{self, Read};
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::Instant;
 
+use super::Stream;
 use super::stderr::{Intake, READS_PER_TURN};
 use crate::guard::{DivertReason, Guard};
 use crate::record::{StdoutFacts, StdoutGuard};
@@ -40,7 +41,7 @@ pub(crate) enum Destination<'s> {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Relayed {
     /// The pipe reached EOF (or failed): it is closed now.
-    pub closed: bool,
+    pub stream: Stream,
     /// Our stdout's reader went away during the turn.
     pub disconnected: bool,
 }
@@ -145,7 +146,7 @@ impl<'s> StdoutRelay<'s> {
             match file.read(target) {
                 Ok(0) => {
                     self.close(now, intake);
-                    relayed.closed = true;
+                    relayed.stream = Stream::Closed;
                     break;
                 }
                 Ok(n) => {
@@ -161,7 +162,7 @@ impl<'s> StdoutRelay<'s> {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(_) => {
                     self.close(now, intake);
-                    relayed.closed = true;
+                    relayed.stream = Stream::Closed;
                     break;
                 }
             }
@@ -461,7 +462,7 @@ mod tests {
         assert_eq!(
             relay.on_readable(now, &mut intake, None),
             Relayed {
-                closed: true,
+                stream: Stream::Closed,
                 disconnected: false
             }
         );
