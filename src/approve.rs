@@ -1,7 +1,7 @@
 //! The approval gate before dispatch: an approver command, or a question on
 //! the controlling terminal, on a wall-clock deadline that nothing extends.
 //!
-//! The seed's rules: an approval describes one concrete action at one
+//! Its rules: an approval describes one concrete action at one
 //! moment; it is requested as soon as the call is known (nothing any
 //! process prints can delay it); output never resets the deadline; a denied
 //! or expired action never runs.

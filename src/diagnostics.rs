@@ -65,13 +65,10 @@ const MIN_TIMED_READ: usize = 4096;
 const SLOW_WINDOWS: u8 = 2;
 /// Reading slower than this (bytes per second inside read(2), system-call
 /// overhead included) means the pages come from a far cache: moving them
-/// is cheaper. Measured on a 2-vCPU AMD EPYC VM, over 8 MiB windows, and
-/// changing within one run as the scheduler moves processes: 14 to 18
-/// GB/s, or 10 to 11 GB/s, from a shared cache; 5.3 to 7.8 GB/s otherwise,
-/// where the holding pipe costs 0.31 s per GiB against 0.45 s for reads. With a
-/// writer fed by a pipe (`yes | head`, three processes on two CPUs) slow
-/// windows come in phases in which the holding pipe does not pay; the trial sends
-/// those back to reads.
+/// is cheaper. The threshold sits between the read speeds measured from a
+/// shared cache and from a far one (bench/results.md, "Flood path
+/// thresholds"); slow windows that come in phases where the holding pipe
+/// does not pay are sent back to reads by the trial.
 pub const SPLICE_BELOW: f64 = 8.5e9;
 /// On the flood path, measure reading again after this many bytes.
 pub const REPROBE_AFTER: u64 = 256 << 20;

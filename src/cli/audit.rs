@@ -14,11 +14,14 @@ use crate::units;
 /// Approval options: the gate before dispatch.
 #[derive(Args, Debug)]
 pub struct ApprovalArgs {
-    /// Before the helper starts, run COMMAND (split into words like a shell does; no shell is run) with the call as one JSON object on its stdin; exit 0 approves, anything else denies. It runs in its own process group, bounded, and is terminated at the deadline.
+    /// Before the helper starts, run COMMAND (split into words like a shell does; no shell is run)
+    /// with the call as one JSON object on its stdin; exit 0 approves, anything else denies. It
+    /// runs in its own process group, bounded, and is terminated at the deadline.
     #[arg(long, value_name = "COMMAND", env = "MCP_BOUND_APPROVE_CMD", value_parser = parse_command_line, conflicts_with = "approve", help_heading = "Approval options")]
     pub approve_cmd: Option<CommandLine>,
 
-    /// Before the helper starts, ask on the controlling terminal (/dev/tty, never stdin or stdout); the default answer is no.
+    /// Before the helper starts, ask on the controlling terminal (/dev/tty, never stdin or stdout);
+    /// the default answer is no.
     #[arg(
         long,
         value_name = "WHERE",
@@ -28,7 +31,8 @@ pub struct ApprovalArgs {
     )]
     pub approve: Option<ApproveOn>,
 
-    /// Wall-clock deadline for the approval, from the request; nothing extends it. When it passes, the call is denied as expired (exit 77).
+    /// Wall-clock deadline for the approval, from the request; nothing extends it. When it passes,
+    /// the call is denied as expired (exit 77).
     #[arg(long, value_name = "DURATION", env = "MCP_BOUND_APPROVAL_TIMEOUT", default_value = "60s", value_parser = positive_duration, help_heading = "Approval options")]
     pub approval_timeout: Duration,
 }
@@ -36,15 +40,22 @@ pub struct ApprovalArgs {
 /// The per-tool-call gate, under the session layer.
 #[derive(Args, Debug)]
 pub struct ToolGateArgs {
-    /// Let through only the tools/call whose tool (params.name, as the server knows it) matches one of these globs (* and ?; comma-separated, repeatable); the others are denied and removed from tools/list.
+    /// Let through only the tools/call whose tool (params.name, as the server knows it) matches one
+    /// of these globs (* and ?; comma-separated, repeatable); the others are denied and removed
+    /// from tools/list.
     #[arg(long, value_name = "PATTERNS", env = "MCP_BOUND_TOOL_ALLOW", value_delimiter = ',', value_parser = parse_pattern, help_heading = "Tool call gate options")]
     pub tool_allow: Vec<String>,
 
-    /// Deny the tools/call whose tool matches one of these globs, and remove those tools from tools/list; deny wins over --tool-allow. A denied call never reaches the server: the client gets error -32000 (reason tool_denied).
+    /// Deny the tools/call whose tool matches one of these globs, and remove those tools from
+    /// tools/list; deny wins over --tool-allow. A denied call never reaches the server: the client
+    /// gets error -32000 (reason tool_denied).
     #[arg(long, value_name = "PATTERNS", env = "MCP_BOUND_TOOL_DENY", value_delimiter = ',', value_parser = parse_pattern, help_heading = "Tool call gate options")]
     pub tool_deny: Vec<String>,
 
-    /// Before each tools/call the policy allows and --tool-approve matches reaches the server, run COMMAND (split like a shell; no shell) with the call as one JSON object on its stdin (tool, arguments, params_sha256, request_id, call_id, session_id, argv); exit 0 approves, anything else denies, its first output line saying why. Other requests keep flowing while it decides.
+    /// Before each tools/call the policy allows and --tool-approve matches reaches the server, run
+    /// COMMAND (split like a shell; no shell) with the call as one JSON object on its stdin (tool,
+    /// arguments, params_sha256, request_id, call_id, session_id, argv); exit 0 approves, anything
+    /// else denies, its first output line saying why. Other requests keep flowing while it decides.
     #[arg(long, value_name = "COMMAND", env = "MCP_BOUND_TOOL_APPROVE_CMD", value_parser = parse_command_line, help_heading = "Tool call gate options")]
     pub tool_approve_cmd: Option<CommandLine>,
 
@@ -52,11 +63,14 @@ pub struct ToolGateArgs {
     #[arg(long, value_name = "PATTERNS", env = "MCP_BOUND_TOOL_APPROVE", value_delimiter = ',', value_parser = parse_pattern, help_heading = "Tool call gate options")]
     pub tool_approve: Vec<String>,
 
-    /// Wall-clock deadline for one call's approval, from the call's arrival; nothing extends it. At it the approver's tree gets TERM and KILL together, and the call is answered -32000 (reason tool_approval_expired), never sent.
+    /// Wall-clock deadline for one call's approval, from the call's arrival; nothing extends it. At
+    /// it the approver's tree gets TERM and KILL together, and the call is answered -32000 (reason
+    /// tool_approval_expired), never sent.
     #[arg(long, value_name = "DURATION", env = "MCP_BOUND_TOOL_APPROVAL_TIMEOUT", default_value = "60s", value_parser = positive_duration, help_heading = "Tool call gate options")]
     pub tool_approval_timeout: Duration,
 
-    /// Most calls waiting for approval at once; past it a call is answered -32000 at once (reason too_many_pending_approvals).
+    /// Most calls waiting for approval at once; past it a call is answered -32000 at once (reason
+    /// too_many_pending_approvals).
     #[arg(long, value_name = "N", env = "MCP_BOUND_MAX_PENDING_APPROVALS", default_value = "16", value_parser = clap::value_parser!(u32).range(1..=1024), help_heading = "Tool call gate options")]
     pub max_pending_approvals: u32,
 }
@@ -79,7 +93,8 @@ fn parse_pattern(text: &str) -> Result<String, String> {
 /// Journal options: the hash-chained audit trail.
 #[derive(Args, Debug)]
 pub struct JournalArgs {
-    /// Append an intent (before dispatch, synced) and a terminal entry to this hash-chained journal. If the intent cannot be written, the helper is not started.
+    /// Append an intent (before dispatch, synced) and a terminal entry to this hash-chained
+    /// journal. If the intent cannot be written, the helper is not started.
     #[arg(
         long,
         value_name = "PATH",
@@ -92,7 +107,9 @@ pub struct JournalArgs {
     #[arg(long, value_name = "BYTES", env = "MCP_BOUND_JOURNAL_EXCERPT_BYTES", default_value = "1024", value_parser = units::parse_capture_bytes, help_heading = "Journal options")]
     pub journal_excerpt_bytes: usize,
 
-    /// Key the journal: h becomes HMAC-SHA256 with the key in FILE (at least 16 bytes; ours or root's, private: mode 0600 or stricter), so an append forged without the key fails verification.
+    /// Key the journal: h becomes HMAC-SHA256 with the key in FILE (at least 16 bytes; ours or
+    /// root's, private: mode 0600 or stricter), so an append forged without the key fails
+    /// verification.
     #[arg(
         long,
         value_name = "FILE",
@@ -101,7 +118,9 @@ pub struct JournalArgs {
     )]
     pub journal_key: Option<PathBuf>,
 
-    /// Under the session layer, which client requests get an mcp_request entry (synced before the request reaches the server) and an mcp_response entry: tools (tools/call, resources/read, prompts/get), all, or none.
+    /// Under the session layer, which client requests get an mcp_request entry (synced before the
+    /// request reaches the server) and an mcp_response entry: tools (tools/call, resources/read,
+    /// prompts/get), all, or none.
     #[arg(
         long,
         value_name = "WHICH",
@@ -115,7 +134,8 @@ pub struct JournalArgs {
 
 #[derive(Subcommand, Debug)]
 pub enum Sub {
-    /// Check a journal offline: hashes, chain, order, pairing. Exit 0 intact (warnings allowed), 1 integrity failure, 2 usage or I/O error.
+    /// Check a journal offline: hashes, chain, order, pairing. Exit 0 intact (warnings allowed), 1
+    /// integrity failure, 2 usage or I/O error.
     #[command(after_help = VERIFY_AFTER_HELP)]
     Verify(VerifyArgs),
 }

@@ -12,19 +12,24 @@ use crate::{signals, units};
 /// Deadline options: when and how the helper is ended.
 #[derive(Args, Debug)]
 pub struct DeadlineArgs {
-    /// Deadline for the helper, from its start; 0 or inf means none. GNU syntax: 10, 1.5, 1e-3, 0x1p-3, 500ms, 30s, 5m, 1h, 1d [default: off].
+    /// Deadline for the helper, from its start; 0 or inf means none. GNU syntax: 10, 1.5, 1e-3,
+    /// 0x1p-3, 500ms, 30s, 5m, 1h, 1d [default: off].
     #[arg(long, value_name = "DURATION", env = "MCP_BOUND_TIMEOUT", value_parser = units::parse_timeout, help_heading = "Deadline options")]
     pub timeout: Option<Duration>,
 
-    /// Signal sent to the helper's group at the deadline: a name (any case, SIG optional; RTMIN+N, RTMAX-N) or a number.
+    /// Signal sent to the helper's group at the deadline: a name (any case, SIG optional; RTMIN+N,
+    /// RTMAX-N) or a number.
     #[arg(short = 's', long, value_name = "SIGNAL", env = "MCP_BOUND_SIGNAL", default_value = "TERM", value_parser = signals::parse, help_heading = "Deadline options")]
     pub signal: i32,
 
-    /// Time between the first signal and SIGKILL to the whole tree; 0 kills at once. Also spelled --kill-after, as GNU timeout names it [default: 5s; 1s with --mcp].
+    /// Time between the first signal and SIGKILL to the whole tree; 0 kills at once. Also spelled
+    /// --kill-after, as GNU timeout names it [default: 5s; 1s with --mcp].
     #[arg(short = 'k', long, visible_alias = "kill-after", value_name = "DURATION", env = "MCP_BOUND_GRACE", value_parser = units::parse_duration, help_heading = "Deadline options")]
     pub grace: Option<Duration>,
 
-    /// After the helper exits, how long to wait for descendants to release its pipes before terminating them; also the wait for EOF after the final KILL [default: 1s; 500ms with --mcp].
+    /// After the helper exits, how long to wait for descendants to release its pipes before
+    /// terminating them; also the wait for EOF after the final KILL [default: 1s; 500ms with
+    /// --mcp].
     #[arg(long, value_name = "DURATION", env = "MCP_BOUND_WAIT_DELAY", value_parser = units::parse_duration, help_heading = "Deadline options")]
     pub wait_delay: Option<Duration>,
 
@@ -32,11 +37,17 @@ pub struct DeadlineArgs {
     #[arg(long, env = "MCP_BOUND_PRESERVE_STATUS", value_parser = BoolishValueParser::new(), default_value_t = false, num_args = 0, default_missing_value = "true", help_heading = "Deadline options")]
     pub preserve_status: bool,
 
-    /// A resource limit for the helper, set before it starts, as prlimit takes it (repeatable): NAME=SOFT[:HARD] with NAME one of as, core, cpu, data, fsize, nofile, nproc, stack; sizes take units (64MiB), cpu is seconds; unlimited for none. One that cannot be set (a hard limit raised without CAP_SYS_RESOURCE, whatever the uid) is exit 125, and nothing runs.
+    /// A resource limit for the helper, set before it starts, as prlimit takes it (repeatable):
+    /// NAME=SOFT[:HARD] with NAME one of as, core, cpu, data, fsize, nofile, nproc, stack; sizes
+    /// take units (64MiB), cpu is seconds; unlimited for none. One that cannot be set (a hard limit
+    /// raised without CAP_SYS_RESOURCE, whatever the uid) is exit 125, and nothing runs.
     #[arg(long, value_name = "NAME=SOFT[:HARD]", env = "MCP_BOUND_RLIMIT", value_delimiter = ',', value_parser = crate::rlimit::parse, help_heading = "Deadline options")]
     pub rlimit: Vec<crate::rlimit::Rlimit>,
 
-    /// How the helper's tree is contained, so that nothing outlives mcp-bound, even when it is SIGKILLed: cgroup (a cgroup v2 of its own, which everything it forks stays in), group (its process group; after mcp-bound's death a descendant that left the group is not found), or auto (cgroup when one can be made). A watchdog process ends the tree if mcp-bound dies.
+    /// How the helper's tree is contained, so that nothing outlives mcp-bound, even when it is
+    /// SIGKILLed: cgroup (a cgroup v2 of its own, which everything it forks stays in), group (its
+    /// process group; after mcp-bound's death a descendant that left the group is not found), or
+    /// auto (cgroup when one can be made). A watchdog process ends the tree if mcp-bound dies.
     #[arg(
         long,
         value_name = "HOW",
@@ -47,19 +58,25 @@ pub struct DeadlineArgs {
     )]
     pub contain: crate::contain::ContainMode,
 
-    /// Most memory the whole tree may use (cgroup memory.max); the kernel's OOM killer acts inside the cgroup, and the record counts its kills. Needs --contain cgroup and the memory controller.
+    /// Most memory the whole tree may use (cgroup memory.max); the kernel's OOM killer acts inside
+    /// the cgroup, and the record counts its kills. Needs --contain cgroup and the memory
+    /// controller.
     #[arg(long, value_name = "BYTES", env = "MCP_BOUND_MEMORY_MAX", value_parser = positive_bytes, help_heading = "Deadline options")]
     pub memory_max: Option<u64>,
 
-    /// Most processes (and threads) the whole tree may have (cgroup pids.max): a fork bomb stops there. Needs --contain cgroup and the pids controller.
+    /// Most processes (and threads) the whole tree may have (cgroup pids.max): a fork bomb stops
+    /// there. Needs --contain cgroup and the pids controller.
     #[arg(long, value_name = "N", env = "MCP_BOUND_PIDS_MAX", value_parser = clap::value_parser!(u64).range(1..), help_heading = "Deadline options")]
     pub pids_max: Option<u64>,
 
-    /// Most CPU the whole tree may use, in CPUs (0.5: half of one; cgroup cpu.max). Needs --contain cgroup and the cpu controller.
+    /// Most CPU the whole tree may use, in CPUs (0.5: half of one; cgroup cpu.max). Needs --contain
+    /// cgroup and the cpu controller.
     #[arg(long, value_name = "CPUS", env = "MCP_BOUND_CPU_MAX", value_parser = parse_cpus, help_heading = "Deadline options")]
     pub cpu_max: Option<f64>,
 
-    /// What to do when a cgroup limit cannot be applied (no cgroup, or no such controller): strict refuses the call (125, nothing runs); best-effort goes on and the record lists what was not applied.
+    /// What to do when a cgroup limit cannot be applied (no cgroup, or no such controller): strict
+    /// refuses the call (125, nothing runs); best-effort goes on and the record lists what was not
+    /// applied.
     #[arg(
         long,
         value_name = "HOW",

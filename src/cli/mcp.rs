@@ -11,11 +11,13 @@ use crate::units;
 /// MCP server mode options.
 #[derive(Args, Debug)]
 pub struct McpArgs {
-    /// MCP stdio server mode: --stdout-guard jsonrpc, --live, --stdin-close-grace 2s, --grace 1s, --wait-delay 500ms (each can still be set on its own).
+    /// MCP stdio server mode: --stdout-guard jsonrpc, --live, --stdin-close-grace 2s, --grace 1s,
+    /// --wait-delay 500ms (each can still be set on its own).
     #[arg(long, env = "MCP_BOUND_MCP", value_parser = BoolishValueParser::new(), default_value_t = false, num_args = 0, default_missing_value = "true", help_heading = "MCP server mode options")]
     pub mcp: bool,
 
-    /// Let through only complete stdout lines that are one JSON object; divert everything else into the stderr capture [default: off; jsonrpc with --mcp].
+    /// Let through only complete stdout lines that are one JSON object; divert everything else into
+    /// the stderr capture [default: off; jsonrpc with --mcp].
     #[arg(
         long,
         value_name = "MODE",
@@ -29,7 +31,8 @@ pub struct McpArgs {
     #[arg(long, value_name = "BYTES", env = "MCP_BOUND_MAX_MESSAGE_BYTES", default_value = "16MiB", value_parser = positive_capture_bytes, help_heading = "MCP server mode options")]
     pub max_message_bytes: usize,
 
-    /// Forward the helper's stderr to ours as it arrives, within --live-rate and --live-burst; drops are counted and announced [default: off; on with --mcp].
+    /// Forward the helper's stderr to ours as it arrives, within --live-rate and --live-burst;
+    /// drops are counted and announced [default: off; on with --mcp].
     #[arg(long, value_name = "BOOL", env = "MCP_BOUND_LIVE", value_parser = BoolishValueParser::new(), num_args = 0..=1, default_missing_value = "true", require_equals = true, help_heading = "MCP server mode options")]
     pub live: Option<bool>,
 
@@ -41,11 +44,14 @@ pub struct McpArgs {
     #[arg(long, value_name = "BYTES", env = "MCP_BOUND_LIVE_BURST", default_value = "256KiB", value_parser = units::parse_capture_bytes, help_heading = "MCP server mode options")]
     pub live_burst: usize,
 
-    /// After our stdin closes (the MCP shutdown), give the helper this long to exit before terminating it [default: off; 2s with --mcp].
+    /// After our stdin closes (the MCP shutdown), give the helper this long to exit before
+    /// terminating it [default: off; 2s with --mcp].
     #[arg(long, value_name = "DURATION", env = "MCP_BOUND_STDIN_CLOSE_GRACE", value_parser = units::parse_duration, help_heading = "MCP server mode options")]
     pub stdin_close_grace: Option<Duration>,
 
-    /// The session layer: relay our stdin to the server line by line, track each request, answer for the server when it cannot (timeouts, a crash) [default: off; jsonrpc with --mcp unless --stdout-guard off]. off: the helper inherits our stdin.
+    /// The session layer: relay our stdin to the server line by line, track each request, answer
+    /// for the server when it cannot (timeouts, a crash) [default: off; jsonrpc with --mcp unless
+    /// --stdout-guard off]. off: the helper inherits our stdin.
     #[arg(
         long,
         value_name = "MODE",
@@ -55,7 +61,11 @@ pub struct McpArgs {
     )]
     pub session: Option<SessionMode>,
 
-    /// Answer a request with no response in time with error -32001, and send the server notifications/cancelled; its late response is dropped. METHOD=DURATION sets one method's (repeatable); 0 or inf: none. The default times calls: not a subscriptions/listen stream nor a 2025 tasks/result, which wait by design, nor initialize and server/discover, which wait on the server's start and which the host times (a method's own value still applies to them).
+    /// Answer a request with no response in time with error -32001, and send the server
+    /// notifications/cancelled; its late response is dropped. METHOD=DURATION sets one method's
+    /// (repeatable); 0 or inf: none. The default times calls: not a subscriptions/listen stream nor
+    /// a 2025 tasks/result, which wait by design, nor initialize and server/discover, which wait on
+    /// the server's start and which the host times (a method's own value still applies to them).
     #[arg(long, value_name = "[METHOD=]DURATION", env = "MCP_BOUND_REQUEST_TIMEOUT", value_delimiter = ',', value_parser = parse_request_timeout, help_heading = "MCP session options")]
     pub request_timeout: Vec<RequestTimeout>,
 
@@ -63,15 +73,22 @@ pub struct McpArgs {
     #[arg(long, env = "MCP_BOUND_REQUEST_TIMEOUT_RESETS_ON_PROGRESS", value_parser = BoolishValueParser::new(), default_value_t = false, num_args = 0, default_missing_value = "true", help_heading = "MCP session options")]
     pub request_timeout_resets_on_progress: bool,
 
-    /// Most bytes of the server's last stderr lines (masked) in the message of an error mcp-bound answers for it (the server gone, a request timed out: then what it wrote while the request ran), whole lines where possible; some hosts show the model only error.message. data.mcp_bound.stderr_tail is kept whole. 0: none; at most 2K.
+    /// Most bytes of the server's last stderr lines (masked) in the message of an error mcp-bound
+    /// answers for it (the server gone, a request timed out: then what it wrote while the request
+    /// ran), whole lines where possible; some hosts show the model only error.message.
+    /// data.mcp_bound.stderr_tail is kept whole. 0: none; at most 2K.
     #[arg(long, value_name = "BYTES", env = "MCP_BOUND_AGENT_EXCERPT_BYTES", default_value = "1024", value_parser = parse_agent_excerpt_bytes, help_heading = "MCP session options")]
     pub agent_excerpt_bytes: usize,
 
-    /// Most client requests waiting for the server at once; past it, a request is answered with an error at once (at least 1).
+    /// Most client requests waiting for the server at once; past it, a request is answered with an
+    /// error at once (at least 1).
     #[arg(long, value_name = "N", env = "MCP_BOUND_MAX_IN_FLIGHT", default_value = "4096", value_parser = clap::value_parser!(u32).range(1..), help_heading = "MCP session options")]
     pub max_in_flight: u32,
 
-    /// Start the server again when it exits on its own: never, on-failure (non-zero exit or a signal) or always. Requests in flight are answered (-32000), never re-sent; a legacy client's initialize is replayed (a 2026-07-28 session has none). Never after stdin EOF, a signal from the host or --timeout.
+    /// Start the server again when it exits on its own: never, on-failure (non-zero exit or a
+    /// signal) or always. Requests in flight are answered (-32000), never re-sent; a legacy
+    /// client's initialize is replayed (a 2026-07-28 session has none). Never after stdin EOF, a
+    /// signal from the host or --timeout.
     #[arg(
         long,
         value_name = "WHEN",
@@ -145,7 +162,9 @@ fn parse_request_timeout(text: &str) -> Result<RequestTimeout, String> {
 /// The debug window: live stderr without its rate limit, for a while.
 #[derive(Args, Debug)]
 pub struct DebugWindowArgs {
-    /// SIGUSR1 to mcp-bound opens a debug window this long: live stderr is not rate-limited (still masked, within --debug-window-bytes); a second SIGUSR1 closes it. 0: SIGUSR1 is refused. The record lists each window.
+    /// SIGUSR1 to mcp-bound opens a debug window this long: live stderr is not rate-limited (still
+    /// masked, within --debug-window-bytes); a second SIGUSR1 closes it. 0: SIGUSR1 is refused. The
+    /// record lists each window.
     #[arg(long, value_name = "DURATION", env = "MCP_BOUND_DEBUG_WINDOW", default_value = "5m", value_parser = units::parse_duration, help_heading = "MCP server mode options")]
     pub debug_window: Duration,
 

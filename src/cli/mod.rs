@@ -88,7 +88,8 @@ pub struct Cli {
     #[command(flatten)]
     pub otel: OtelArgs,
 
-    /// Print a document to stdout and exit: the man page, a completion script, or the record's or a journal line's JSON Schema (nothing is run).
+    /// Print a document to stdout and exit: the man page, a completion script, or the record's or a
+    /// journal line's JSON Schema (nothing is run).
     #[arg(
         long,
         value_name = "WHAT",
@@ -118,7 +119,8 @@ pub struct CaptureArgs {
     #[arg(long, value_name = "BYTES", env = "MCP_BOUND_EXCERPT_BYTES", default_value = "4096", value_parser = units::parse_capture_bytes, help_heading = "Capture options")]
     pub excerpt_bytes: usize,
 
-    /// When to print the stderr excerpt to mcp-bound's stderr at exit: on-failure is a non-zero exit, except 141 for a stdout reader that stopped reading (a pipeline into head).
+    /// When to print the stderr excerpt to mcp-bound's stderr at exit: on-failure is a non-zero
+    /// exit, except 141 for a stdout reader that stopped reading (a pipeline into head).
     #[arg(
         long,
         value_name = "WHEN",
@@ -129,7 +131,9 @@ pub struct CaptureArgs {
     )]
     pub echo: Echo,
 
-    /// How a stderr flood is drained: auto times reads and moves the flood inside the kernel (splice) while copying it is slow and moving proves faster; read always copies; splice always moves. Speed only: what is kept and counted is the same.
+    /// How a stderr flood is drained: auto times reads and moves the flood inside the kernel
+    /// (splice) while copying it is slow and moving proves faster; read always copies; splice
+    /// always moves. Speed only: what is kept and counted is the same.
     #[arg(
         long,
         value_name = "HOW",
@@ -140,7 +144,9 @@ pub struct CaptureArgs {
     )]
     pub flood_path: crate::diagnostics::FloodPath,
 
-    /// Also mask matches of REGEX (repeatable) in everything written out of the capture; built-in patterns cover Authorization headers, Bearer tokens, private keys, common API token shapes and password=/token=/secret= pairs.
+    /// Also mask matches of REGEX (repeatable) in everything written out of the capture; built-in
+    /// patterns cover Authorization headers, Bearer tokens, private keys, common API token shapes
+    /// and password=/token=/secret= pairs.
     #[arg(long, value_name = "REGEX", env = "MCP_BOUND_REDACT", value_delimiter = '\n', value_parser = parse_regex, help_heading = "Capture options")]
     pub redact: Vec<String>,
 }
@@ -148,7 +154,9 @@ pub struct CaptureArgs {
 /// Stderr log options: the helper's whole stderr on disk, bounded.
 #[derive(Args, Debug)]
 pub struct StderrLogArgs {
-    /// Write the helper's stderr (every drained byte, masked) to PATH as it arrives, rotated by size: PATH.1 … PATH.N are the older files. Mode 0600; a symlink is refused. If another mcp-bound holds PATH, this one writes PATH.<pid>.
+    /// Write the helper's stderr (every drained byte, masked) to PATH as it arrives, rotated by
+    /// size: PATH.1 … PATH.N are the older files. Mode 0600; a symlink is refused. If another
+    /// mcp-bound holds PATH, this one writes PATH.<pid>.
     #[arg(
         long,
         value_name = "PATH",
@@ -157,7 +165,8 @@ pub struct StderrLogArgs {
     )]
     pub stderr_log: Option<PathBuf>,
 
-    /// Rotate the stderr log when the next line would take it past this size (a longer line is split at it).
+    /// Rotate the stderr log when the next line would take it past this size (a longer line is
+    /// split at it).
     #[arg(long, value_name = "BYTES", env = "MCP_BOUND_STDERR_LOG_SIZE", default_value = "10MiB", value_parser = positive_bytes, help_heading = "Stderr log options")]
     pub stderr_log_size: u64,
 
@@ -175,7 +184,8 @@ pub struct StderrLogArgs {
     #[arg(long, env = "MCP_BOUND_STDERR_LOG_TIMESTAMPS", value_parser = BoolishValueParser::new(), default_value_t = false, num_args = 0, default_missing_value = "true", help_heading = "Stderr log options")]
     pub stderr_log_timestamps: bool,
 
-    /// A stderr log that cannot be opened does not stop the call (the record says why); otherwise it is exit 125 and nothing runs.
+    /// A stderr log that cannot be opened does not stop the call (the record says why); otherwise
+    /// it is exit 125 and nothing runs.
     #[arg(long, env = "MCP_BOUND_STDERR_LOG_OPTIONAL", value_parser = BoolishValueParser::new(), default_value_t = false, num_args = 0, default_missing_value = "true", help_heading = "Stderr log options")]
     pub stderr_log_optional: bool,
 }
@@ -183,7 +193,10 @@ pub struct StderrLogArgs {
 /// Record options: where the record goes and the ids in it.
 #[derive(Args, Debug)]
 pub struct RecordArgs {
-    /// Write the record to PATH: "dispatched" before the helper starts, replaced atomically at the end (mode 0600; a symlink is refused). In the file name, {call_id} is the call's id and {pid} mcp-bound's pid ({{ and }} are braces), so that each run writes its own (a host that starts the same command again, a client's probe sibling).
+    /// Write the record to PATH: "dispatched" before the helper starts, replaced atomically at the
+    /// end (mode 0600; a symlink is refused). In the file name, {call_id} is the call's id and
+    /// {pid} mcp-bound's pid ({{ and }} are braces), so that each run writes its own (a host that
+    /// starts the same command again, a client's probe sibling).
     #[arg(
         long,
         value_name = "PATH",
@@ -193,15 +206,18 @@ pub struct RecordArgs {
     )]
     pub record: Option<crate::record::RecordTemplate>,
 
-    /// With a --record template: after each run, keep the newest N final records it made and remove the others (a record still in flight is never removed).
+    /// With a --record template: after each run, keep the newest N final records it made and remove
+    /// the others (a record still in flight is never removed).
     #[arg(long, value_name = "N", env = "MCP_BOUND_RECORD_KEEP", value_parser = clap::value_parser!(u32).range(1..), help_heading = "Record options")]
     pub record_keep: Option<u32>,
 
-    /// Write the record as one line to descriptor N at the end (not 0 or 1: stdout belongs to the helper).
+    /// Write the record as one line to descriptor N at the end (not 0 or 1: stdout belongs to the
+    /// helper).
     #[arg(long, value_name = "N", env = "MCP_BOUND_RECORD_FD", value_parser = clap::value_parser!(i32).range(2..), help_heading = "Record options")]
     pub record_fd: Option<i32>,
 
-    /// The call's id in the record (default: a random id). It may name a --record file, so it names no directory, here or on Windows: not . or .., and none of / \ : * ? " < > |.
+    /// The call's id in the record (default: a random id). It may name a --record file, so it names
+    /// no directory, here or on Windows: not . or .., and none of / \ : * ? " < > |.
     #[arg(long, value_name = "ID", env = "MCP_BOUND_CALL_ID", value_parser = parse_call_id, help_heading = "Record options")]
     pub call_id: Option<String>,
 

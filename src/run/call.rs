@@ -1,13 +1,15 @@
-//! One call as the seed's state machine, pure: received, validated, then
+//! One call as a state machine, pure: received, validated, then
 //! pending approval and authorized (or authorized at once), dispatched,
 //! and one end. Each step is a type that owns the record, and a
 //! transition consumes one step and returns the next, so no step can be
 //! skipped and none can come twice. The record's state is set here and
 //! nowhere else in `run/` (the watchdog's `supervisor_killed` is its own).
 //!
-//! The ends, as the seed names them: finished (`completed`, `timed_out`,
-//! `shut_down`), cancelled before or after dispatch, failed before or
-//! after dispatch, and `denied`.
+//! The ends: finished (`completed`, `timed_out`, `shut_down`), cancelled
+//! before or after dispatch, failed before or after dispatch, and
+//! `denied`. These states are an action's lifecycle as the write-up on
+//! MCP stderr limits this project began from names it; `record::State`
+//! is their one word list.
 
 use crate::child::ChildExit;
 use crate::error::code;

@@ -1,4 +1,4 @@
-//! One call, start to end, as the seed's state machine: received,
+//! One call, start to end, as a state machine of typed steps: received,
 //! validated, pending approval and authorized (or authorized at once),
 //! dispatched, and one end. `call.rs` holds the typed steps and their
 //! transitions, `steps.rs` the I/O each owns, `approval.rs` the approval
@@ -35,7 +35,7 @@ use steps::Prepared;
 
 /// Run the call; the result is mcp-bound's exit code. Set-up that fails
 /// here is a usage or set-up error (exit 125, no record); from the record
-/// on, the call goes through the seed's steps (`steps.rs`, `call.rs`).
+/// on, the call goes through its steps (`steps.rs`, `call.rs`).
 pub fn run(settings: Settings) -> Result<i32, Error> {
     let settings = &settings;
     let origin = Instant::now();
@@ -78,7 +78,7 @@ pub fn run(settings: Settings) -> Result<i32, Error> {
     Ok(exit_code)
 }
 
-/// The seed's transitions after validation, in order; any step may end
+/// The transitions after validation, in order; any step may end
 /// the call instead.
 fn validated_on(
     call: &Context<'_>,

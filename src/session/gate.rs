@@ -1,6 +1,7 @@
 //! The per-tool-call gate, pure: which `tools/call` may run.
-//! A call is the seed's action, so it goes through the seed's states, as
-//! the per-launch approval does in `run/call.rs`: received, validated,
+//! A tool call is an action of its own, so it goes through the states a
+//! call goes through (`run/call.rs`), as the per-launch approval does:
+//! received, validated,
 //! then pending approval or authorized, then dispatched (forwarded to the
 //! server), or it ends before dispatch (denied, expired, cancelled,
 //! failed). Nothing the server or the approver prints moves a deadline.
@@ -89,7 +90,7 @@ struct Patterns {
     approve: RegexSet,
 }
 
-/// A call waiting for its approver: the seed's "pending approval".
+/// A call waiting for its approver: in the state "pending approval".
 pub(super) struct Pending {
     /// The request's table key (its entry keeps the id as sent, when
     /// that differs).

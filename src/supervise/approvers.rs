@@ -174,7 +174,12 @@ impl Approvers {
             self.reap(running.pid);
             if !running.ended {
                 let reason = reason(&running.firsts, redactor);
-                table.on_approver_exit(now, running.ticket, Some(ChildExit::to_record(exit)), reason);
+                table.on_approver_exit(
+                    now,
+                    running.ticket,
+                    Some(ChildExit::to_record(exit)),
+                    reason,
+                );
             }
         }
     }

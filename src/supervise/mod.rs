@@ -48,7 +48,6 @@ use tree::Tree;
 pub(crate) use approvers::REASON_BYTES;
 pub use outcome::{Config, Outcome, SessionConfig, StdoutMode};
 
-
 /// What a read left of a stream a loop part owns: still open (bytes, or
 /// nothing this time), or closed (EOF or a read error). The one answer of
 /// every part's read (the stderr drain, the stdout and stdin relays).
@@ -302,8 +301,7 @@ impl Loop<'_> {
     /// the wait is poll(2) (not Linux, or a descriptor epoll refuses),
     /// once it meets a ready descriptor it stops putting wait-queue
     /// entries on the ones after it, so during a flood one call costs one
-    /// look at each (measured: 5-7% less CPU for a stderr flood, writer
-    /// included).
+    /// look at each (less CPU for a stderr flood: bench/results.md).
     fn interests(&self, interests: &mut Vec<Interest>) -> Slots {
         interests.clear();
         let read = |fd: RawFd| Interest::new(fd, true, false);

@@ -7,9 +7,9 @@
 use std::os::fd::OwnedFd;
 use std::time::Instant;
 
+use super::Stream;
 use super::approvers::Approvers;
 use super::restart::{Current, Restarter};
-use super::Stream;
 use super::stdin::StdinRelay;
 use super::{Loop, SessionConfig};
 use crate::child::ChildExit;
@@ -290,8 +290,8 @@ impl Loop<'_> {
     /// Start the approvers the gate asked for, and end those it decided
     /// without: called as soon as client lines were read (before the
     /// turn drains the server's stderr), and again by `route`.
-    /// A check inline: without approvers this costs nothing per turn
-    /// (as a call, measured, 50 instructions each).
+    /// A check inline: without approvers this costs nothing per turn (a
+    /// call would cost some instructions each: bench/results.md).
     #[inline(always)]
     pub(super) fn start_approvers(&mut self) {
         if self.session.as_ref().is_some_and(|s| s.approvers.is_some()) {

@@ -234,7 +234,10 @@ impl WaiterReading {
             };
         }
         if b.is_ascii_digit() {
-            self.value = self.value.saturating_mul(10).saturating_add(i32::from(b - b'0'));
+            self.value = self
+                .value
+                .saturating_mul(10)
+                .saturating_add(i32::from(b - b'0'));
         }
         None
     }

@@ -106,12 +106,12 @@ pub struct ProcInfo {
     pub start: u64,
 }
 
-#[cfg(target_os = "linux")]
-pub use os::{WaiterHeard, WaiterReading};
 pub use os::{
     Orphaned, Waiter, become_subreaper, die_with_parent, grow_pipe, is_cgroup2_mount, null_device,
     private_pipe, reopen_fifo_nonblocking, splice,
 };
+#[cfg(target_os = "linux")]
+pub use os::{WaiterHeard, WaiterReading};
 #[cfg(not(target_os = "linux"))]
 pub use os::{children_of_self, descendants, pids_with_env, proc_info};
 
