@@ -381,7 +381,7 @@ impl Session {
                 join_batch(&held.line, total, &kept, &mut self.to_server);
             }
         }
-        let ends_at = self.marks.server_stream + self.to_server.len() as u64;
+        let ends_at = self.server_stream + self.to_server.len() as u64;
         for key in &held.admitted {
             if let Some(entry) = self.in_flight.get_mut(&**key) {
                 entry.ends_at = ends_at;
@@ -390,7 +390,7 @@ impl Session {
         for (_, key, mut entry) in approved {
             entry.started = now;
             entry.deadline = entry.timeout.and_then(|t| now.checked_add(t));
-            entry.stderr_at = self.marks.stderr_seen;
+            entry.stderr_at = self.stderr_seen;
             entry.ends_at = ends_at;
             self.admit(key, entry);
         }

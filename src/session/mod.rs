@@ -172,7 +172,14 @@ pub(crate) struct Session {
     current_line: client::CurrentLine,
     /// Tasks audited calls created, until their end is seen.
     tasks: tasks::Tasks,
-    marks: Marks,
+    /// Requests numbered so far (their order, for the record's lists).
+    seq: u64,
+    /// The server's stderr bytes so far, as the loop last said (a request
+    /// notes where it stood when it came).
+    stderr_seen: u64,
+    /// The end of the stream queued for the server's stdin, as the loop
+    /// last said (what `to_server` holds goes after it).
+    server_stream: u64,
     /// The per-tool-call gate (--tool-allow, --tool-deny,
     /// --tool-approve-cmd).
     gate: Option<gate::Gate>,
@@ -184,16 +191,6 @@ pub(crate) struct Session {
 struct Out {
     audit: Vec<Audit>,
     tracing: Option<traced::Tracing>,
-}
-
-/// Where things stand: requests numbered so far, and, as the loop last
-/// said, the server's stderr bytes and the end of the stream queued for
-/// its stdin.
-#[derive(Default)]
-struct Marks {
-    seq: u64,
-    stderr_seen: u64,
-    server_stream: u64,
 }
 
 /// The opening exchange, across restarts: the client's cached
@@ -231,7 +228,9 @@ impl Session {
             opening: Opening::default(),
             current_line: client::CurrentLine::default(),
             tasks: tasks::Tasks::new(max_in_flight),
-            marks: Marks::default(),
+            seq: 0,
+            stderr_seen: 0,
+            server_stream: 0,
             gate,
         }
     }
@@ -321,13 +320,13 @@ impl Session {
     /// The server's stderr has had `bytes` so far (a request notes where
     /// it stood when the request came).
     pub fn note_stderr_seen(&mut self, bytes: u64) {
-        self.marks.stderr_seen = bytes;
+        self.stderr_seen = bytes;
     }
 
     /// The stream for the server's stdin has had `bytes` queued so far
     /// (what `to_server` holds goes after them).
     pub fn note_server_stream(&mut self, bytes: u64) {
-        self.marks.server_stream = bytes;
+        self.server_stream = bytes;
     }
 
     /// An authorized request, dispatched: into the table.
@@ -374,7 +373,7 @@ impl Session {
             let timeout = entry.timeout.unwrap_or_default();
             self.to_server.extend(answer::cancelled(&id, timeout));
             self.facts.cancellations_sent += 1;
-            let written = self.marks.stderr_seen.saturating_sub(entry.stderr_at);
+            let written = self.stderr_seen.saturating_sub(entry.stderr_at);
             let excerpt = (written > 0 && self.policy.agent_excerpt_bytes > 0)
                 .then(|| stderr_since(written))
                 .and_then(|text| self.agent_excerpt(&text));

@@ -323,7 +323,7 @@ impl Session {
         } else {
             None
         };
-        self.marks.seq += 1;
+        self.seq += 1;
         let task = method
             .starts_with("tasks/")
             .then(|| super::tasks::task_id_of(params))
@@ -338,11 +338,11 @@ impl Session {
             spelled: (key != id).then(|| id.to_string()),
             kind,
             task,
-            stderr_at: self.marks.stderr_seen,
+            stderr_at: self.stderr_seen,
             method: Key::new(method),
             name,
             started: now,
-            seq: self.marks.seq,
+            seq: self.seq,
             timeout,
             deadline: timeout.and_then(|t: Duration| now.checked_add(t)),
             progress_token,
