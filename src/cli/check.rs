@@ -72,7 +72,7 @@ const TOOL_APPROVER: &str = "needs --tool-approve-cmd";
 const OTEL: &str =
     "tunes span export, which is off: it needs --otel on or OTEL_EXPORTER_OTLP_ENDPOINT";
 
-/// Every option that only tunes another feature; `tests/cli.rs` checks
+/// Every option that only tunes another feature; `tests/it/usage.rs` checks
 /// each against the binary, and the man page's OPTIONS says the rule.
 const DEPENDENT: &[Needs] = &[
     Needs {

@@ -396,7 +396,7 @@ for the helper's own status (137 after KILL).",
 
 /// The man page's EXAMPLES, as (what it shows, the example). Each is
 /// checked: the host config is parsed as mcp-bound's own command line,
-/// the flood repro is run (`tests/usage.rs`).
+/// the flood repro is run (`tests/it/usage.rs`).
 pub const EXAMPLES: &[(&str, &str)] = &[
     (
         "In a shell script: a deadline, a record, and the record's state when the helper did not succeed \

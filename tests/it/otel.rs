@@ -6,7 +6,7 @@
 //! be exported. Without the receiver's package the tests that need it say
 //! so and pass, unless MCP_BOUND_INTEROP=require (as in CI).
 
-mod util;
+use crate::util;
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;

@@ -4,7 +4,7 @@
 //! batches, a response glued to a stray print, the per-request journal,
 //! back-pressure, and the host's shutdown.
 
-mod util;
+use crate::util;
 
 use std::io::Write;
 use std::process::Stdio;

@@ -2,7 +2,7 @@
 //! signals, pipe holders, stdout pass-through and the record. Every run is
 //! checked by the harness for leftover processes and a schema-valid record.
 
-mod util;
+use crate::util;
 
 use std::io::Read;
 use std::process::{Command, Stdio};
@@ -754,7 +754,7 @@ fn invalid_environment_values_exit_125() {
         ("MCP_BOUND_LIVE_RATE", "0"),
         ("MCP_BOUND_MAX_MESSAGE_BYTES", "0"),
         // (A variable whose feature is off, MCP_BOUND_JOURNAL_KEY without
-        // a journal, is a default and is ignored: tests/usage.rs.)
+        // a journal, is a default and is ignored: tests/it/usage.rs.)
     ] {
         let probe = Call::new(&[]);
         let marker = probe.path("helper-ran");

@@ -1,7 +1,7 @@
 //! What a newcomer types: options that need another, values out of range,
 //! sizes, and the help and man page saying what the binary does.
 
-mod util;
+use crate::util;
 
 use util::Call;
 

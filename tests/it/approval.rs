@@ -1,7 +1,7 @@
 //! The approval gate: approver commands, the terminal, the fixed clock,
 //! and the rule that a denied or expired action never runs.
 
-mod util;
+use crate::util;
 
 use std::process::{Command, Stdio};
 

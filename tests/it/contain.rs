@@ -2,7 +2,7 @@
 //! contained (a cgroup, or the process group and the mark its processes
 //! inherit), and a watchdog ends it and writes what happened.
 
-mod util;
+use crate::util;
 
 use serde_json::{Value, json};
 use util::Call;
@@ -195,7 +195,7 @@ fn a_fork_bomb_under_pids_max_ends() {
     let available = controllers().unwrap_or_default();
     if !available.split_whitespace().any(|c| c == "pids") {
         skipped!(
-            "this machine's cgroup v2 has no pids controller (controllers: {available:?}); --rlimit nproc is tested in tests/limits.rs"
+            "this machine's cgroup v2 has no pids controller (controllers: {available:?}); --rlimit nproc is tested in tests/it/limits.rs"
         );
         return;
     }

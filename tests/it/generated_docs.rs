@@ -3,7 +3,7 @@
 //! binary generates (`mcp-bound --generate ...`, from the clap
 //! definition), and the checks on the texts themselves.
 //!
-//! Regenerate with: `MCP_BOUND_REGENERATE=1 cargo test --test generated_docs`
+//! Regenerate with: `MCP_BOUND_REGENERATE=1 cargo test --test it generated_docs`
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -51,7 +51,7 @@ fn man_page_and_completions_match_the_clap_definition() {
     assert!(
         drifted.is_empty(),
         "generated files drifted from src/cli.rs: {drifted:?}\n\
-         regenerate with: MCP_BOUND_REGENERATE=1 cargo test --test generated_docs"
+         regenerate with: MCP_BOUND_REGENERATE=1 cargo test --test it generated_docs"
     );
 }
 
@@ -150,7 +150,7 @@ fn man_page_names_every_state_reason_and_option() {
 }
 
 /// The README's host snippets are copied into real configs: each JSON block
-/// must parse (`tests/usage.rs` checks each against the schemas and the
+/// must parse (`tests/it/usage.rs` checks each against the schemas and the
 /// command line), and the VS Code one must have the shape VS Code requires: top-level "servers", and
 /// "type": "stdio" on each server.
 #[test]

@@ -11,7 +11,7 @@
 //! test says so and passes, unless MCP_BOUND_INTEROP=require (as in CI),
 //! where a missing SDK fails.
 
-mod util;
+use crate::util;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};

@@ -3,7 +3,7 @@
 //! --record-keep bounds how many a template leaves behind, never touching
 //! one still in flight.
 
-mod util;
+use crate::util;
 
 use serde_json::Value;
 use util::Call;

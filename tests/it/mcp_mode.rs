@@ -3,7 +3,7 @@
 //! trips, the stdout guard, live stderr under a budget, shutdown on stdin
 //! hang-up, and signals from the host.
 
-mod util;
+use crate::util;
 
 use std::io::Write;
 use std::process::{Command, Stdio};

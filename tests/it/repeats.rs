@@ -1,7 +1,7 @@
 //! What filled stderr: the summary of its most frequent lines, in the
 //! record, the exit echo and the journal, masked, in constant memory.
 
-mod util;
+use crate::util;
 
 use serde_json::json;
 use util::Call;

@@ -1,7 +1,7 @@
 //! Hostile input and faults: secrets in what is captured, odd paths, NUL
 //! bytes, helpers that misbehave, signal storms, descriptor hygiene.
 
-mod util;
+use crate::util;
 
 use std::process::Command;
 

@@ -4,7 +4,7 @@
 //! client cancelled never reaches the client. Through the real binary,
 //! with the fixture server.
 
-mod util;
+use crate::util;
 
 use serde_json::{Value, json};
 use util::{parse_message as parse, rpc_request as request, server};

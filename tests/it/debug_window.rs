@@ -1,7 +1,7 @@
 //! The debug window: SIGUSR1 lifts the live budget for a while, the record
 //! keeps that it was open, and the helper never sees the signal.
 
-mod util;
+use crate::util;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

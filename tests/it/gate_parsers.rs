@@ -20,7 +20,7 @@
 //! line's SHA-256) and an `mcp_response` with outcome `refused` and the
 //! reason, which `verify` pairs.
 
-mod util;
+use crate::util;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

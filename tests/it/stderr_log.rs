@@ -1,7 +1,7 @@
 //! `--stderr-log`: the helper's stderr on disk, masked, bounded by
 //! rotation, written without ever stalling the drain.
 
-mod util;
+use crate::util;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -2,7 +2,7 @@
 //! between intent and terminal, torn tails, keyed mode, and every kind of
 //! tampering reported at the right line.
 
-mod util;
+use crate::util;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -286,7 +286,7 @@ fn sigkill_of_mcp_bound_and_its_watchdog_leaves_one_unfinished_call() {
         ])
         .start();
     run.wait_for_line("READY");
-    // The watchdog would write the terminal entry (tests/contain.rs): a
+    // The watchdog would write the terminal entry (tests/it/contain.rs): a
     // crash that takes it too (the machine, an OOM kill of both) leaves
     // the call unfinished, and verify says so.
     run.kill_with_watchdog();

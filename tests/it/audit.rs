@@ -4,7 +4,7 @@
 //! seen for what they are. Driven through the real binary with the fixture
 //! server, which parses as Node's JSON.parse and Python's json.loads do.
 
-mod util;
+use crate::util;
 
 use serde_json::{Value, json};
 use util::{Done, parse_message as parse, rpc_request as request, server, sha256_hex};

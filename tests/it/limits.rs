@@ -1,6 +1,6 @@
 //! What the tree may use (`--rlimit`) and what it used (`usage`).
 
-mod util;
+use crate::util;
 
 use serde_json::{Value, json};
 use util::Call;

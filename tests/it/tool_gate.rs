@@ -4,7 +4,7 @@
 //! while other requests flow, and every decision is in the journal, bound
 //! to the exact params, where `verify` checks it.
 
-mod util;
+use crate::util;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

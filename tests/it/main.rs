@@ -1,0 +1,29 @@
+//! The integration tests, as one crate: a module per topic, and `util`,
+//! the harness they share (the real binary on tiny fixtures, the record
+//! and journal checked against the schemas, nothing left running),
+//! compiled once instead of once per test binary.
+
+#[macro_use]
+mod util;
+
+mod approval;
+mod audit;
+mod contain;
+mod debug_window;
+mod gate_parsers;
+mod generated_docs;
+mod hardening;
+mod interop;
+mod journal;
+mod kinds;
+mod limits;
+mod mcp_mode;
+mod otel;
+mod record_files;
+mod repeats;
+mod session;
+mod stderr_log;
+mod structure;
+mod supervisor;
+mod tool_gate;
+mod usage;
