@@ -134,6 +134,14 @@ fn classify(fields: Fields<'_>) -> Message<'_> {
 /// notification (one with a method, in any spelling): a client's response
 /// touches nothing the session keeps.
 pub(crate) fn read(object: super::lenient::Object<'_>) -> Message<'_> {
+    // What the fast path hands over, and nearly every line: nothing to weigh.
+    if object.duplicates.is_empty()
+        && object.variants.is_empty()
+        && !object.method_not_string
+        && !object.null_id
+    {
+        return classify(object.fields);
+    }
     let has_method = object.fields.method.is_some()
         || object.method_not_string
         || object.duplicates.contains(&"method")

@@ -99,17 +99,21 @@ pub(crate) fn object_and_cr(text: &str) -> Option<(Fields<'_>, bool)> {
                     return None; // a known key twice: serde_json refuses it
                 }
                 *seen = true;
-                let raw = (value != "null").then_some(value);
-                match slot {
-                    // A null id is a request to JSON-RPC 2.0: not sure.
-                    0 if raw.is_none() => return None,
-                    0 => fields.id = raw,
-                    1 => fields.method = method(raw)?,
-                    2 => fields.params = raw,
-                    // A null result is still a result: a success response.
-                    3 => fields.result = Some(value),
-                    4 => fields.error = raw,
-                    _ => {}
+                if slot == 5 {
+                    // `jsonrpc`: only its being there once matters here.
+                } else {
+                    let raw = (value != "null").then_some(value);
+                    match slot {
+                        // A null id is a request to JSON-RPC 2.0: not sure.
+                        0 if raw.is_none() => return None,
+                        0 => fields.id = raw,
+                        1 => fields.method = method(raw)?,
+                        2 => fields.params = raw,
+                        // A null result is still a result: a success response.
+                        3 => fields.result = Some(value),
+                        4 => fields.error = raw,
+                        _ => {}
+                    }
                 }
             }
             match scan.token()? {

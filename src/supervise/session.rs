@@ -328,7 +328,7 @@ impl Loop<'_> {
                 tracer.request(&traced);
             }
         }
-        let failed = journal_audit(session, Instant::now());
+        let failed = journal_audit(session);
         if session.held.is_some() {
             // What waits for the server waits for its entries too; answers
             // for the client still go.
@@ -371,10 +371,11 @@ fn masked_tail(
 /// one group commit, if the journal's lock is free; else hold it all for
 /// the next try. Err once the journal failed, or the lock stayed taken
 /// past the journal's lock wait.
-fn journal_audit(session: &mut SessionParts<'_>, now: Instant) -> Result<(), String> {
+fn journal_audit(session: &mut SessionParts<'_>) -> Result<(), String> {
     if !session.table.has_audit() && session.held.is_none() {
         return Ok(());
     }
+    let now = Instant::now();
     let (mut audit, waiting) = match session.held.take() {
         Some(held) => (held.entries, Some((held.since, held.pause))),
         None => (Vec::new(), None),
