@@ -25,16 +25,16 @@ function __fish_mcp_bound_using_subcommand
 end
 
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l timeout -d 'Deadline for the helper, from its start; 0 or inf means none. GNU syntax: 10, 1.5, 1e-3, 0x1p-3, 500ms, 30s, 5m, 1h, 1d [default: off]' -r
-complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -s s -l signal -d 'Signal sent to the helper\'s group at the deadline: a name (any case, SIG optional; RTMIN+N, RTMAX-N) or a number' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -s s -l signal -d 'Signal sent to the helper\'s group at the deadline: a name (any case, SIG optional; RTMIN+N, RTMAX-N where the system has real-time signals: not macOS) or a number' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -s k -l grace -l kill-after -d 'Time between the first signal and SIGKILL to the whole tree; 0 kills at once. Also spelled --kill-after, as GNU timeout names it [default: 5s; 1s with --mcp]' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l wait-delay -d 'After the helper exits, how long to wait for descendants to release its pipes before terminating them; also the wait for EOF after the final KILL [default: 1s; 500ms with --mcp]' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l rlimit -d 'A resource limit for the helper, set before it starts, as prlimit takes it (repeatable): NAME=SOFT[:HARD] with NAME one of as, core, cpu, data, fsize, nofile, nproc, stack; sizes take units (64MiB), cpu is seconds; unlimited for none. One that cannot be set (a hard limit raised without CAP_SYS_RESOURCE, whatever the uid) is exit 125, and nothing runs' -r
-complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l contain -d 'How the helper\'s tree is contained, so that nothing outlives mcp-bound, even when it is SIGKILLed: cgroup (a cgroup v2 of its own, which everything it forks stays in), group (its process group; after mcp-bound\'s death a descendant that left the group is not found), or auto (cgroup when one can be made). A watchdog process ends the tree if mcp-bound dies' -r -f -a "auto\t''
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l contain -d 'How the helper\'s tree is contained, so that nothing outlives mcp-bound, even when it is SIGKILLed: cgroup (Linux: a cgroup v2 of its own, which everything it forks stays in), group (its process group, and what leaves it found by the environment mark the tree inherits), or auto (cgroup when one can be made; macOS has none). A watchdog ends the tree if mcp-bound dies' -r -f -a "auto\t''
 cgroup\t''
 group\t''"
-complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l memory-max -d 'Most memory the whole tree may use (cgroup memory.max); the kernel\'s OOM killer acts inside the cgroup, and the record counts its kills. Needs --contain cgroup and the memory controller' -r
-complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l pids-max -d 'Most processes (and threads) the whole tree may have (cgroup pids.max): a fork bomb stops there. Needs --contain cgroup and the pids controller' -r
-complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l cpu-max -d 'Most CPU the whole tree may use, in CPUs (0.5: half of one; cgroup cpu.max). Needs --contain cgroup and the cpu controller' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l memory-max -d 'Most memory the whole tree may use (cgroup memory.max); the kernel\'s OOM killer acts inside the cgroup, and the record counts its kills. Needs --contain cgroup and the memory controller (Linux only)' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l pids-max -d 'Most processes (and threads) the whole tree may have (cgroup pids.max): a fork bomb stops there. Needs --contain cgroup and the pids controller (Linux only)' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l cpu-max -d 'Most CPU the whole tree may use, in CPUs (0.5: half of one; cgroup cpu.max). Needs --contain cgroup and the cpu controller (Linux only)' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l limits -d 'What to do when a cgroup limit cannot be applied (no cgroup, or no such controller): strict refuses the call (125, nothing runs); best-effort goes on and the record lists what was not applied' -r -f -a "strict\t''
 best-effort\t''"
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l head-bytes -d 'Bytes of the start of stderr to keep' -r
@@ -43,7 +43,7 @@ complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l excerpt-bytes -d 'M
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l echo -d 'When to print the stderr excerpt to mcp-bound\'s stderr at exit: on-failure is a non-zero exit, except 141 for a stdout reader that stopped reading (a pipeline into head)' -r -f -a "never\t''
 on-failure\t''
 always\t''"
-complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l flood-path -d 'How a stderr flood is drained: auto times reads and moves the flood inside the kernel (splice) while copying it is slow and moving proves faster; read always copies; splice always moves. Speed only: what is kept and counted is the same' -r -f -a "auto\t'Time reads; move the flood inside the kernel while copying is slow and moving proves faster'
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l flood-path -d 'How a stderr flood is drained: auto times reads and moves the flood inside the kernel (splice, Linux only: elsewhere a flood is read) while copying it is slow and moving proves faster; read always copies; splice always moves. Speed only: what is kept and counted is the same' -r -f -a "auto\t'Time reads; move the flood inside the kernel while copying is slow and moving proves faster'
 read\t'Always copy (what --live uses)'
 splice\t'Always move a flood inside the kernel'"
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l redact -d 'Also mask matches of REGEX (repeatable) in everything written out of the capture; built-in patterns cover Authorization headers, Bearer tokens, private keys, common API token shapes and password=/token=/secret= pairs' -r

@@ -81,6 +81,10 @@ pub struct Gate<'a> {
     pub redactor: &'a Redactor,
     pub signals: &'a SignalPipe,
     pub origin: Instant,
+    /// The call's mark: the approver's tree carries it (as
+    /// `MCP_BOUND_APPROVER`), so the watchdog ends that tree too if
+    /// mcp-bound dies, with or without a parent-death signal.
+    pub mark: Option<String>,
 }
 
 /// Ask, and wait at most `gate.timeout` for the answer.
@@ -141,11 +145,8 @@ fn by_command(
         Err(e) => return error(format!("cannot prepare the approval request: {e}")),
     };
     let program = argv[0].to_string_lossy().into_owned();
-    let approver = match child::spawn(
-        argv,
-        child::StdinFrom::Fd(stdin),
-        &child::Confine::default(),
-    ) {
+    let confine = child::Confine::approver(gate.mark.as_deref());
+    let approver = match child::spawn(argv, child::StdinFrom::Fd(stdin), &confine) {
         Ok(approver) => approver,
         Err(child::SpawnError::NotFound(e) | child::SpawnError::NotExecutable(e)) => {
             return error(format!("approver {program}: cannot run: {e}"));

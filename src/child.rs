@@ -81,6 +81,18 @@ pub struct Confine {
     pub join_by_moving: bool,
 }
 
+impl Confine {
+    /// An approver's: no cgroup and no limits of the helper's, and the
+    /// call's mark as `MCP_BOUND_APPROVER`, by which what it leaves is
+    /// found when the approvers stop and by the watchdog.
+    pub fn approver(mark: Option<&str>) -> Confine {
+        Confine {
+            tree_mark: mark.map(|mark| (crate::contain::APPROVER_MARK.to_string(), mark.into())),
+            ..Confine::default()
+        }
+    }
+}
+
 /// Start the helper: its own process group, stdin inherited, a given
 /// descriptor or a pipe; stdout and stderr are pipes whose ends (ours) are
 /// non-blocking. On Linux it gets SIGKILL if mcp-bound dies, so it cannot
@@ -124,7 +136,9 @@ pub fn spawn(argv: &[OsString], stdin: StdinFrom, confine: &Confine) -> Result<H
             Some(stdout_theirs.as_fd()),
             Some(stderr_theirs.as_fd()),
         ],
-        die_with: std::process::id() as i32,
+        die_with: sys::BACKEND
+            .parent_death_signal
+            .then(|| std::process::id() as i32),
         rlimits: &confine.rlimits,
         cgroup: cgroup
             .as_ref()
@@ -155,7 +169,8 @@ pub fn spawn(argv: &[OsString], stdin: StdinFrom, confine: &Confine) -> Result<H
         stdin: stdin_ours,
         stdout,
         stderr,
-        family: Family::new(pid, strangers, confine.cgroup.clone()),
+        family: Family::new(pid, strangers, confine.cgroup.clone())
+            .marked(mark.map(|(name, value)| format!("{name}={value}").into_bytes())),
     })
 }
 
@@ -184,6 +199,9 @@ pub struct Family {
     /// the tree, read from cgroup.procs, and cgroup.events says whether
     /// any is left.
     cgroup: Option<std::path::PathBuf>,
+    /// The environment entry (`NAME=value`) every process of the tree
+    /// inherits: without a subreaper, how what escaped is found.
+    mark: Option<Vec<u8>>,
 }
 
 impl Family {
@@ -214,7 +232,13 @@ impl Family {
             helper_start: sys::proc_info(helper).map(|p| p.start),
             strangers,
             cgroup,
+            mark: None,
         }
+    }
+
+    /// The tree's environment mark, `NAME=value`.
+    pub fn marked(self, mark: Option<Vec<u8>>) -> Family {
+        Family { mark, ..self }
     }
 
     /// The processes in the tree's cgroup, None without one (or if it
@@ -231,15 +255,24 @@ impl Family {
     }
 
     /// Live processes of the helper's tree other than the helper itself:
-    /// the cgroup's members, or our descendants from a /proc scan.
-    pub fn live_descendants(&self) -> Vec<sys::ProcInfo> {
-        let tree = match self.cgroup_members() {
-            Some(members) => members.into_iter().filter_map(sys::proc_info).collect(),
-            None => sys::descendants(std::process::id() as i32, &|p| self.is_stranger(p)),
+    /// the cgroup's members, or our descendants from one scan of the
+    /// process table (with, where there is no subreaper, what carries the
+    /// tree's mark, and how many of this user's processes could not be
+    /// read for it).
+    pub fn live_descendants(&self) -> sys::Descendants {
+        let mut found = match self.cgroup_members() {
+            Some(members) => sys::Descendants {
+                processes: members.into_iter().filter_map(sys::proc_info).collect(),
+                unreadable: None,
+            },
+            None => sys::descendants(std::process::id() as i32, self.mark.as_deref(), &|p| {
+                self.is_stranger(p)
+            }),
         };
-        tree.into_iter()
-            .filter(|p| !p.zombie && p.pid != self.helper)
-            .collect()
+        found
+            .processes
+            .retain(|p| !p.zombie && p.pid != self.helper);
+        found
     }
 
     /// After the helper exited: is anything of its tree still running?
@@ -248,7 +281,8 @@ impl Family {
     /// so reading our children list answers it without scanning all of
     /// /proc.
     /// With a cgroup, cgroup.events answers: "populated 0" once no live
-    /// process is left in it (a zombie does not count).
+    /// process is left in it (a zombie does not count). Without a
+    /// subreaper, an escape is no child of ours: the table is scanned.
     pub fn descendants_left(&self) -> bool {
         if let Some(events) = self
             .cgroup
@@ -256,6 +290,9 @@ impl Family {
             .and_then(|dir| sys::read_small(&dir.join("cgroup.events")).ok())
         {
             return events.lines().any(|line| line == "populated 1");
+        }
+        if !sys::BACKEND.subreaper {
+            return !self.live_descendants().processes.is_empty();
         }
         sys::children_of_self()
             .into_iter()
@@ -273,6 +310,9 @@ pub struct Sweep {
     pub group_signalled: bool,
     /// Descendants outside the helper's group, signalled one by one.
     pub outside_group: u32,
+    /// This user's processes the scan for the tree's mark could not read
+    /// (None: no such scan).
+    pub unreadable: Option<u32>,
 }
 
 /// Send `signo` to the helper's group, then to every live descendant that
@@ -286,11 +326,12 @@ pub fn sweep(family: &Family, signo: i32, seen: &mut HashSet<i32>) -> Sweep {
     // Scan before signalling: a process that dies of the signal at once is
     // a zombie by the time a later scan runs, and would go uncounted.
     let live = family.live_descendants();
+    let unreadable = live.unreadable;
     if signo == crate::signals::SIGKILL
         && let Some(dir) = &family.cgroup
         && crate::contain::kill_cgroup(dir)
     {
-        seen.extend(live.iter().map(|p| p.pid));
+        seen.extend(live.processes.iter().map(|p| p.pid));
         return Sweep {
             cgroup_killed: true,
             ..Sweep::default()
@@ -298,7 +339,7 @@ pub fn sweep(family: &Family, signo: i32, seen: &mut HashSet<i32>) -> Sweep {
     }
     let group_signalled = signal_group(pgid, signo);
     let mut outsiders = Vec::new();
-    for process in live {
+    for process in live.processes {
         seen.insert(process.pid);
         if process.pgid != pgid && signal_pid(process.pid, signo) {
             outsiders.push(process.pid);
@@ -315,6 +356,7 @@ pub fn sweep(family: &Family, signo: i32, seen: &mut HashSet<i32>) -> Sweep {
         cgroup_killed: false,
         group_signalled,
         outside_group,
+        unreadable,
     }
 }
 

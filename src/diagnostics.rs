@@ -465,23 +465,6 @@ impl HoldingPipe {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
-
-    /// A helper's stderr: a non-blocking pipe we write into.
-    fn source() -> (File, File) {
-        let (read, write, _) = sys::private_pipe(1 << 20).unwrap();
-        (File::from(read), File::from(write))
-    }
-
-    /// Diagnostics on the flood path: a flood whose reads were slow.
-    fn flooded(head: usize, tail: usize, prefix: &[u8]) -> Diagnostics {
-        let mut diag = Diagnostics::new(Capture::new(head, tail), FloodPath::Auto);
-        diag.push(prefix);
-        assert!(diag.probing(), "not judged a flood");
-        slow_windows(&mut diag);
-        assert!(diag.splicing(), "the flood path did not start");
-        diag
-    }
 
     /// Windows of slow reads, spread over a long (future) stretch of wall
     /// time: the holding pipe's trial then compares against a trickle and passes.
@@ -498,84 +481,6 @@ mod tests {
         let mut bytes = b"abc\xC3\xA9\n".repeat(len / 6 + 1);
         bytes.truncate(len);
         bytes
-    }
-
-    fn same_capture(a: &Capture, b: &Capture) {
-        assert_eq!(a.head(), b.head());
-        assert_eq!(a.tail(), b.tail());
-        assert_eq!(a.bytes_seen(), b.bytes_seen());
-        assert_eq!(a.bytes_retained(), b.bytes_retained());
-    }
-
-    #[test]
-    fn a_flood_moved_in_the_kernel_keeps_what_reading_keeps() {
-        let data = stream(3 << 20);
-        let prefix = &data[..300 * 1024];
-        let (read, mut write) = source();
-        let mut diag = flooded(100, 16 * 1024, prefix);
-        for chunk in data[prefix.len()..].chunks(200_000) {
-            write.write_all(chunk).unwrap();
-            let mut moved = 0;
-            while moved < chunk.len() {
-                match diag.take_from(read.as_fd(), moved == 0, Instant::now()) {
-                    Took::Bytes(n) => moved += n,
-                    other => panic!("unexpected {other:?}"),
-                }
-            }
-        }
-        drop(write);
-        assert_eq!(
-            diag.take_from(read.as_fd(), true, Instant::now()),
-            Took::Eof
-        );
-        let mut whole = Capture::new(100, 16 * 1024);
-        whole.push(&data);
-        same_capture(&diag.finish(), &whole);
-    }
-
-    #[test]
-    fn tiny_writes_that_fill_the_holding_pipes_slots_never_stall_the_stream() {
-        // One byte per move: every move takes a holding pipe slot of its own, so
-        // the holding pipe fills (a few hundred slots) long before it holds the
-        // tail. Each move must still succeed.
-        let data = stream(400 * 1024);
-        let prefix = &data[..300 * 1024];
-        let (read, mut write) = source();
-        let mut diag = flooded(0, 16 * 1024, prefix);
-        for byte in &data[prefix.len()..] {
-            write.write_all(std::slice::from_ref(byte)).unwrap();
-            assert_eq!(
-                diag.take_from(read.as_fd(), true, Instant::now()),
-                Took::Bytes(1)
-            );
-        }
-        assert!(diag.splicing());
-        let mut whole = Capture::new(0, 16 * 1024);
-        whole.push(&data);
-        same_capture(&diag.finish(), &whole);
-    }
-
-    #[test]
-    fn bytes_from_elsewhere_land_after_the_held_ones() {
-        let data = stream(600 * 1024);
-        let (read, mut write) = source();
-        let mut diag = flooded(0, 64, &data[..300 * 1024]);
-        write.write_all(&data[300 * 1024..]).unwrap();
-        while let Took::Bytes(_) = diag.take_from(read.as_fd(), false, Instant::now()) {}
-        diag.push(b"[diverted]");
-        write.write_all(b"after").unwrap();
-        assert_eq!(
-            diag.take_from(read.as_fd(), true, Instant::now()),
-            Took::Bytes(5)
-        );
-        let capture = diag.finish();
-        let tail = capture.tail();
-        assert!(
-            tail.ends_with(b"\n[diverted]after"),
-            "{:?}",
-            String::from_utf8_lossy(&tail)
-        );
-        assert_eq!(capture.bytes_seen(), data.len() as u64 + 15);
     }
 
     #[test]
@@ -668,32 +573,134 @@ mod tests {
         assert_eq!(reading, Path::Reading);
     }
 
-    #[test]
-    fn measuring_again_settles_the_ring_and_keeps_the_order() {
-        let data = stream(REPROBE_AFTER as usize + (1 << 20));
-        let prefix = &data[..300 * 1024];
-        let (read, mut write) = source();
-        let mut diag = flooded(0, 1000, prefix);
-        let mut rest = &data[prefix.len()..];
-        while diag.splicing() {
-            let chunk = &rest[..rest.len().min(512 * 1024)];
-            write.write_all(chunk).unwrap();
-            rest = &rest[chunk.len()..];
+    /// The flood path itself: moves inside the kernel (splice), where
+    /// the backend has them.
+    #[cfg(all(target_os = "linux", not(mcp_bound_portable)))]
+    mod kernel_moves {
+        use super::*;
+        use std::io::Write;
+
+        /// A helper's stderr: a non-blocking pipe we write into.
+        fn source() -> (File, File) {
+            let (read, write, _) = sys::private_pipe(1 << 20).unwrap();
+            (File::from(read), File::from(write))
+        }
+
+        /// Diagnostics on the flood path: a flood whose reads were slow.
+        fn flooded(head: usize, tail: usize, prefix: &[u8]) -> Diagnostics {
+            let mut diag = Diagnostics::new(Capture::new(head, tail), FloodPath::Auto);
+            diag.push(prefix);
+            assert!(diag.probing(), "not judged a flood");
+            slow_windows(&mut diag);
+            assert!(diag.splicing(), "the flood path did not start");
+            diag
+        }
+
+        fn same_capture(a: &Capture, b: &Capture) {
+            assert_eq!(a.head(), b.head());
+            assert_eq!(a.tail(), b.tail());
+            assert_eq!(a.bytes_seen(), b.bytes_seen());
+            assert_eq!(a.bytes_retained(), b.bytes_retained());
+        }
+
+        #[test]
+        fn a_flood_moved_in_the_kernel_keeps_what_reading_keeps() {
+            let data = stream(3 << 20);
+            let prefix = &data[..300 * 1024];
+            let (read, mut write) = source();
+            let mut diag = flooded(100, 16 * 1024, prefix);
+            for chunk in data[prefix.len()..].chunks(200_000) {
+                write.write_all(chunk).unwrap();
+                let mut moved = 0;
+                while moved < chunk.len() {
+                    match diag.take_from(read.as_fd(), moved == 0, Instant::now()) {
+                        Took::Bytes(n) => moved += n,
+                        other => panic!("unexpected {other:?}"),
+                    }
+                }
+            }
+            drop(write);
+            assert_eq!(
+                diag.take_from(read.as_fd(), true, Instant::now()),
+                Took::Eof
+            );
+            let mut whole = Capture::new(100, 16 * 1024);
+            whole.push(&data);
+            same_capture(&diag.finish(), &whole);
+        }
+
+        #[test]
+        fn tiny_writes_that_fill_the_holding_pipes_slots_never_stall_the_stream() {
+            // One byte per move: every move takes a holding pipe slot of its own, so
+            // the holding pipe fills (a few hundred slots) long before it holds the
+            // tail. Each move must still succeed.
+            let data = stream(400 * 1024);
+            let prefix = &data[..300 * 1024];
+            let (read, mut write) = source();
+            let mut diag = flooded(0, 16 * 1024, prefix);
+            for byte in &data[prefix.len()..] {
+                write.write_all(std::slice::from_ref(byte)).unwrap();
+                assert_eq!(
+                    diag.take_from(read.as_fd(), true, Instant::now()),
+                    Took::Bytes(1)
+                );
+            }
+            assert!(diag.splicing());
+            let mut whole = Capture::new(0, 16 * 1024);
+            whole.push(&data);
+            same_capture(&diag.finish(), &whole);
+        }
+
+        #[test]
+        fn bytes_from_elsewhere_land_after_the_held_ones() {
+            let data = stream(600 * 1024);
+            let (read, mut write) = source();
+            let mut diag = flooded(0, 64, &data[..300 * 1024]);
+            write.write_all(&data[300 * 1024..]).unwrap();
             while let Took::Bytes(_) = diag.take_from(read.as_fd(), false, Instant::now()) {}
+            diag.push(b"[diverted]");
+            write.write_all(b"after").unwrap();
+            assert_eq!(
+                diag.take_from(read.as_fd(), true, Instant::now()),
+                Took::Bytes(5)
+            );
+            let capture = diag.finish();
+            let tail = capture.tail();
+            assert!(
+                tail.ends_with(b"\n[diverted]after"),
+                "{:?}",
+                String::from_utf8_lossy(&tail)
+            );
+            assert_eq!(capture.bytes_seen(), data.len() as u64 + 15);
         }
-        assert!(diag.probing(), "measuring reads again");
-        assert_eq!(
-            diag.take_from(read.as_fd(), true, Instant::now()),
-            Took::Off
-        );
-        // The rest arrives by reads, after what the holding pipe held.
-        let mut buf = vec![0; 1 << 20];
-        while let Ok(n) = read.try_clone().unwrap().read(&mut buf) {
-            diag.push(&buf[..n]);
+
+        #[test]
+        fn measuring_again_settles_the_ring_and_keeps_the_order() {
+            let data = stream(REPROBE_AFTER as usize + (1 << 20));
+            let prefix = &data[..300 * 1024];
+            let (read, mut write) = source();
+            let mut diag = flooded(0, 1000, prefix);
+            let mut rest = &data[prefix.len()..];
+            while diag.splicing() {
+                let chunk = &rest[..rest.len().min(512 * 1024)];
+                write.write_all(chunk).unwrap();
+                rest = &rest[chunk.len()..];
+                while let Took::Bytes(_) = diag.take_from(read.as_fd(), false, Instant::now()) {}
+            }
+            assert!(diag.probing(), "measuring reads again");
+            assert_eq!(
+                diag.take_from(read.as_fd(), true, Instant::now()),
+                Took::Off
+            );
+            // The rest arrives by reads, after what the holding pipe held.
+            let mut buf = vec![0; 1 << 20];
+            while let Ok(n) = read.try_clone().unwrap().read(&mut buf) {
+                diag.push(&buf[..n]);
+            }
+            diag.push(rest);
+            let mut whole = Capture::new(0, 1000);
+            whole.push(&data);
+            same_capture(&diag.finish(), &whole);
         }
-        diag.push(rest);
-        let mut whole = Capture::new(0, 1000);
-        whole.push(&data);
-        same_capture(&diag.finish(), &whole);
     }
 }

@@ -93,6 +93,12 @@ where
             complain("mcp-bound verify", &err);
             err.exit_code()
         }),
+        // Where there is no backend, nothing is started: one line says why.
+        Ok(cli::Parsed::Run(_)) if sys::BACKEND.unsupported.is_some() => {
+            let why = sys::BACKEND.unsupported.unwrap_or_default();
+            complain("mcp-bound", &format!("{why}; nothing was started"));
+            error::code::OWN_FAILURE
+        }
         Ok(cli::Parsed::Run(cli)) => {
             run::run(settings::Settings::from(&*cli)).unwrap_or_else(|err| {
                 complain("mcp-bound", &err);

@@ -164,7 +164,12 @@ fn capture(cli: &Cli) -> CaptureSettings {
         tail_bytes: cli.capture.tail_bytes,
         excerpt_bytes: cli.capture.excerpt_bytes,
         echo: cli.capture.echo,
-        flood_path: cli.capture.flood_path,
+        // Without splice (macOS) a flood is read: auto has nothing to
+        // choose, and an explicit splice was refused (cli/check.rs).
+        flood_path: match crate::sys::BACKEND.splice {
+            true => cli.capture.flood_path,
+            false => FloodPath::Read,
+        },
         redact: cli.capture.redact.clone(),
         log: cli
             .stderr_log

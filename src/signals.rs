@@ -40,6 +40,12 @@ pub fn parse(text: &str) -> Result<i32, String> {
     let upper = trimmed.to_ascii_uppercase();
     let bare = upper.strip_prefix("SIG").unwrap_or(&upper);
     if let Some(signo) = parse_real_time(bare) {
+        if !sys::BACKEND.real_time_signals {
+            return Err(format!(
+                "'{text}': {} has no real-time signals",
+                sys::BACKEND.os
+            ));
+        }
         return signo.ok_or_else(invalid);
     }
     sys::signal_number(&format!("SIG{bare}")).ok_or_else(invalid)
@@ -91,7 +97,19 @@ mod tests {
         assert_eq!(name(9), "KILL");
     }
 
-    #[cfg(target_os = "linux")]
+    /// Where the system has none, no real-time name is taken, and the
+    /// error says why.
+    #[cfg(any(target_os = "macos", mcp_bound_portable))]
+    #[test]
+    fn without_real_time_signals_none_is_taken() {
+        assert!(sys::real_time_signals().is_empty());
+        for name in ["RTMIN", "SIGRTMIN+1", "RTMAX", "rtmax-2"] {
+            let why = parse(name).unwrap_err();
+            assert!(why.ends_with("has no real-time signals"), "{why}");
+        }
+    }
+
+    #[cfg(all(target_os = "linux", not(mcp_bound_portable)))]
     #[test]
     fn real_time_signals_as_gnu_names_them() {
         let range = sys::real_time_signals();

@@ -67,13 +67,23 @@ impl Sink {
         // ManuallyDrop keeps us from closing it.
         let file = ManuallyDrop::new(unsafe { File::from_raw_fd(fd) });
         let mode = Self::classify(fd, &file);
-        let ready = mode.write_without_poll();
+        // One that must wait for POLLOUT (a terminal, a FIFO that cannot
+        // be re-opened) may take a write already: ask once, so that a line
+        // written "best effort, never waited for" is not dropped unasked.
+        let ready = mode.write_without_poll()
+            || (matches!(mode, Mode::AfterPollout) && Self::writable_now(fd));
         Sink {
             mode,
             fd,
             ready,
             file: Some(file),
         }
+    }
+
+    fn writable_now(fd: RawFd) -> bool {
+        let mut ready = Vec::with_capacity(1);
+        sys::ready_now(&[sys::Interest::new(fd, false, true)], &mut ready).is_ok()
+            && ready.first().is_some_and(|r| r.writable)
     }
 
     /// A sink that takes nothing (output is captured, not forwarded).

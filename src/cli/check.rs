@@ -303,6 +303,14 @@ pub(super) fn check(cli: &Cli, given: &Given) -> Result<(), String> {
     if given.has("record_keep") && !template.is_some_and(|t| t.has_placeholder()) {
         return Err("--record-keep keeps the newest records a --record template makes: give --record a placeholder in its file name ({call_id})".into());
     }
+    if cli.capture.flood_path == crate::diagnostics::FloodPath::Splice
+        && !crate::sys::BACKEND.splice
+    {
+        return Err(format!(
+            "--flood-path splice moves a flood inside the kernel, which {} cannot do: use auto or read",
+            crate::sys::BACKEND.os
+        ));
+    }
     if cli.mcp_mode.session == Some(SessionMode::Jsonrpc) && !guard(cli) {
         return Err("--session jsonrpc reads the server's responses through the stdout guard; it cannot run with --stdout-guard off".into());
     }

@@ -18,7 +18,7 @@ pub struct DeadlineArgs {
     pub timeout: Option<Duration>,
 
     /// Signal sent to the helper's group at the deadline: a name (any case, SIG optional; RTMIN+N,
-    /// RTMAX-N) or a number.
+    /// RTMAX-N where the system has real-time signals: not macOS) or a number.
     #[arg(short = 's', long, value_name = "SIGNAL", env = "MCP_BOUND_SIGNAL", default_value = "TERM", value_parser = signals::parse, help_heading = "Deadline options")]
     pub signal: i32,
 
@@ -45,9 +45,10 @@ pub struct DeadlineArgs {
     pub rlimit: Vec<crate::rlimit::Rlimit>,
 
     /// How the helper's tree is contained, so that nothing outlives mcp-bound, even when it is
-    /// SIGKILLed: cgroup (a cgroup v2 of its own, which everything it forks stays in), group (its
-    /// process group; after mcp-bound's death a descendant that left the group is not found), or
-    /// auto (cgroup when one can be made). A watchdog process ends the tree if mcp-bound dies.
+    /// SIGKILLed: cgroup (Linux: a cgroup v2 of its own, which everything it forks stays in), group
+    /// (its process group, and what leaves it found by the environment mark the tree inherits), or
+    /// auto (cgroup when one can be made; macOS has none). A watchdog ends the tree if mcp-bound
+    /// dies.
     #[arg(
         long,
         value_name = "HOW",
@@ -60,17 +61,17 @@ pub struct DeadlineArgs {
 
     /// Most memory the whole tree may use (cgroup memory.max); the kernel's OOM killer acts inside
     /// the cgroup, and the record counts its kills. Needs --contain cgroup and the memory
-    /// controller.
+    /// controller (Linux only).
     #[arg(long, value_name = "BYTES", env = "MCP_BOUND_MEMORY_MAX", value_parser = positive_bytes, help_heading = "Deadline options")]
     pub memory_max: Option<u64>,
 
     /// Most processes (and threads) the whole tree may have (cgroup pids.max): a fork bomb stops
-    /// there. Needs --contain cgroup and the pids controller.
+    /// there. Needs --contain cgroup and the pids controller (Linux only).
     #[arg(long, value_name = "N", env = "MCP_BOUND_PIDS_MAX", value_parser = clap::value_parser!(u64).range(1..), help_heading = "Deadline options")]
     pub pids_max: Option<u64>,
 
     /// Most CPU the whole tree may use, in CPUs (0.5: half of one; cgroup cpu.max). Needs --contain
-    /// cgroup and the cpu controller.
+    /// cgroup and the cpu controller (Linux only).
     #[arg(long, value_name = "CPUS", env = "MCP_BOUND_CPU_MAX", value_parser = parse_cpus, help_heading = "Deadline options")]
     pub cpu_max: Option<f64>,
 

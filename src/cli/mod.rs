@@ -132,8 +132,9 @@ pub struct CaptureArgs {
     pub echo: Echo,
 
     /// How a stderr flood is drained: auto times reads and moves the flood inside the kernel
-    /// (splice) while copying it is slow and moving proves faster; read always copies; splice
-    /// always moves. Speed only: what is kept and counted is the same.
+    /// (splice, Linux only: elsewhere a flood is read) while copying it is slow and moving proves
+    /// faster; read always copies; splice always moves. Speed only: what is kept and counted is
+    /// the same.
     #[arg(
         long,
         value_name = "HOW",

@@ -61,7 +61,9 @@ most count_error (Space-Saving, 64 entries); repeats_counted {lines, bytes}: the
 then at most one byte in 1024, so bytes below bytes_seen means a sample; the exit echo says the top three after \
 the truncation marker, [not kept: SIZE, mostly \"LINE\" ×N]; debug_windows [{opened_at, closed_at, by, \
 closed_by, bytes_forwarded}], debug_windows_not_listed, debug_windows_open_ms: see DEBUG WINDOW}, \
-contain (method cgroup or group, the cgroup's path, why auto fell back, the watchdog's pid), \
+contain (method cgroup, group, or group+mark where there is no subreaper (macOS): what left the group \
+is found by the tree's mark, so unreadable counts this user's processes a scan could not read; the cgroup's \
+path, why auto fell back, the watchdog's pid), \
 usage (what the helper's whole tree used, null until it ended: user_ms, sys_ms, max_rss_kib, the largest \
 resident set of any one process mcp-bound reaped, with what it reaped, null when none was (never \
 getrusage's RUSAGE_CHILDREN peak, which survives exec and may be a parent's child's); with a cgroup, cgroup_cpu_ms from its cpu.stat and memory_peak_bytes from its \
@@ -80,7 +82,7 @@ cancel_requested, signal_sent (signal, target group, descendants or cgroup (KILL
 reason: timeout, signal, client_disconnected, stdin_closed, pipes_held, leftovers, supervisor_failure, \
 restart_refused), \
 helper_exited, stdout_closed, stderr_closed, stdin_closed, streams_abandoned, each with t_ms, \
-milliseconds on the monotonic clock since mcp-bound started. Last, mcp_bound {version, pid, \
+milliseconds on the monotonic clock since mcp-bound started. Last, mcp_bound {version, pid, os (linux, macos), \
 warnings: what was worth saying of its own files and did not stop the call, such as a journal or \
 stderr log others can read}. \
 A cancellation after dispatch is never reported as a failure: the helper may already have acted.";
@@ -94,8 +96,12 @@ pub const MAN_SECTIONS: &[(&str, &str)] = &[
 own (clone3 with CLONE_INTO_CGROUP, or, where clone3 is refused, by writing itself into cgroup.procs \
 before it execs; the cgroup2 mount at /sys/fs/cgroup, …/unified on hybrid systems, else from /proc/self/mountinfo), \
 so whatever it forks stays inside, setsid and double forks included; the cgroup is removed at the \
-end. With --contain group (auto's fallback, with the reason in contain.fallback) the tree is the \
-process group, and every process of it carries MCP_BOUND_TREE in its environment. A watchdog, started \
+end. With --contain group (auto's fallback, with the reason in contain.fallback; macOS has no cgroup) \
+the tree is the process group, and every process of it carries MCP_BOUND_TREE in its environment: on \
+Linux a subreaper keeps every escape mcp-bound's child; on macOS (method group+mark) an escape \
+re-parented to launchd is found by that mark (libproc and KERN_PROCARGS2), which reads only this user's \
+processes: one whose environment cannot be read (a setuid program) is not found, and is counted in \
+contain.unreadable. A watchdog, started \
 before dispatch in a session of its own and holding only a pipe from mcp-bound, sees mcp-bound die: \
 it kills the cgroup (cgroup.kill, or each pid of cgroup.procs) or the group and every process with \
 the mark, writes the journal's terminal entry and the record with state supervisor_killed (exit \
@@ -109,7 +115,8 @@ stderr.bytes_seen, and mcp with the requests then in flight as interrupted; a su
 event gives facts_t_ms, when that was known. \
 With --journal or --record it is a fork of mcp-bound; without, a waiter that shares \
 mcp-bound's memory and costs next to nothing, and which on mcp-bound's death strikes once and execs \
-mcp-bound as mcp-bound-watchdog to end the rest. --contain cgroup where no cgroup can be made is exit 125, and nothing runs. --memory-max, --pids-max and \
+mcp-bound as mcp-bound-watchdog to end the rest (on Linux; elsewhere always a fork). --contain cgroup where no cgroup can be made \
+(on macOS: never) is exit 125, and nothing runs. --memory-max, --pids-max and \
 --cpu-max write the cgroup's memory.max, pids.max and cpu.max (enabling the controller in the parent); \
 one the machine cannot apply refuses the call (125) unless --limits best-effort, and the record's \
 contain lists applied and not_applied, and oom_kills from memory.events.",
@@ -241,7 +248,22 @@ descendants hold its stdout or stderr open, mcp-bound waits --wait-delay, then t
 Descendants still running after the helper exited and its pipes closed are terminated the same way. \
 On Linux the helper also gets PR_SET_PDEATHSIG=SIGKILL, so it dies with mcp-bound even before the \
 watchdog acts; its descendants are ended by the containment (CONTAINMENT): the watchdog kills the \
-cgroup, or the group and every marked process.",
+cgroup, or the group and every marked process. macOS has neither a subreaper nor a parent-death \
+signal: escapes are found by the tree's mark (looked for again on a backoff while leftovers are \
+ended, since their exits wake nobody), and only the watchdog ends the tree once mcp-bound is gone.",
+    ),
+    (
+        "PLATFORMS",
+        "Linux has every guarantee described here. macOS: the loop waits with poll(2), and with \
+select(2) for a terminal, which poll(2) refuses; the tree is contained as group+mark (see \
+CONTAINMENT and PROCESS TREE); no cgroup, so --contain cgroup, --memory-max, --pids-max and \
+--cpu-max are exit 125 naming the platform (--limits best-effort goes on and lists them in \
+contain.not_applied); no splice, so a flood is read and --flood-path splice is refused; no \
+real-time signals; the journal is made durable with fcntl(F_FULLFSYNC), since fsync does not reach \
+the disk there; usage.max_rss_kib is converted from the bytes macOS reports. If mcp-bound and its \
+watchdog are both SIGKILLed, nothing ends the tree on macOS (no parent-death signal); on Linux the \
+helper dies with mcp-bound. Any other Unix builds and refuses to run (125). Windows is planned. \
+The record's mcp_bound.os names the system.",
     ),
     (
         "MCP SERVER MODE",

@@ -69,7 +69,8 @@ impl CgroupLimits {
 /// What the record says about containment.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ContainFacts {
-    /// cgroup or group.
+    /// cgroup, group (with a subreaper), or group+mark (no subreaper:
+    /// what left the group is found by the tree's mark).
     pub method: &'static str,
     /// The cgroup's path (under the cgroup2 mount), with cgroup.
     pub cgroup: Option<String>,
@@ -85,6 +86,10 @@ pub struct ContainFacts {
     /// OOM kills inside the cgroup (memory.events oom_kill); null
     /// without a cgroup.
     pub oom_kills: Option<u64>,
+    /// group+mark: the most of this user's processes a sweep's scan for
+    /// the mark could not read (the tree may be larger than what was
+    /// found); null where no sweep scanned for the mark.
+    pub unreadable: Option<u32>,
 }
 
 /// The environment variable that marks the helper's tree.
@@ -184,10 +189,16 @@ impl Contain {
     /// Before dispatch: the cgroup, or why there is none. `Err` only for
     /// `--contain cgroup` without one (the call is refused).
     pub fn prepare(mode: ContainMode, limits: &CgroupLimits) -> Result<Contain, String> {
+        let make = || match sys::BACKEND.cgroup {
+            true => make_cgroup(),
+            false => Err(format!("no cgroup on {}", sys::BACKEND.os)),
+        };
         let cgroup = match mode {
             ContainMode::Group => Err("--contain group".to_string()),
-            ContainMode::Cgroup => Ok(make_cgroup().map_err(|e| format!("--contain cgroup: {e}"))?),
-            ContainMode::Auto => make_cgroup(),
+            ContainMode::Cgroup => Ok(make().map_err(|e| {
+                format!("--contain cgroup: {e}; nothing was started (--contain group or auto runs)")
+            })?),
+            ContainMode::Auto => make(),
         };
         let (cgroup, fallback) = match cgroup {
             Ok(dir) => (Some(dir), None),
@@ -200,13 +211,18 @@ impl Contain {
         Ok(Contain {
             mark: format!("{}-{nonce:x}", std::process::id()),
             facts: ContainFacts {
-                method: if cgroup.is_some() { "cgroup" } else { "group" },
+                method: match (&cgroup, sys::BACKEND.subreaper) {
+                    (Some(_), _) => "cgroup",
+                    (None, true) => "group",
+                    (None, false) => "group+mark",
+                },
                 cgroup: cgroup.as_ref().map(|d| d.to_string_lossy().into_owned()),
                 fallback,
                 watchdog_pid: None,
                 oom_kills: cgroup.as_ref().map(|_| 0),
                 applied,
                 not_applied,
+                unreadable: None,
             },
             cgroup,
             watchdog: None,
@@ -282,6 +298,9 @@ fn apply_limits(
     let (mut applied, mut not_applied) = (Vec::new(), Vec::new());
     for (controller, file, value) in limits.wanted() {
         let result = match cgroup {
+            None if !sys::BACKEND.cgroup => {
+                Err(format!("{file}: no cgroup on {}", sys::BACKEND.os))
+            }
             None => Err(format!("{file}: no cgroup (--contain group)")),
             Some(dir) => apply_one(dir, controller, file, &value),
         };
@@ -352,9 +371,10 @@ mod tests {
         );
         assert!(!sys::is_cgroup2_mount(Path::new("/tmp")));
         assert!(!sys::is_cgroup2_mount(Path::new("/nonexistent")));
-        // Where mountinfo names one, statfs agrees.
+        // Where mountinfo names one, statfs agrees (a backend without
+        // cgroups sees none).
         let text = sys::read_small(Path::new("/proc/self/mountinfo")).unwrap();
-        if let Some(mount) = cgroup2_mount_in(&text) {
+        if let Some(mount) = cgroup2_mount_in(&text).filter(|_| sys::BACKEND.cgroup) {
             assert!(sys::is_cgroup2_mount(&mount), "{}", mount.display());
         }
     }

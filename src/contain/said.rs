@@ -109,7 +109,7 @@ mod tests {
     /// The waiter's own allocation-free reading hears the same group and
     /// the same "done" as the decoder, over every message, fed in any
     /// chunking: it is this protocol's decoder for `P` and `D`.
-    #[cfg(target_os = "linux")]
+    #[cfg(all(target_os = "linux", not(mcp_bound_portable)))]
     #[test]
     fn the_waiters_reading_agrees_with_the_decoder() {
         use crate::sys::{WaiterHeard, WaiterReading};

@@ -135,10 +135,11 @@ impl Contain {
         last_words: Option<impl FnOnce(LastWords)>,
     ) -> std::io::Result<()> {
         let watchdog = match last_words {
-            None => match self.start_waiter() {
+            None if sys::BACKEND.waiter => match self.start_waiter() {
                 Ok(waiter) => Watchdog::Waiter(waiter),
                 Err(_) => self.fork_watchdog(|_| {})?,
             },
+            None => self.fork_watchdog(|_| {})?,
             Some(last_words) => self.fork_watchdog(last_words)?,
         };
         self.facts.watchdog_pid = Some(match &watchdog {

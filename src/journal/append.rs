@@ -194,7 +194,7 @@ impl Journal {
         // One write: with O_APPEND the lines land whole at the end.
         (&*file).write_all(&out)?;
         if self.sync {
-            file.sync_data()?;
+            crate::sys::sync_durable(file)?;
         }
         last.ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no entry to append"))
     }

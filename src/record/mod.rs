@@ -397,6 +397,8 @@ pub struct Approval {
 pub struct Supervisor {
     pub version: String,
     pub pid: u32,
+    /// The system, as its backend names it (`sys::BACKEND.os`).
+    pub os: &'static str,
     /// What was worth saying of mcp-bound's own files and did not stop
     /// the call (a journal or stderr log others can read), each said once
     /// on stderr too.

@@ -23,6 +23,7 @@ pub(super) fn decide(
     mut pending: PendingApproval,
     approval: &ApprovalSettings,
     signals: &SignalPipe,
+    mark: String,
 ) -> Result<Authorized, Box<Ended>> {
     let method = &approval.method;
     let record = pending.record_mut();
@@ -45,6 +46,7 @@ pub(super) fn decide(
         redactor: call.redactor,
         signals,
         origin: call.origin,
+        mark: Some(mark),
     };
     let outcome = approve::ask(method, &request, &gate);
     record.approval.decision = outcome.decision;

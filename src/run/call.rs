@@ -221,7 +221,10 @@ fn end_of(preserve_status: bool, outcome: &Outcome, record: &mut Record) -> i32 
     record.lifecycle.cancel_signal = cancel.and_then(Cancellation::signal).map(signals::name);
     record.lifecycle.exit = outcome.exit.map(ChildExit::to_record);
     record.lifecycle.stream_end = Some(outcome.stream_end);
-    record.lifecycle.descendants_signalled = outcome.descendants_signalled;
+    record.lifecycle.descendants_signalled = outcome.tree.signalled;
+    if let Some(facts) = record.contain.as_mut() {
+        facts.unreadable = outcome.tree.unreadable;
+    }
     record.stdout = outcome.stdout.clone();
     exit_code
 }
@@ -256,7 +259,10 @@ mod tests {
             stdout: Default::default(),
             live: Default::default(),
             events: Vec::new(),
-            descendants_signalled: 1,
+            tree: crate::supervise::TreeFacts {
+                signalled: 1,
+                unreadable: None,
+            },
             last_stdout: None,
             last_stderr: None,
             failure: failure.map(str::to_string),

@@ -43,7 +43,9 @@ pub fn run(settings: Settings) -> Result<i32, Error> {
     // First, so a signal during set-up is seen and cancels before dispatch.
     let signals = SignalPipe::install().map_err(|e| setup("cannot install signal handlers", e))?;
     claim_record_fd(settings)?;
-    sys::become_subreaper().map_err(|e| setup("cannot become a child subreaper", e))?;
+    if sys::BACKEND.subreaper {
+        sys::become_subreaper().map_err(|e| setup("cannot become a child subreaper", e))?;
+    }
     let journal = open_journal(settings)?;
     let redactor = Redactor::new(&settings.capture.redact)
         .map_err(|e| Error::Usage(format!("--redact {e}; nothing was started")))?;
@@ -89,7 +91,7 @@ fn validated_on(
     let authorized = match &call.settings.approval {
         Some(approval) => {
             let pending = steps::secure(call, validated.pending_approval(), prepared, signals)?;
-            approval::decide(call, pending, approval, signals)?
+            approval::decide(call, pending, approval, signals, prepared.mark())?
         }
         None => steps::secure(call, validated.authorized(), prepared, signals)?,
     };
@@ -213,6 +215,7 @@ fn initial_record(settings: &Settings, started_at: SystemTime, redactor: &Redact
         mcp_bound: Supervisor {
             version: env!("CARGO_PKG_VERSION").to_string(),
             pid: std::process::id(),
+            os: sys::BACKEND.os,
             warnings: Vec::new(),
         },
     }

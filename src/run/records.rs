@@ -46,7 +46,7 @@ pub(super) fn write_record_text(path: &Path, line: &str) -> io::Result<()> {
     let result = (|| {
         let mut file = sys::create_private(&temp)?;
         file.write_all(line.as_bytes())?;
-        file.sync_data()?;
+        sys::sync_durable(&file)?;
         fs::rename(&temp, path)
     })();
     if result.is_err() {

@@ -35,6 +35,14 @@ pub(super) struct Prepared {
     contain: Contain,
 }
 
+impl Prepared {
+    /// The call's mark (`MCP_BOUND_TREE`'s value), which its approvers
+    /// carry too.
+    pub(super) fn mark(&self) -> String {
+        self.contain.mark().1
+    }
+}
+
 /// Received → validated: nothing is started unless each of these holds.
 pub(super) fn validate<'a>(
     call: &mut Context<'a>,

@@ -74,13 +74,7 @@ impl Approvers {
         table: &mut Session,
         adopt: &mut dyn FnMut(i32),
     ) {
-        let confine = child::Confine {
-            tree_mark: self
-                .mark
-                .as_ref()
-                .map(|mark| (crate::contain::APPROVER_MARK.to_string(), mark.clone())),
-            ..child::Confine::default()
-        };
+        let confine = child::Confine::approver(self.mark.as_deref());
         for ask in asks {
             let started = sys::file_with(&ask.stdin)
                 .map_err(|e| format!("cannot prepare the approval request: {e}"))

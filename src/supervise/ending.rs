@@ -70,7 +70,10 @@ impl Loop<'_> {
             repeats,
             live,
             events: self.events,
-            descendants_signalled: self.tree.descendants_signalled(),
+            tree: super::outcome::TreeFacts {
+                signalled: self.tree.descendants_signalled(),
+                unreadable: self.tree.unreadable,
+            },
             failure: None,
             host_hung_up: self.host_hung_up,
             mcp,

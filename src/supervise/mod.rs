@@ -23,10 +23,10 @@ mod stderr;
 mod stdin;
 mod stdout;
 mod tree;
+mod turn;
 
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsRawFd, RawFd};
 use std::time::Instant;
 
 use crate::capture::Capture;
@@ -44,8 +44,11 @@ use session::SessionParts;
 use stderr::{Intake, StderrDrain};
 use stdout::{Destination, StdoutRelay};
 use tree::Tree;
+use turn::Slots;
 
 pub(crate) use approvers::REASON_BYTES;
+#[cfg(test)]
+pub use outcome::TreeFacts;
 pub use outcome::{Config, Outcome, SessionConfig, StdoutMode};
 
 /// What a read left of a stream a loop part owns: still open (bytes, or
@@ -236,27 +239,6 @@ pub(crate) fn supervise_with(
     outcome
 }
 
-/// The interest set of one turn, and where each part's slot is.
-#[derive(Default)]
-struct Slots {
-    stderr: Option<usize>,
-    signals: usize,
-    stdout: Option<usize>,
-    sink: Option<usize>,
-    live: Option<usize>,
-    stdin: Option<usize>,
-    /// The session layer: our stdin read, the server's stdin written.
-    client: Option<usize>,
-    server_in: Option<usize>,
-    /// Per-call approvers' pipes: (slot, approver, pipe).
-    approvers: Vec<(usize, usize, usize)>,
-}
-
-fn push(interests: &mut Vec<Interest>, interest: Interest) -> usize {
-    interests.push(interest);
-    interests.len() - 1
-}
-
 impl Loop<'_> {
     /// Reap the helper, once the watchdog knows its group's number is
     /// not the call's any more.
@@ -274,89 +256,6 @@ impl Loop<'_> {
 
     fn streams_open(&self) -> bool {
         self.stdout.is_open() || self.stderr.is_open()
-    }
-
-    fn next_wake(&self) -> Option<Instant> {
-        let live = self.intake.live.as_ref().and_then(LiveOutput::wake_at);
-        let request = self.session.as_ref().and_then(|s| s.table.deadline());
-        let restart = self
-            .session
-            .as_ref()
-            .and_then(|s| s.restarter.as_ref())
-            .and_then(|r| r.wake_at());
-        // Lines wait for the stderr log: write more before sleeping.
-        let log = self.intake.log_pending().then(Instant::now);
-        let journal = self
-            .session
-            .as_ref()
-            .and_then(|s| s.held.as_ref())
-            .map(|held| held.retry_at);
-        [self.term.deadline(), live, request, restart, log, journal]
-            .into_iter()
-            .flatten()
-            .min()
-    }
-
-    /// What to wait for this turn. Streams before the signal pipe: where
-    /// the wait is poll(2) (not Linux, or a descriptor epoll refuses),
-    /// once it meets a ready descriptor it stops putting wait-queue
-    /// entries on the ones after it, so during a flood one call costs one
-    /// look at each (less CPU for a stderr flood: bench/results.md).
-    fn interests(&self, interests: &mut Vec<Interest>) -> Slots {
-        interests.clear();
-        let read = |fd: RawFd| Interest::new(fd, true, false);
-        Slots {
-            stderr: self
-                .stderr
-                .read_interest()
-                .map(|fd| push(interests, read(fd))),
-            signals: push(interests, read(self.signals.fd().as_raw_fd())),
-            stdout: self
-                .stdout
-                .read_interest()
-                .map(|fd| push(interests, read(fd))),
-            sink: self
-                .stdout
-                .sink_interest()
-                .map(|(fd, write)| push(interests, Interest::new(fd, false, write))),
-            live: self
-                .intake
-                .live
-                .as_ref()
-                .and_then(LiveOutput::write_interest)
-                .map(|fd| push(interests, Interest::new(fd, false, true))),
-            // Our stdin is watched for hang-up without being read (the
-            // helper reads it). A socket the host shut down for writing
-            // reports only POLLRDHUP: that is a hang-up too.
-            stdin: self.watch_stdin.then(|| {
-                push(
-                    interests,
-                    Interest {
-                        peer_closed: true,
-                        ..Interest::new(0, false, false)
-                    },
-                )
-            }),
-            client: self
-                .client_interest()
-                .map(|interest| push(interests, interest)),
-            server_in: self
-                .session
-                .as_ref()
-                .and_then(|s| s.stdin.write_interest())
-                .map(|fd| push(interests, Interest::new(fd, false, true))),
-            approvers: self
-                .session
-                .as_ref()
-                .and_then(|s| s.approvers.as_ref())
-                .map(|a| {
-                    a.interests()
-                        .into_iter()
-                        .map(|(fd, i, p)| (push(interests, read(fd)), i, p))
-                        .collect()
-                })
-                .unwrap_or_default(),
-        }
     }
 
     fn run(&mut self, poll: &mut dyn Wait) -> Result<(), String> {
@@ -406,6 +305,9 @@ impl Loop<'_> {
     fn after_exit(&mut self, now: Instant) -> bool {
         if self.term.finished(self.tree.family.descendants_left()) {
             return true;
+        }
+        if !sys::BACKEND.subreaper {
+            self.tree.recheck.after(now);
         }
         match self.term.phase() {
             Phase::Running => {
@@ -584,7 +486,7 @@ mod tests {
             .collect();
         assert!(!killed.is_empty(), "KILL was sent: {:?}", outcome.events);
         // Nothing of the tree is left running (the background sleep too).
-        let left: Vec<_> = family.live_descendants();
+        let left = family.live_descendants().processes;
         assert!(left.is_empty(), "left running: {left:?}");
         assert!(
             crate::sys::proc_info(pid).is_none(),

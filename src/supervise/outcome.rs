@@ -60,6 +60,17 @@ pub struct Config<'j> {
     pub stderr_log: Option<StderrLog>,
 }
 
+/// What the sweeps did to the helper's tree, for the record.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TreeFacts {
+    /// Descendants signalled (`descendants_signalled`).
+    pub signalled: u32,
+    /// The most of this user's processes a sweep's scan for the tree's
+    /// mark could not read; None where no sweep scanned for it
+    /// (`contain.unreadable`).
+    pub unreadable: Option<u32>,
+}
+
 #[derive(Debug)]
 pub struct Outcome {
     pub exit: Option<ChildExit>,
@@ -76,7 +87,7 @@ pub struct Outcome {
     /// queued at exit).
     pub live: LiveCounts,
     pub events: Vec<Event>,
-    pub descendants_signalled: u32,
+    pub tree: TreeFacts,
     pub last_stdout: Option<Instant>,
     pub last_stderr: Option<Instant>,
     /// mcp-bound itself failed after dispatch (the tree was killed).

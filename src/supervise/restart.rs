@@ -274,6 +274,7 @@ impl Tree {
         tree.earlier = self.descendants_signalled();
         tree.signalled_holders = self.signalled_holders;
         tree.cgroup_killed = self.cgroup_killed;
+        tree.unreadable = self.unreadable;
         tree
     }
 }

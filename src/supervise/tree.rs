@@ -3,6 +3,7 @@
 //! and what was signalled is remembered for the record.
 
 use std::collections::HashSet;
+use std::time::{Duration, Instant};
 
 use crate::child::{self, Family};
 use crate::record::{EventKind, SignalReason, Target};
@@ -22,6 +23,39 @@ pub(crate) struct Tree {
     /// one that writes itself into cgroup.procs lives: a restart must join
     /// it that way.
     pub cgroup_killed: bool,
+    /// The most of this user's processes one sweep's scan for the tree's
+    /// mark could not read (this incarnation or an earlier one); None
+    /// where no sweep scanned for the mark.
+    pub unreadable: Option<u32>,
+    /// When to look for leftovers again (no subreaper).
+    pub recheck: Recheck,
+}
+
+/// Without a subreaper an escape's death wakes nobody here (its SIGCHLD
+/// goes to init or launchd): while the loop waits for leftovers to end,
+/// it looks again after 10 ms, the wait doubling up to a quarter second.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Recheck {
+    at: Option<Instant>,
+    step: Duration,
+}
+
+impl Recheck {
+    const FIRST: Duration = Duration::from_millis(10);
+    const MOST: Duration = Duration::from_millis(250);
+
+    /// Leftovers were still there at `now`: look again later.
+    pub fn after(&mut self, now: Instant) {
+        self.step = match self.step.is_zero() {
+            true => Self::FIRST,
+            false => (self.step * 2).min(Self::MOST),
+        };
+        self.at = Some(now + self.step);
+    }
+
+    pub fn at(&self) -> Option<Instant> {
+        self.at
+    }
 }
 
 impl Tree {
@@ -32,6 +66,8 @@ impl Tree {
             signalled_holders: false,
             earlier: 0,
             cgroup_killed: false,
+            unreadable: None,
+            recheck: Recheck::default(),
         }
     }
 
@@ -42,6 +78,7 @@ impl Tree {
         let before = self.descendants.len();
         let sweep = child::sweep(&self.family, signo, &mut self.descendants);
         self.cgroup_killed |= sweep.cgroup_killed;
+        self.unreadable = self.unreadable.max(sweep.unreadable);
         let signal = signals::name(signo);
         // Each target reached, with how many signals went to it.
         let sent = [
@@ -69,11 +106,31 @@ impl Tree {
     pub fn has_new_descendants(&self) -> bool {
         self.family
             .live_descendants()
+            .processes
             .iter()
             .any(|p| !self.descendants.contains(&p.pid))
     }
 
     pub fn descendants_signalled(&self) -> u32 {
         self.earlier + self.descendants.len() as u32
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn leftovers_are_looked_at_again_sooner_first_then_at_most_four_times_a_second() {
+        let t0 = Instant::now();
+        let mut recheck = Recheck::default();
+        assert_eq!(recheck.at(), None);
+        let waits: Vec<u128> = (0..8)
+            .map(|_| {
+                recheck.after(t0);
+                (recheck.at().unwrap() - t0).as_millis()
+            })
+            .collect();
+        assert_eq!(waits, [10, 20, 40, 80, 160, 250, 250, 250]);
     }
 }

@@ -1,330 +1,76 @@
-//! The OS layer, the only place that uses nix and libc: descriptor flags
-//! and the signal self-pipe here; files (private creation, locks, what
-//! `fstat` says of one opened) in `files.rs`; waiting for readiness (poll(2),
-//! the epoll `Poller`) in `poll.rs`; process calls (spawning, rlimits,
-//! signals to processes) in `process.rs`, and waiting for children in
-//! `wait.rs`; what only Linux has in `linux.rs`, and what /proc says in
-//! `procfs.rs` (plain reads); `other.rs` stands in elsewhere without
-//! touching libc, chosen here with `#[cfg]` and `#[path]`.
+//! The OS layer, and its contract: the only place that uses nix and libc
+//! (and, for Windows, its bindings). The rest of mcp-bound asks `sys` for
+//! what it needs and reads [`BACKEND`] for what the system can do; no
+//! backend turns a guarantee into a silent no-op: what a system lacks is a
+//! function that says so (`Unsupported`), never one that pretends.
+//!
+//! Every backend provides:
+//! - **the poller**: `Poller`, waiting for readiness of the loop's
+//!   descriptors with a deadline (`ready[i]` answers `interests[i]`), and
+//!   `poll_until`, the one bounded wait outside the loop;
+//! - **the signal source**: `SignalPipe`, signals counted by a handler and
+//!   delivered as readiness of one descriptor, so no thread handles one;
+//! - **spawn**: a program started in a process group of its own, with its
+//!   stdio, rlimits and the tree's environment mark, none of our
+//!   descriptors inherited (`spawn`, `Exec`, `Setup`);
+//! - **wait and reap**: an exit observed without reaping (`wait_exit`, so
+//!   the pid, and the group's, stay ours while we signal them), reaping
+//!   with what each process used (`reap`, `reaped_peak_kib`);
+//! - **the process table**: a process's parent, group and start time
+//!   (`proc_info`: a pid with its start time names one process, even
+//!   after the pid is reused), the tree's descendants (`descendants`), and
+//!   the processes whose environment holds an exact entry
+//!   (`pids_with_env`: how the tree's mark finds what escaped);
+//! - **the watchdog's link**: a fork that outlives us and learns of our
+//!   death from a pipe's end; on Linux also the `Waiter`, which shares our
+//!   memory;
+//! - **file locks** (`lock_exclusive`, `try_lock_exclusive`) and
+//!   **durable sync** (`sync_durable`: on macOS `F_FULLFSYNC`, since its
+//!   `fsync` does not reach the disk);
+//! - **pipes** (`pipe_cloexec`, and the flood path's `splice`, which only
+//!   Linux has).
+//!
+//! The backends, chosen here once:
+//! - `unix/linux/`: Linux, whole: epoll, a child subreaper, the
+//!   parent-death signal, cgroup v2 (born into it with clone3), splice,
+//!   /proc, the `Waiter`;
+//! - `unix/macos/`: macOS: poll(2) (select(2) for a terminal, which
+//!   macOS's poll(2) refuses), no subreaper and no parent-death signal
+//!   (what escapes the group is found by the tree's mark in the process
+//!   table: libproc and `KERN_PROCARGS2`), no cgroup, no splice, the
+//!   forked watchdog only. The same backend runs on Linux when built with
+//!   `--cfg mcp_bound_portable`, its table then read from /proc, so CI
+//!   runs the macOS code paths;
+//! - `unix/unsupported.rs`: any other Unix: mcp-bound compiles and refuses
+//!   to run, saying why (`BACKEND.unsupported`).
+//!
+//! `unix/` holds what POSIX gives every Unix backend: descriptor flags,
+//! the signal pipe, files, poll(2), spawning and waiting.
 
-mod files;
-#[cfg_attr(target_os = "linux", path = "linux.rs")]
-#[cfg_attr(not(target_os = "linux"), path = "other.rs")]
-mod os;
-mod poll;
-mod process;
-#[cfg(target_os = "linux")]
-mod procfs;
-mod wait;
+#[cfg(unix)]
+mod unix;
+#[cfg(unix)]
+pub use unix::*;
 
-pub use files::*;
-pub use poll::*;
-pub use process::*;
-#[cfg(target_os = "linux")]
-pub use procfs::{children_of_self, descendants, pids_with_env, proc_info};
-pub use wait::*;
-
-use std::ffi::CString;
-use std::fs::File;
-use std::io;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
-use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
-
-use nix::fcntl::{FcntlArg, FdFlag, OFlag, fcntl};
-use nix::libc;
-
-/// Only for descriptors we created: O_NONBLOCK lives in the open file
-/// description, shared with every process holding it.
-pub fn set_nonblocking(fd: BorrowedFd<'_>) -> io::Result<()> {
-    let flags = OFlag::from_bits_truncate(fcntl(fd, FcntlArg::F_GETFL)?);
-    fcntl(fd, FcntlArg::F_SETFL(flags | OFlag::O_NONBLOCK))?;
-    Ok(())
-}
-
-pub fn is_nonblocking(fd: BorrowedFd<'_>) -> io::Result<bool> {
-    let flags = OFlag::from_bits_truncate(fcntl(fd, FcntlArg::F_GETFL)?);
-    Ok(flags.contains(OFlag::O_NONBLOCK))
-}
-
-/// FD_CLOEXEC is per descriptor, not shared: safe on inherited ones.
-pub fn set_cloexec(fd: BorrowedFd<'_>) -> io::Result<()> {
-    fcntl(fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
-    Ok(())
-}
-
-/// Whether `fd` is open at all.
-pub fn is_open(fd: RawFd) -> bool {
-    // SAFETY: F_GETFD on any integer is harmless.
-    unsafe { libc::fcntl(fd, libc::F_GETFD) >= 0 }
-}
-
-/// Whether `fd` is open for writing.
-pub fn is_open_for_writing(fd: RawFd) -> bool {
-    // SAFETY: F_GETFL on any integer is harmless; EBADF is the answer we want.
-    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    flags >= 0 && matches!(flags & libc::O_ACCMODE, libc::O_WRONLY | libc::O_RDWR)
-}
-
-/// Borrow a descriptor we do not own (fd 1, a `--record-fd`).
-///
-/// # Safety
-/// `fd` must stay open for the lifetime of the returned borrow.
-pub unsafe fn borrow_raw(fd: RawFd) -> BorrowedFd<'static> {
-    // SAFETY: forwarded to the caller.
-    unsafe { BorrowedFd::borrow_raw(fd) }
-}
-
-/// send(2) with MSG_DONTWAIT: non-blocking for one call on a socket we must
-/// not make non-blocking for everyone.
-pub fn send_nowait(fd: BorrowedFd<'_>, bytes: &[u8]) -> io::Result<usize> {
-    // SAFETY: valid buffer and length.
-    let rc = unsafe {
-        libc::send(
-            fd.as_raw_fd(),
-            bytes.as_ptr().cast(),
-            bytes.len(),
-            libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
-        )
-    };
-    if rc < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(rc as usize)
-    }
-}
-
-/// One process seen in /proc.
+/// What this system can do, as the backend says it: read where a
+/// guarantee depends on it, so that the caller chooses another way (or
+/// refuses, saying why) instead of calling a no-op.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ProcInfo {
-    pub pid: i32,
-    pub ppid: i32,
-    pub pgid: i32,
-    pub zombie: bool,
-    /// When it started, in clock ticks since boot (stat field 22): with
-    /// the pid, this names one process even after its pid is reused.
-    pub start: u64,
+pub struct Backend {
+    /// The system, as the record names it (`mcp_bound.os`).
+    pub os: &'static str,
+    /// Set on a system with no backend: why mcp-bound refuses to run.
+    pub unsupported: Option<&'static str>,
+    /// Orphaned descendants re-parent to us (Linux's child subreaper).
+    pub subreaper: bool,
+    /// A helper gets a signal when mcp-bound dies (Linux's PDEATHSIG).
+    pub parent_death_signal: bool,
+    /// cgroup v2 for the tree, its limits and its kill.
+    pub cgroup: bool,
+    /// A watchdog that shares our memory (`Waiter`); else a fork.
+    pub waiter: bool,
+    /// The flood path can move pipe pages (splice).
+    pub splice: bool,
+    /// Real-time signals (`RTMIN+N`).
+    pub real_time_signals: bool,
 }
-
-pub use os::{
-    Orphaned, Waiter, become_subreaper, die_with_parent, grow_pipe, is_cgroup2_mount, null_device,
-    private_pipe, reopen_fifo_nonblocking, splice,
-};
-#[cfg(target_os = "linux")]
-pub use os::{WaiterHeard, WaiterReading};
-#[cfg(not(target_os = "linux"))]
-pub use os::{children_of_self, descendants, pids_with_env, proc_info};
-
-/// Close a raw descriptor this process owns (a forked child's leftovers).
-pub fn close_raw(fd: RawFd) {
-    // SAFETY: closing a descriptor number; EBADF is harmless.
-    unsafe { libc::close(fd) };
-}
-
-/// A pipe whose ends are not inherited by anything we start.
-pub fn pipe_cloexec() -> io::Result<(File, File)> {
-    let (reader, writer) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
-    Ok((File::from(reader), File::from(writer)))
-}
-
-/// Leave now, without running destructors or flushing (a forked child).
-pub fn exit_now(code: i32) -> ! {
-    // SAFETY: _exit never returns.
-    unsafe { libc::_exit(code) }
-}
-
-/// Read from a descriptor, blocking (the watchdog's only wait).
-pub fn read_blocking(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
-    loop {
-        // SAFETY: a valid buffer of the given length.
-        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
-        if n >= 0 {
-            return Ok(n as usize);
-        }
-        let err = io::Error::last_os_error();
-        if err.kind() != io::ErrorKind::Interrupted {
-            return Err(err);
-        }
-    }
-}
-
-/// Signals delivered into the poll set through a self-pipe. No thread
-/// ever handles a signal: the handler only counts it and writes one
-/// wake-up byte, and the poll loop decides what it means. Counting (rather
-/// than reading signal numbers from the pipe) means a storm of SIGCHLD
-/// that fills the pipe can never hide a SIGTERM, and two SIGINTs that land
-/// in one turn still count as two (the second escalates to KILL).
-mod signal_pipe {
-    use std::io;
-    use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
-    use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
-
-    use nix::errno::Errno;
-    use nix::fcntl::OFlag;
-    use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
-
-    use super::TERMINATING;
-
-    const SLOTS: usize = 65;
-    static COUNTS: [AtomicU32; SLOTS] = [const { AtomicU32::new(0) }; SLOTS];
-    static WAKE_FD: AtomicI32 = AtomicI32::new(-1);
-
-    extern "C" fn on_signal(signo: nix::libc::c_int) {
-        // Only async-signal-safe work here: an atomic add and one write(2).
-        let saved = Errno::last_raw();
-        if let Some(slot) = usize::try_from(signo).ok().and_then(|i| COUNTS.get(i)) {
-            slot.fetch_add(1, Ordering::Relaxed);
-        }
-        let fd = WAKE_FD.load(Ordering::Relaxed);
-        if fd >= 0 {
-            let byte = 1u8;
-            // SAFETY: writing one byte from a valid stack buffer; a full pipe
-            // (EAGAIN) is fine because the count above is the truth.
-            unsafe { nix::libc::write(fd, (&byte as *const u8).cast(), 1) };
-        }
-        Errno::set_raw(saved);
-    }
-
-    /// What arrived since the last `take`.
-    #[derive(Debug, Default, Clone, PartialEq, Eq)]
-    pub struct Pending {
-        pub child_changed: bool,
-        /// Terminating signals with how many of each arrived.
-        pub terminating: Vec<(i32, u32)>,
-        /// SIGUSR1s: each opens or closes the debug window. mcp-bound's
-        /// own, never forwarded, never an end.
-        pub debug_toggles: u32,
-    }
-
-    /// The read end is polled by the supervisor; the write end lives in the
-    /// handler's static and is never inherited (both are O_CLOEXEC).
-    pub struct SignalPipe {
-        read: OwnedFd,
-        _write: OwnedFd,
-    }
-
-    impl SignalPipe {
-        /// Install handlers for the terminating signals and SIGCHLD, and ignore
-        /// SIGPIPE (EPIPE is handled where it happens). A terminating signal
-        /// that was ignored when we started stays ignored, as in GNU timeout.
-        pub fn install() -> io::Result<SignalPipe> {
-            let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK)
-                .map_err(io::Error::from)?;
-            WAKE_FD.store(write.as_raw_fd(), Ordering::SeqCst);
-            let handler = SigAction::new(
-                SigHandler::Handler(on_signal),
-                SaFlags::SA_RESTART | SaFlags::SA_NOCLDSTOP,
-                SigSet::empty(),
-            );
-            let ignore = SigAction::new(SigHandler::SigIgn, SaFlags::empty(), SigSet::empty());
-            for signo in TERMINATING {
-                let signal = Signal::try_from(signo).map_err(io::Error::from)?;
-                // SAFETY: the handler is async-signal-safe (see on_signal).
-                let previous = unsafe { sigaction(signal, &handler) }.map_err(io::Error::from)?;
-                if previous.handler() == SigHandler::SigIgn {
-                    // SAFETY: restoring SIG_IGN installs no code.
-                    unsafe { sigaction(signal, &ignore) }.map_err(io::Error::from)?;
-                }
-            }
-            // SAFETY: as above. Our handler also replaces an inherited SIG_IGN
-            // for SIGCHLD, under which exited children would vanish unobserved.
-            unsafe { sigaction(Signal::SIGCHLD, &handler) }.map_err(io::Error::from)?;
-            // SAFETY: as above. Caught, SIGUSR1 no longer kills mcp-bound.
-            unsafe { sigaction(Signal::SIGUSR1, &handler) }.map_err(io::Error::from)?;
-            unsafe { sigaction(Signal::SIGPIPE, &ignore) }.map_err(io::Error::from)?;
-            // A mask inherited from our parent would keep these from ever
-            // arriving; a signal already pending is delivered right here.
-            let mut handled = SigSet::empty();
-            handled.add(Signal::SIGCHLD);
-            handled.add(Signal::SIGUSR1);
-            for signo in TERMINATING {
-                handled.add(Signal::try_from(signo).map_err(io::Error::from)?);
-            }
-            handled.thread_unblock().map_err(io::Error::from)?;
-            Ok(SignalPipe {
-                read,
-                _write: write,
-            })
-        }
-
-        pub fn fd(&self) -> BorrowedFd<'_> {
-            self.read.as_fd()
-        }
-
-        /// In a forked child that keeps running our code (the watchdog): the
-        /// handlers stay, but must never write to the pipe, whose number the
-        /// child closes and may reuse.
-        pub fn disarm_in_child() {
-            WAKE_FD.store(-1, Ordering::SeqCst);
-        }
-
-        /// Empty the pipe and collect the counts.
-        pub fn take(&self) -> Pending {
-            let mut sink = [0u8; 256];
-            while let Ok(n) = nix::unistd::read(&self.read, &mut sink) {
-                if n == 0 {
-                    break;
-                }
-            }
-            let mut pending = Pending {
-                child_changed: COUNTS[Signal::SIGCHLD as usize].swap(0, Ordering::Relaxed) > 0,
-                terminating: Vec::new(),
-                debug_toggles: COUNTS[Signal::SIGUSR1 as usize].swap(0, Ordering::Relaxed),
-            };
-            for signo in TERMINATING {
-                let count = COUNTS[signo as usize].swap(0, Ordering::Relaxed);
-                if count > 0 {
-                    pending.terminating.push((signo, count));
-                }
-            }
-            pending
-        }
-    }
-
-    impl Drop for SignalPipe {
-        /// The handlers stay installed: forget the write end before it is
-        /// closed, so a later signal writes nowhere rather than into whatever
-        /// file reuses its number.
-        fn drop(&mut self) {
-            let _ = WAKE_FD.compare_exchange(
-                self._write.as_raw_fd(),
-                -1,
-                Ordering::SeqCst,
-                Ordering::SeqCst,
-            );
-        }
-    }
-
-    /// Tests that install the handlers take this: the write end lives in a
-    /// static, and two pipes at once would share it.
-    #[cfg(test)]
-    pub(crate) static INSTALLED: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-    #[cfg(test)]
-    mod tests {
-        use super::*;
-
-        /// The handlers outlive the pipe; the descriptor number does not stay
-        /// ours. A signal after the drop must not write into whatever file
-        /// reuses that number (it put a stray byte into a helper's stdout pipe).
-        #[test]
-        fn after_the_pipe_is_dropped_a_signal_writes_nowhere() {
-            let _installed = INSTALLED.lock().unwrap_or_else(|e| e.into_inner());
-            let pipe = SignalPipe::install().unwrap();
-            let write = pipe._write.as_raw_fd();
-            drop(pipe);
-            let (read, reused) = nix::unistd::pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK).unwrap();
-            // SAFETY: raising a signal whose handler is ours.
-            unsafe { nix::libc::raise(nix::libc::SIGCHLD) };
-            let mut buf = [0u8; 8];
-            let got = nix::unistd::read(&read, &mut buf);
-            assert_eq!(
-                got,
-                Err(Errno::EAGAIN),
-                "the handler wrote into descriptor {} (the pipe's old write end was {write})",
-                reused.as_raw_fd()
-            );
-        }
-    }
-}
-pub use signal_pipe::*;

@@ -12,6 +12,105 @@ use util::Call;
 const ESCAPES: &str = "sleep 31 & setsid sleep 33 & nohup sleep 34 >/dev/null 2>&1 & \
      (sh -c 'sleep 35 &' &) ; (while true; do sleep 36 & wait; done) & exec sleep 32";
 
+/// The two ways out of a process group, as a helper that leaves them:
+/// a session of its own and a double fork (both re-parented away from
+/// mcp-bound when there is no subreaper), then the tree's mark on stdout.
+const LEFT_THE_GROUP: &str = "setsid sleep 300 & (sh -c 'sleep 301 &' &); \
+     echo \"MARK $MCP_BOUND_TREE\"; exec sleep 302";
+
+/// A process outside the tree that carries the tree's mark only where it
+/// does not count: in another variable, in a value, in its arguments, and
+/// in the mark's own variable with a longer value. Started once it says
+/// READY.
+fn stranger(mark: &str) -> std::process::Child {
+    use std::io::BufRead;
+    let entry = format!("MCP_BOUND_TREE={mark}");
+    let mut child = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import time; print('READY', flush=True); time.sleep(600)",
+            &entry,
+        ])
+        .env("MCP_BOUND_TREE", format!("{mark}-not"))
+        .env("XMCP_BOUND_TREE", mark)
+        .env("LOOKALIKE", &entry)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("start python3");
+    let mut ready = String::new();
+    std::io::BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut ready)
+        .unwrap();
+    assert_eq!(ready, "READY\n");
+    child
+}
+
+/// How a test ends the tree that left the group.
+enum End {
+    Deadline,
+    SigkillOfMcpBound,
+}
+
+/// The escapes are ended, and the stranger is not.
+fn escapes_end_and_the_stranger_lives(end: End) {
+    let call = Call::sh(LEFT_THE_GROUP).opt(&["--contain", "group", "--journal"]);
+    let journal = call.path("journal.jsonl");
+    let call = call.opt(&[journal.to_str().unwrap()]);
+    let call = match end {
+        End::Deadline => call.opt(&["--timeout", "5s"]),
+        End::SigkillOfMcpBound => call,
+    };
+    let mut run = call.start();
+    let line = String::from_utf8(run.read_line()).unwrap();
+    let mark = line
+        .trim()
+        .strip_prefix("MARK ")
+        .expect("the mark")
+        .to_string();
+    assert!(!mark.is_empty(), "{line:?}");
+    run.wait_for_tree(3);
+    let mut stranger = stranger(&mark);
+    if let End::SigkillOfMcpBound = end {
+        run.kill_and_wait_for_watchdog();
+    }
+    // The harness fails the test if anything of the tree still runs.
+    let done = run.finish();
+    let alive = stranger.try_wait().unwrap().is_none();
+    let _ = stranger.kill();
+    let _ = stranger.wait();
+    done.check(alive, "the stranger was not touched");
+    done.expect("/contain/method", json!(util::group_method()));
+    match end {
+        End::Deadline => {
+            done.expect_state("timed_out", 124);
+            let signalled = done.field("/descendants_signalled").as_u64().unwrap();
+            done.check(signalled >= 2, "both escapes were signalled");
+            let unreadable = done.field("/contain/unreadable");
+            done.check(
+                if util::PORTABLE {
+                    unreadable.is_u64()
+                } else {
+                    unreadable.is_null()
+                },
+                "what the scan for the mark could not read is counted, and only there",
+            );
+        }
+        End::SigkillOfMcpBound => {
+            done.expect("/state", json!("supervisor_killed"));
+        }
+    }
+}
+
+#[test]
+fn escapes_from_the_group_end_at_the_deadline_and_a_stranger_lives() {
+    escapes_end_and_the_stranger_lives(End::Deadline);
+}
+
+#[test]
+fn escapes_from_the_group_end_after_a_sigkill_and_a_stranger_lives() {
+    escapes_end_and_the_stranger_lives(End::SigkillOfMcpBound);
+}
+
 fn killed_mid_call(mode: &str) {
     let call = Call::sh(ESCAPES).opt(&["--contain", mode, "--journal"]);
     let journal = call.path("journal.jsonl");
@@ -26,7 +125,7 @@ fn killed_mid_call(mode: &str) {
     done.check(done.status.code().is_none(), "mcp-bound was SIGKILLed");
     done.expect("/state", json!("supervisor_killed"))
         .expect("/exit", Value::Null)
-        .expect("/contain/method", json!(mode));
+        .expect("/contain/method", json!(util::method_of(mode)));
     let text = std::fs::read_to_string(&journal).unwrap();
     let last: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
     done.check(
@@ -42,6 +141,10 @@ fn killed_mid_call(mode: &str) {
 
 #[test]
 fn a_sigkilled_mcp_bound_leaves_nothing_in_a_cgroup() {
+    if let Some(why) = util::no_cgroup_here() {
+        skipped!("{why}");
+        return;
+    }
     killed_mid_call("cgroup");
 }
 
@@ -117,7 +220,7 @@ fn without_a_writable_cgroup_cgroup_is_refused_and_auto_falls_back() {
     done.check(done.stdout.is_empty(), "nothing ran");
     let done = Call::sh("echo ran").via_nobody().run();
     done.expect_state("completed", 0)
-        .expect("/contain/method", json!("group"));
+        .expect("/contain/method", json!(util::group_method()));
     done.check(
         done.field("/contain/fallback")
             .as_str()

@@ -196,6 +196,42 @@ fn a_log_that_cannot_be_written_never_fails_the_call() {
     );
 }
 
+/// mcp-bound's own lines said in the loop ("best effort, never waited
+/// for") reach a terminal too: a stderr that is a terminal is written
+/// once it can take them, not only after the loop saw it writable.
+#[test]
+fn a_line_of_our_own_reaches_a_terminal_on_stderr() {
+    let script = format!(
+        r#"
+import os, pty, subprocess, sys
+master, slave = pty.openpty()
+p = subprocess.Popen([{bin:?}, "--stderr-log", "/dev/full", "--", "sh", "-c", "echo one >&2"],
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=slave)
+os.close(slave)
+seen = b""
+try:
+    while True:
+        chunk = os.read(master, 4096)
+        if not chunk:
+            break
+        seen += chunk
+except OSError:
+    pass
+sys.stdout.write(seen.decode(errors="replace"))
+sys.exit(p.wait())
+"#,
+        bin = util::BIN,
+    );
+    let output = util::python(&script);
+    let screen = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(0), "{screen}");
+    assert_eq!(
+        screen.matches("--stderr-log /dev/full").count(),
+        1,
+        "said once, on the terminal: {screen:?}"
+    );
+}
+
 #[test]
 fn a_log_that_cannot_be_opened_stops_the_call_unless_optional() {
     let dir = tempfile::tempdir().unwrap();

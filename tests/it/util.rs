@@ -22,6 +22,17 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+/// Say that a test skipped part or all of itself, and why, where `cargo
+/// test` shows it: libtest captures what a passing test prints through
+/// `eprintln!`, but not a write to the stderr handle itself.
+#[macro_export]
+macro_rules! skipped {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), "SKIPPED: {}", format_args!($($arg)*));
+    }};
+}
+
 pub const BIN: &str = env!("CARGO_BIN_EXE_mcp-bound");
 pub const TAG_VAR: &str = "MCP_BOUND_TEST_TAG";
 /// A run that takes this long is hung: fail rather than block the suite.
@@ -587,6 +598,14 @@ impl Started {
             expects_record: self.call.record,
             call: self.call,
         };
+        if done.call.killed_watchdog && PORTABLE {
+            // Both killed: without a parent-death signal (macOS) nothing
+            // is left to end the tree. The platform table says so.
+            skipped!(
+                "(nothing left running) mcp-bound and its watchdog SIGKILLed: no parent-death signal in the portable build (macOS has none) ends the tree"
+            );
+            kill_tagged(&done.tag);
+        }
         done.check_nothing_left();
         done.check_record_schema();
         if let Some(journal) = done.call.journal_path() {
@@ -1081,6 +1100,37 @@ impl Started {
     }
 }
 
+/// Built with `--cfg mcp_bound_portable`: the binary runs the backend
+/// macOS uses (no subreaper, no cgroup, no splice, poll(2)), on Linux.
+pub const PORTABLE: bool = cfg!(mcp_bound_portable);
+
+/// What the record names `--contain group`: with a subreaper the group
+/// and the sweep; without (macOS, the portable build) the group and the
+/// tree's mark.
+pub fn group_method() -> &'static str {
+    if PORTABLE { "group+mark" } else { "group" }
+}
+
+/// The record's `contain.method` for `--contain MODE` in this build.
+pub fn method_of(mode: &str) -> &str {
+    if mode == "group" {
+        group_method()
+    } else {
+        mode
+    }
+}
+
+/// Why this build has no cgroup (the portable build runs macOS's
+/// backend, which has none), or None.
+pub fn no_cgroup_here() -> Option<&'static str> {
+    PORTABLE.then_some("no cgroup in the portable build (macOS has none)")
+}
+
+/// Why this build has no kernel flood path (splice), or None.
+pub fn no_splice_here() -> Option<&'static str> {
+    PORTABLE.then_some("no splice in the portable build (macOS has none): the flood path reads")
+}
+
 /// The tests' effective uid.
 pub fn effective_uid() -> u32 {
     use std::os::unix::fs::MetadataExt;
@@ -1134,17 +1184,6 @@ pub fn help() -> String {
         .output()
         .unwrap();
     String::from_utf8(output.stdout).unwrap()
-}
-
-/// Say that a test skipped part or all of itself, and why, where `cargo
-/// test` shows it: libtest captures what a passing test prints through
-/// `eprintln!`, but not a write to the stderr handle itself.
-#[macro_export]
-macro_rules! skipped {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr().lock(), "SKIPPED: {}", format_args!($($arg)*));
-    }};
 }
 
 /// Lowercase hex of the SHA-256 of `bytes`, as the journal writes digests.

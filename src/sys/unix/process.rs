@@ -130,7 +130,8 @@ unsafe extern "C" {
     static mut environ: *const *const libc::c_char;
 }
 
-/// Our environment as the C library holds it (for an execve).
+/// Our environment as the C library holds it (for the waiter's execve).
+#[cfg(all(target_os = "linux", not(mcp_bound_portable)))]
 pub(super) fn environment() -> *const *const libc::c_char {
     // SAFETY: reading the pointer; mcp-bound never changes its environment.
     unsafe { environ }
@@ -205,8 +206,9 @@ impl Exec {
 pub struct Setup<'a> {
     /// Descriptors for 0, 1 and 2 (`None`: inherited).
     pub stdio: [Option<BorrowedFd<'a>>; 3],
-    /// Die with this parent (Linux's parent-death signal).
-    pub die_with: i32,
+    /// Die with this parent: only where the system has a parent-death
+    /// signal (`BACKEND.parent_death_signal`).
+    pub die_with: Option<i32>,
     pub rlimits: &'a [crate::rlimit::Rlimit],
     /// The cgroup to start in: its directory and its `cgroup.procs`.
     pub cgroup: Option<(BorrowedFd<'a>, &'a std::ffi::CStr)>,
@@ -304,7 +306,9 @@ fn child_steps(exec: &Exec, setup: &Setup<'_>, join: bool) -> io::Error {
             // We ignore SIGPIPE; the program starts with it as the default.
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
         }
-        os::die_with_parent(setup.die_with)?;
+        if let Some(parent) = setup.die_with {
+            os::die_with_parent(parent)?;
+        }
         for limit in setup.rlimits {
             set_rlimit(limit)?;
         }
@@ -372,19 +376,6 @@ pub fn signal_number(name: &str) -> Option<i32> {
         .map(|s| s as i32)
 }
 
-/// The real-time signals this system has, as libc reports them (glibc
-/// keeps the first two for itself, so SIGRTMIN is 34 on Linux).
-#[cfg(target_os = "linux")]
-pub fn real_time_signals() -> std::ops::RangeInclusive<i32> {
-    libc::SIGRTMIN()..=libc::SIGRTMAX()
-}
-
-#[cfg(not(target_os = "linux"))]
-#[allow(clippy::reversed_empty_ranges)]
-pub fn real_time_signals() -> std::ops::RangeInclusive<i32> {
-    1..=0
-}
-
 /// Send `signo` to `target` (a negative target is a process group), by
 /// number: nix's `Signal` has no real-time signals, and `-s RTMIN+1` must
 /// go out as GNU timeout sends it. False if nothing was signalled.
@@ -407,7 +398,9 @@ mod tests {
     fn setup() -> Setup<'static> {
         Setup {
             stdio: [None, None, None],
-            die_with: std::process::id() as i32,
+            die_with: super::super::BACKEND
+                .parent_death_signal
+                .then(|| std::process::id() as i32),
             rlimits: &[],
             cgroup: None,
             move_into_cgroup: false,

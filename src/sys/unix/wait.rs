@@ -18,6 +18,18 @@ pub enum ChildExit {
 /// `block`: wait for it. Read through libc: nix's `WaitStatus` cannot hold
 /// a death by a real-time signal.
 pub fn wait_exit(pid: i32, block: bool) -> Option<ChildExit> {
+    // macOS's waitid returns for a stop too, WEXITED or not (Go's os
+    // package stopped using it there for that): wait for the exit itself
+    // (kqueue's NOTE_EXIT, which reaps nothing), then ask without waiting.
+    #[cfg(target_os = "macos")]
+    if block {
+        super::os::await_exit_event(pid);
+        return waitid_nowait(pid, false);
+    }
+    waitid_nowait(pid, block)
+}
+
+fn waitid_nowait(pid: i32, block: bool) -> Option<ChildExit> {
     // SAFETY: siginfo_t is plain data; waitid fills it or leaves it zeroed.
     let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
     let flags = libc::WEXITED | libc::WNOWAIT | if block { 0 } else { libc::WNOHANG };

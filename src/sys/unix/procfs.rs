@@ -1,25 +1,39 @@
 //! What /proc says about processes (Linux): one process's state, every
-//! descendant of a process from one scan, our own children, and the
+//! process from one scan, our own children, and the
 //! processes that carry a marker in their environment. Plain file reads:
-//! no system call here needs libc.
+//! no system call here needs libc. Both Linux backends read it: the
+//! portable one uses it exactly as macOS uses libproc.
 
-use std::collections::HashMap;
 use std::path::Path;
 
-use super::{ProcInfo, read_small};
+use super::{Marked, ProcInfo, effective_uid, read_small};
 
 /// Every process whose environment holds exactly `entry` (`NAME=value`):
 /// what is left of a tree whose parent links died with its supervisor.
+/// (The portable backend finds them from its table, as macOS does.)
+#[cfg(not(mcp_bound_portable))]
 pub fn pids_with_env(entry: &[u8]) -> Vec<i32> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
     dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .is_ok_and(|env| env.split(|b| *b == 0).any(|var| var == entry))
-        })
+        .filter(|pid| marked(*pid, entry) == Marked::Yes)
         .collect()
+}
+
+/// Whether process `pid`'s environment holds exactly `entry`. One of
+/// this user's processes whose environment cannot be read (a setuid
+/// program) is `Unreadable`; another user's, or one gone, is `No`.
+pub fn marked(pid: i32, entry: &[u8]) -> Marked {
+    use std::os::unix::fs::MetadataExt;
+    match std::fs::read(format!("/proc/{pid}/environ")) {
+        Ok(env) if env.split(|b| *b == 0).any(|var| var == entry) => Marked::Yes,
+        Ok(_) => Marked::No,
+        Err(_) => match std::fs::metadata(format!("/proc/{pid}")) {
+            Ok(meta) if meta.uid() == effective_uid() => Marked::Unreadable,
+            _ => Marked::No,
+        },
+    }
 }
 
 fn parse_stat(pid: i32, stat: &str) -> Option<ProcInfo> {
@@ -47,41 +61,16 @@ pub fn proc_info(pid: i32) -> Option<ProcInfo> {
     parse_stat(pid, &stat)
 }
 
-/// Every process below `root` (not `root` itself), from one /proc
-/// scan, leaving out each process for which `skip` says so together
-/// with everything below it.
-pub fn descendants(root: i32, skip: &dyn Fn(&ProcInfo) -> bool) -> Vec<ProcInfo> {
+/// Every process /proc shows now, from one scan.
+pub fn all_processes() -> Vec<ProcInfo> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
-    let mut by_parent: HashMap<i32, Vec<ProcInfo>> = HashMap::new();
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let Ok(stat) = read_small(Path::new(&format!("/proc/{pid}/stat"))) else {
-            continue;
-        };
-        if let Some(info) = parse_stat(pid, &stat) {
-            by_parent.entry(info.ppid).or_default().push(info);
-        }
-    }
-    let mut found = Vec::new();
-    let mut frontier = vec![root];
-    while let Some(parent) = frontier.pop() {
-        for info in by_parent.remove(&parent).unwrap_or_default() {
-            if skip(&info) {
-                continue;
-            }
-            frontier.push(info.pid);
-            found.push(info);
-        }
-    }
-    found
+    entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(proc_info)
+        .collect()
 }
 
 /// Our direct children, cheaply, for reaping subreaped orphans.
@@ -94,7 +83,7 @@ pub fn children_of_self() -> Vec<i32> {
                 .collect()
         })
         .unwrap_or_else(|_| {
-            descendants(pid as i32, &|_| false)
+            all_processes()
                 .into_iter()
                 .filter(|p| p.ppid == pid as i32)
                 .map(|p| p.pid)

@@ -1,0 +1,81 @@
+//! The backend of a Unix with none of its own (neither Linux nor macOS):
+//! mcp-bound compiles there and refuses to run, saying why
+//! (`BACKEND.unsupported`), before anything is started. Nothing here
+//! pretends: each function that would have to promise containment says
+//! `Unsupported`, and the rest is the plain POSIX call.
+
+use super::*;
+
+pub use super::fallbacks::*;
+
+/// Nothing: mcp-bound refuses to run here.
+pub const BACKEND: crate::sys::Backend = crate::sys::Backend {
+    os: std::env::consts::OS,
+    unsupported: Some(
+        "no backend for this system: mcp-bound contains a tree on Linux and macOS only",
+    ),
+    subreaper: false,
+    parent_death_signal: false,
+    cgroup: false,
+    waiter: false,
+    splice: false,
+    real_time_signals: false,
+};
+
+fn unsupported() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Unsupported,
+        BACKEND.unsupported.unwrap_or_default(),
+    )
+}
+
+/// poll(2), as POSIX gives it.
+#[derive(Default)]
+pub struct Poller;
+
+impl Poller {
+    pub fn new() -> Poller {
+        Poller
+    }
+
+    pub fn wait(
+        &mut self,
+        interests: &[Interest],
+        ready: &mut Vec<Ready>,
+        timeout: Option<std::time::Duration>,
+    ) -> io::Result<()> {
+        poll(interests, ready, timeout)
+    }
+
+    pub fn forget(&mut self) {}
+}
+
+pub(in crate::sys) use super::poll::poll as wait_once;
+
+pub fn proc_info(_pid: i32) -> Option<ProcInfo> {
+    None
+}
+
+pub fn children_of_self() -> Vec<i32> {
+    Vec::new()
+}
+
+pub fn pids_with_env(_entry: &[u8]) -> Vec<i32> {
+    Vec::new()
+}
+
+pub fn descendants(
+    _root: i32,
+    _mark: Option<&[u8]>,
+    _skip: &dyn Fn(&ProcInfo) -> bool,
+) -> Vec<ProcInfo> {
+    Vec::new()
+}
+
+pub fn sync_durable(file: &File) -> io::Result<()> {
+    file.sync_all()
+}
+
+pub fn null_device() -> Option<u64> {
+    None
+}
