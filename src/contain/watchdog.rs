@@ -23,9 +23,7 @@ use std::os::fd::AsRawFd;
 use std::path::Path;
 
 use super::said::Said;
-use super::{
-    APPROVER_MARK, Contain, TREE_MARK, cgroup_members, kill_cgroup, kill_marked, remove_cgroup,
-};
+use super::{APPROVER_MARK, Cgroup, Contain, TREE_MARK, kill_marked};
 use crate::sys;
 
 /// argv[0] of the clean-up a waiter execs once mcp-bound is gone.
@@ -157,14 +155,14 @@ impl Contain {
         };
         let c_path = |path: &Path| c(&path.to_string_lossy());
         let (mode, target) = match &self.cgroup {
-            Some(dir) => ("cgroup", c_path(dir)?),
+            Some(cgroup) => ("cgroup", c_path(cgroup.dir())?),
             None => ("group", c(&self.mark)?),
         };
         sys::Waiter::start(sys::Orphaned {
             kill: self
                 .cgroup
                 .as_ref()
-                .map(|dir| c_path(&dir.join("cgroup.kill")))
+                .map(|cgroup| c_path(&cgroup.dir().join("cgroup.kill")))
                 .transpose()?,
             exe: c("/proc/self/exe")?,
             argv0: c(ORPHANED)?,
@@ -185,7 +183,7 @@ impl Contain {
                 let watched = watch(reader.as_raw_fd());
                 if !watched.done {
                     // mcp-bound died: end what it left, then say so.
-                    kill_tree(self.cgroup.as_deref(), &self.mark, watched.pgid);
+                    kill_tree(self.cgroup.as_ref(), &self.mark, watched.pgid);
                     last_words(watched.words);
                 }
                 sys::exit_now(0)
@@ -206,30 +204,19 @@ impl Contain {
             Some(Watchdog::Waiter(waiter)) => waiter.finish(&Said::Done.encode()),
             None => {}
         }
-        if let Some(dir) = self.cgroup.take() {
-            remove_cgroup(&dir);
+        if let Some(cgroup) = self.cgroup.take() {
+            cgroup.remove();
         }
     }
 }
 
 /// Once mcp-bound is dead (in a watchdog): KILL everything left of the
 /// tree, and remove the cgroup.
-fn kill_tree(cgroup: Option<&Path>, mark: &str, pgid: i32) {
+fn kill_tree(cgroup: Option<&Cgroup>, mark: &str, pgid: i32) {
     match cgroup {
-        Some(dir) => {
-            if !kill_cgroup(dir) {
-                // Before Linux 5.14: each pid, until none is left.
-                for _ in 0..100 {
-                    let pids = cgroup_members(dir).unwrap_or_default();
-                    if pids.is_empty() {
-                        break;
-                    }
-                    for pid in pids {
-                        sys::send_signal(pid, crate::signals::SIGKILL);
-                    }
-                }
-            }
-            remove_cgroup(dir);
+        Some(cgroup) => {
+            cgroup.kill_all();
+            cgroup.remove();
         }
         None => {
             if pgid > 1 {
@@ -258,7 +245,7 @@ pub fn orphaned(args: &[std::ffi::OsString]) -> i32 {
     let pgid = arg(3).and_then(|p| p.parse().ok()).unwrap_or(0);
     let mark = arg(4).unwrap_or_default();
     match (arg(1).as_deref(), arg(2)) {
-        (Some("cgroup"), Some(dir)) => kill_tree(Some(Path::new(&dir)), &mark, pgid),
+        (Some("cgroup"), Some(dir)) => kill_tree(Some(&Cgroup::at(dir.into())), &mark, pgid),
         (Some("group"), Some(_)) => kill_tree(None, &mark, pgid),
         _ => return crate::error::code::OWN_FAILURE,
     }

@@ -207,7 +207,7 @@ pub(super) fn dispatch(
     };
     let confine = Confine {
         rlimits: settings.rlimits.clone(),
-        cgroup: prepared.contain.cgroup_dir().map(ToOwned::to_owned),
+        cgroup: prepared.contain.cgroup().cloned(),
         tree_mark: Some(prepared.contain.mark()),
         join_by_moving: false,
     };

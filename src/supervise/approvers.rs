@@ -137,8 +137,8 @@ impl Approvers {
             .iter_mut()
             .filter(|r| tickets.contains(&r.ticket))
         {
-            child::signal_group(running.pid, signals::SIGTERM);
-            child::signal_group(running.pid, signals::SIGKILL);
+            crate::contain::signal_group(running.pid, signals::SIGTERM);
+            crate::contain::signal_group(running.pid, signals::SIGKILL);
             running.pipes = [None, None];
             running.ended = true;
         }
@@ -164,7 +164,7 @@ impl Approvers {
             for pipe in 0..2 {
                 read_some(&mut running, pipe, REASON_BYTES * 2);
             }
-            child::signal_group(running.pid, signals::SIGKILL);
+            crate::contain::signal_group(running.pid, signals::SIGKILL);
             self.reap(running.pid);
             if !running.ended {
                 let reason = reason(&running.firsts, redactor);

@@ -21,7 +21,7 @@ impl Loop<'_> {
         self.stdout.abandon();
         self.stderr.abandon();
         if self.exit.is_none()
-            && let Some(exit) = child::await_exit(self.tree.family.helper)
+            && let Some(exit) = child::await_exit(self.tree.family.helper())
         {
             self.exit = Some(exit);
             self.event(
@@ -45,7 +45,7 @@ impl Loop<'_> {
             self.reap_helper();
         }
         // The approvers were stopped and reaped with the session.
-        child::reap_orphans(self.tree.family.helper, &[]);
+        child::reap_orphans(self.tree.family.helper(), &[]);
         let log = self.intake.log.take();
         let stream_end = if self.abandoned_open {
             StreamEnd::ClosedWhileHeld

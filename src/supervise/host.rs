@@ -27,7 +27,7 @@ impl Loop<'_> {
         let pending = self.signals.take();
         if pending.child_changed {
             if self.exit.is_none()
-                && let Some(exit) = child::observe_exit(self.tree.family.helper)
+                && let Some(exit) = child::observe_exit(self.tree.family.helper())
             {
                 self.exit = Some(exit);
                 self.term.on_helper_exit(now);
@@ -45,7 +45,7 @@ impl Loop<'_> {
                 approvers.on_child_changed(now, &mut session.table, &self.redactor);
                 keep = approvers.pids();
             }
-            child::reap_orphans(self.tree.family.helper, &keep);
+            child::reap_orphans(self.tree.family.helper(), &keep);
         }
         for _ in 0..pending.debug_toggles {
             if let Some(line) = self.intake.toggle_window(now) {

@@ -29,7 +29,7 @@ impl Loop<'_> {
         });
         let milestone = Milestone {
             t_ms: crate::units::millis(now.saturating_duration_since(self.origin)),
-            pid: pid.unwrap_or(self.tree.family.helper as u32),
+            pid: pid.unwrap_or(self.tree.family.helper() as u32),
             cancel_reason: cancellation.map(CancelReason::from),
             cancel_signal: cancellation
                 .and_then(Cancellation::signal)

@@ -246,7 +246,7 @@ impl Loop<'_> {
         if let Some(link) = &self.watchdog {
             link.reaping();
         }
-        child::reap(self.tree.family.helper);
+        child::reap(self.tree.family.helper());
     }
 
     fn event(&mut self, at: Instant, kind: EventKind) {

@@ -269,7 +269,7 @@ impl Loop<'_> {
 impl Tree {
     /// The next incarnation's tree; what earlier ones signalled still
     /// counts for the record.
-    pub(super) fn next(&self, family: crate::child::Family) -> Tree {
+    pub(super) fn next(&self, family: crate::contain::Family) -> Tree {
         let mut tree = Tree::new(family);
         tree.earlier = self.descendants_signalled();
         tree.signalled_holders = self.signalled_holders;

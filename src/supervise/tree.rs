@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use crate::child::{self, Family};
+use crate::contain::Family;
 use crate::record::{EventKind, SignalReason, Target};
 use crate::signals;
 
@@ -76,7 +76,7 @@ impl Tree {
     /// still open: whoever is signalled then is holding it.
     pub fn signal(&mut self, signo: i32, reason: SignalReason, holders: bool) -> Vec<EventKind> {
         let before = self.descendants.len();
-        let sweep = child::sweep(&self.family, signo, &mut self.descendants);
+        let sweep = self.family.sweep(signo, &mut self.descendants);
         self.cgroup_killed |= sweep.cgroup_killed;
         self.unreadable = self.unreadable.max(sweep.unreadable);
         let signal = signals::name(signo);

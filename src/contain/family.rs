@@ -1,0 +1,89 @@
+//! The helper's tree as the layers hold it: the group always, a cgroup
+//! over it where one was made. Each question goes to the top layer that
+//! can answer it: members and emptiness to the cgroup, KILL to the cgroup
+//! at once, any other signal to the group and to each member outside it.
+
+use std::collections::HashSet;
+
+use super::{Cgroup, Group};
+use crate::sys;
+
+/// Who belongs to the helper's tree, and how to reach it.
+#[derive(Debug, Clone, Default)]
+pub struct Family {
+    pub group: Group,
+    /// The cgroup the tree lives in (--contain cgroup).
+    pub cgroup: Option<Cgroup>,
+}
+
+/// What one sweep did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Sweep {
+    /// KILL went to the whole cgroup, with one write to cgroup.kill.
+    pub cgroup_killed: bool,
+    pub group_signalled: bool,
+    /// Descendants outside the helper's group, signalled one by one.
+    pub outside_group: u32,
+    /// This user's processes the scan for the tree's mark could not read
+    /// (None: no such scan).
+    pub unreadable: Option<u32>,
+}
+
+impl Family {
+    /// The helper's pid (its group's id).
+    pub fn helper(&self) -> i32 {
+        self.group.helper
+    }
+
+    /// A child of ours that is not of the tree (an approver).
+    pub fn adopt_stranger(&mut self, pid: i32) {
+        self.group.adopt_stranger(pid);
+    }
+
+    /// Live processes of the helper's tree other than the helper itself:
+    /// the cgroup's members where it can read them, else the group's.
+    pub fn live_descendants(&self) -> sys::Descendants {
+        let in_cgroup = self.cgroup.as_ref().and_then(Cgroup::members);
+        let Some(members) = in_cgroup else {
+            return self.group.members();
+        };
+        let mut processes: Vec<sys::ProcInfo> =
+            members.into_iter().filter_map(sys::proc_info).collect();
+        processes.retain(|p| !p.zombie && p.pid != self.helper());
+        sys::Descendants {
+            processes,
+            unreadable: None,
+        }
+    }
+
+    /// After the helper exited: is anything of its tree still running?
+    pub fn descendants_left(&self) -> bool {
+        match self.cgroup.as_ref().and_then(Cgroup::is_empty) {
+            Some(empty) => !empty,
+            None => !self.group.is_empty(),
+        }
+    }
+
+    /// Send `signo` to the whole tree. Nobody gets the same signal twice
+    /// from one sweep: many programs treat a second INT or TERM as
+    /// "force". `seen` collects every descendant pid signalled.
+    pub fn sweep(&self, signo: i32, seen: &mut HashSet<i32>) -> Sweep {
+        // Scan before signalling: a process that dies of the signal at once
+        // is a zombie by the time a later scan runs, and would go uncounted.
+        let live = self.live_descendants();
+        seen.extend(live.processes.iter().map(|p| p.pid));
+        if self.cgroup.as_ref().is_some_and(|c| c.signal(signo)) {
+            return Sweep {
+                cgroup_killed: true,
+                ..Sweep::default()
+            };
+        }
+        let (group_signalled, outside_group) = self.group.signal(signo, &live.processes);
+        Sweep {
+            cgroup_killed: false,
+            group_signalled,
+            outside_group,
+            unreadable: live.unreadable,
+        }
+    }
+}
