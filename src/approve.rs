@@ -158,7 +158,7 @@ fn by_command(
         stderr_log: None,
         policy: Policy {
             timeout: Some(gate.timeout),
-            signal: crate::signals::SIGTERM,
+            signal: crate::signals::Stop::Signal(crate::signals::SIGTERM),
             // The approval's deadline is wall-clock and nothing extends
             // it: at the deadline TERM and KILL go out together, so an
             // approver that ignores TERM cannot stretch it by --grace.

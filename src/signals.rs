@@ -1,5 +1,6 @@
-//! Signal names and numbers, as GNU timeout reads and writes them, and
-//! the signals mcp-bound acts on. How signals arrive (the self-pipe into
+//! Signal names and numbers, as GNU timeout reads and writes them, the
+//! polite stop (`Stop`: a signal, or CLOSE), and the signals mcp-bound
+//! acts on. How signals arrive (the self-pipe into
 //! the poll set) is `sys::SignalPipe`; the numbers come from `sys`.
 
 use crate::sys;
@@ -23,6 +24,36 @@ pub fn name(signo: i32) -> String {
         _ if signo <= min + (max - min) / 2 => format!("RTMIN+{}", signo - min),
         _ => format!("RTMAX-{}", max - signo),
     }
+}
+
+/// The polite stop, sent first when a call is ended (`--signal`): a
+/// signal to the tree, or CLOSE, the helper's stdin closed (the MCP
+/// shutdown, which means the same on every platform). KILL follows after
+/// the grace either way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    Signal(i32),
+    /// Close the helper's stdin (mcp-bound holds it under the session
+    /// layer only).
+    Close,
+}
+
+impl Stop {
+    /// As the record says it: `TERM`, `RTMIN+1`, `CLOSE`.
+    pub fn name(self) -> String {
+        match self {
+            Stop::Signal(signo) => name(signo),
+            Stop::Close => "CLOSE".into(),
+        }
+    }
+}
+
+/// Parse `--signal`: CLOSE in any case, or a signal as [`parse`] reads it.
+pub fn parse_stop(text: &str) -> Result<Stop, String> {
+    if text.trim().eq_ignore_ascii_case("CLOSE") {
+        return Ok(Stop::Close);
+    }
+    parse(text).map(Stop::Signal)
 }
 
 /// Parse a signal as GNU timeout does: a name in any case with or without

@@ -16,12 +16,14 @@
 
 use std::time::{Duration, Instant};
 
+use crate::signals::Stop;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Policy {
     /// None: no deadline.
     pub timeout: Option<Duration>,
-    /// The signal sent first on timeout.
-    pub signal: i32,
+    /// The polite stop sent first on timeout: a signal, or CLOSE.
+    pub signal: Stop,
     pub grace: Duration,
     pub wait_delay: Duration,
     /// After our stdin hangs up, how long the helper may take to exit on
@@ -96,8 +98,9 @@ pub enum Phase {
 /// What the caller must do now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
-    /// Send `signal` to the helper's group and its descendants (then CONT).
-    Signal { signal: i32, reason: Reason },
+    /// The polite stop: send `signal` to the helper's group and its
+    /// descendants (then CONT), or with CLOSE close the helper's stdin.
+    Signal { signal: Stop, reason: Reason },
     /// Send SIGKILL to the group and every descendant.
     Kill,
     /// Close our pipe ends and stop waiting for the helper.
@@ -257,7 +260,7 @@ impl Terminator {
         self.note_cancel(cancellation);
         match (self.phase, cancellation) {
             (Phase::Running, Cancellation::Signal(signal)) => {
-                self.start(now, cancellation.into(), signal)
+                self.start(now, cancellation.into(), Stop::Signal(signal))
             }
             (Phase::Running, _) => self.start(now, cancellation.into(), self.policy.signal),
             (Phase::Signalled { .. }, Cancellation::Signal(_)) => self.kill(now),
@@ -296,7 +299,7 @@ impl Terminator {
         Terminator::new(self.policy, self.dispatched_at)
     }
 
-    fn start(&mut self, now: Instant, reason: Reason, signal: i32) -> Option<Action> {
+    fn start(&mut self, now: Instant, reason: Reason, signal: Stop) -> Option<Action> {
         self.reason.get_or_insert(reason);
         self.phase = Phase::Signalled { at: now };
         Some(Action::Signal { signal, reason })
@@ -325,7 +328,7 @@ mod tests {
     fn policy(timeout: Option<u64>) -> Policy {
         Policy {
             timeout: timeout.map(Duration::from_secs),
-            signal: TERM,
+            signal: Stop::Signal(TERM),
             grace: Duration::from_secs(5),
             wait_delay: Duration::from_secs(1),
             stdin_close_grace: None,
@@ -345,6 +348,33 @@ mod tests {
     }
 
     #[test]
+    fn close_is_the_polite_stop_at_the_deadline_and_a_received_signal_is_still_forwarded() {
+        let t0 = Instant::now();
+        let close = Policy {
+            signal: Stop::Close,
+            ..policy(Some(10))
+        };
+        let mut term = Terminator::new(close, t0);
+        assert_eq!(
+            term.tick(secs(t0, 10)),
+            Some(Action::Signal {
+                signal: Stop::Close,
+                reason: Reason::Cancel(Cancellation::Timeout)
+            })
+        );
+        assert_eq!(term.tick(secs(t0, 15)), Some(Action::Kill));
+        // GNU timeout's rule holds: what mcp-bound receives is forwarded.
+        let mut term = Terminator::new(close, t0);
+        assert_eq!(
+            term.cancel(secs(t0, 1), Cancellation::Signal(INT)),
+            Some(Action::Signal {
+                signal: Stop::Signal(INT),
+                reason: Reason::Cancel(Cancellation::Signal(INT))
+            })
+        );
+    }
+
+    #[test]
     fn timeout_then_grace_then_kill_then_abandon() {
         let t0 = Instant::now();
         let mut term = Terminator::new(policy(Some(10)), t0);
@@ -353,7 +383,7 @@ mod tests {
         assert_eq!(
             term.tick(secs(t0, 10)),
             Some(Action::Signal {
-                signal: TERM,
+                signal: Stop::Signal(TERM),
                 reason: Reason::Cancel(Cancellation::Timeout)
             })
         );
@@ -388,7 +418,7 @@ mod tests {
         assert_eq!(
             term.tick(secs(t0, 3)),
             Some(Action::Signal {
-                signal: TERM,
+                signal: Stop::Signal(TERM),
                 reason: Reason::PipesHeld
             })
         );
@@ -405,7 +435,7 @@ mod tests {
         assert_eq!(
             term.cancel(secs(t0, 1), Cancellation::Signal(INT)),
             Some(Action::Signal {
-                signal: INT,
+                signal: Stop::Signal(INT),
                 reason: Reason::Cancel(Cancellation::Signal(INT))
             })
         );
@@ -436,7 +466,7 @@ mod tests {
         assert_eq!(
             term.cancel(t0, Cancellation::ClientDisconnected),
             Some(Action::Signal {
-                signal: TERM,
+                signal: Stop::Signal(TERM),
                 reason: Reason::Cancel(Cancellation::ClientDisconnected)
             })
         );
@@ -454,7 +484,7 @@ mod tests {
         assert_eq!(
             term.on_leftovers(t0),
             Some(Action::Signal {
-                signal: TERM,
+                signal: Stop::Signal(TERM),
                 reason: Reason::Leftovers
             })
         );
@@ -509,7 +539,7 @@ mod tests {
         assert_eq!(
             term.tick(secs(t0, 12)),
             Some(Action::Signal {
-                signal: TERM,
+                signal: Stop::Signal(TERM),
                 reason: Reason::Cancel(Cancellation::StdinClosed)
             })
         );
@@ -541,7 +571,7 @@ mod bookkeeping {
     fn policy() -> Policy {
         Policy {
             timeout: Some(Duration::from_secs(10)),
-            signal: 15,
+            signal: Stop::Signal(15),
             grace: Duration::from_secs(5),
             wait_delay: Duration::from_secs(1),
             stdin_close_grace: None,
@@ -557,7 +587,7 @@ mod bookkeeping {
             actions,
             vec![
                 Action::Signal {
-                    signal: 2,
+                    signal: Stop::Signal(2),
                     reason: Reason::Cancel(Cancellation::Signal(2))
                 },
                 Action::Kill

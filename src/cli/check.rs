@@ -311,6 +311,15 @@ pub(super) fn check(cli: &Cli, given: &Given) -> Result<(), String> {
             crate::sys::BACKEND.os
         ));
     }
+    if cli.deadline.signal == crate::signals::Stop::Close && !session(cli) {
+        let source = match given.in_environment("signal") {
+            true => "MCP_BOUND_SIGNAL=CLOSE",
+            false => "--signal CLOSE",
+        };
+        return Err(format!(
+            "{source} closes the server's stdin, which is mcp-bound's only with the session layer (--mcp, or --session jsonrpc): without it the helper shares the host's stdin"
+        ));
+    }
     if cli.mcp_mode.session == Some(SessionMode::Jsonrpc) && !guard(cli) {
         return Err("--session jsonrpc reads the server's responses through the stdout guard; it cannot run with --stdout-guard off".into());
     }

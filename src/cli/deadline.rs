@@ -18,9 +18,10 @@ pub struct DeadlineArgs {
     pub timeout: Option<Duration>,
 
     /// Signal sent to the helper's group at the deadline: a name (any case, SIG optional; RTMIN+N,
-    /// RTMAX-N where the system has real-time signals: not macOS) or a number.
-    #[arg(short = 's', long, value_name = "SIGNAL", env = "MCP_BOUND_SIGNAL", default_value = "TERM", value_parser = signals::parse, help_heading = "Deadline options")]
-    pub signal: i32,
+    /// RTMAX-N where the system has real-time signals: not macOS) or a number. CLOSE instead closes
+    /// the server's stdin, the MCP shutdown (needs the session layer: --mcp).
+    #[arg(short = 's', long, value_name = "SIGNAL", env = "MCP_BOUND_SIGNAL", default_value = "TERM", value_parser = signals::parse_stop, help_heading = "Deadline options")]
+    pub signal: signals::Stop,
 
     /// Time between the first signal and SIGKILL to the whole tree; 0 kills at once. Also spelled
     /// --kill-after, as GNU timeout names it [default: 5s; 1s with --mcp].

@@ -78,7 +78,7 @@ interrupted: what its end cut off, era: legacy (initialize) or modern (2026-07-2
 protocol_version: as the client asked}], interrupted [{id, method, name}]: what the end of the session cut \
 off, not what an earlier crash did), the limits in force, \
 and events: dispatched (again for each restarted server), restart_scheduled (attempt, backoff_ms), \
-cancel_requested, signal_sent (signal, target group, descendants or cgroup (KILL through cgroup.kill), count, \
+cancel_requested, signal_sent (signal, target group, descendants, cgroup (KILL through cgroup.kill) or stdin (CLOSE), count, \
 reason: timeout, signal, client_disconnected, stdin_closed, pipes_held, leftovers, supervisor_failure, \
 restart_refused), \
 helper_exited, stdout_closed, stderr_closed, stdin_closed, streams_abandoned, each with t_ms, \
@@ -226,6 +226,9 @@ the new server is ended (signal reason restart_refused) and mcp.restart_stopped 
         "INT, TERM, HUP and QUIT received by mcp-bound cancel the helper: the received signal is \
 forwarded to the helper's process group (as GNU timeout does), then CONT, then KILL after --grace. \
 A second such signal sends KILL at once. mcp-bound exits 128+N after writing the record. \
+At a deadline, --signal is sent first; --signal CLOSE (with the session layer) instead closes the \
+server's stdin, the MCP shutdown, which means the same on every platform: signal_sent names CLOSE \
+with target stdin, and KILL follows after --grace if the server did not exit. \
 A terminating signal that was ignored when mcp-bound started stays ignored. SIGUSR1 is mcp-bound's \
 own: it is caught, never forwarded to the helper, and never ends the call; it opens a debug window \
 (DEBUG WINDOW), and a second one closes it. SIGPIPE is ignored; \

@@ -127,6 +127,8 @@ pub enum Target {
     /// Every process in the helper's cgroup at once, with one write to
     /// cgroup.kill (KILL only, with --contain cgroup, Linux 5.14).
     Cgroup,
+    /// The server's stdin, closed (CLOSE, the polite stop under --mcp).
+    Stdin,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

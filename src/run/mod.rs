@@ -17,7 +17,7 @@ use crate::record::{
 };
 use crate::redact::Redactor;
 use crate::settings::{JournalSettings, Settings};
-use crate::signals::{self, SignalPipe};
+use crate::signals::SignalPipe;
 use crate::sys;
 use crate::units::limit_millis;
 
@@ -228,7 +228,7 @@ fn limits(settings: &Settings, redactor: &Redactor, guard: StdoutGuard) -> Limit
     let capture = &settings.capture;
     Limits {
         timeout_ms: policy.timeout.map(limit_millis),
-        signal: signals::name(policy.signal),
+        signal: policy.signal.name(),
         grace_ms: limit_millis(policy.grace),
         wait_delay_ms: limit_millis(policy.wait_delay),
         head_bytes: capture.head_bytes as u64,

@@ -8,8 +8,8 @@ use std::time::Instant;
 
 use super::Loop;
 use crate::child;
-use crate::record::{EventKind, SignalReason};
-use crate::signals;
+use crate::record::{EventKind, SignalReason, Target};
+use crate::signals::{self, Stop};
 use crate::termination::{Action, Cancellation, Reason};
 
 impl Loop<'_> {
@@ -106,7 +106,10 @@ impl Loop<'_> {
             Action::Signal { signal, reason } => {
                 // A cancellation comes before the signal that carries it.
                 self.record_cancel_events(now);
-                self.perform_sweep(now, signal, Some(reason));
+                match signal {
+                    Stop::Signal(signo) => self.perform_sweep(now, signo, Some(reason)),
+                    Stop::Close => self.close_server_stdin(now, reason),
+                }
             }
             Action::Kill => {
                 let reason = self.term.reason();
@@ -118,6 +121,26 @@ impl Loop<'_> {
                 self.stderr.abandon();
                 self.event(now, EventKind::StreamsAbandoned);
             }
+        }
+    }
+
+    /// CLOSE: the server's stdin closed, what still waited for it
+    /// counted as discarded. Nothing to record where it was closed
+    /// already (the client's EOF closed it).
+    fn close_server_stdin(&mut self, now: Instant, reason: Reason) {
+        let Some(session) = self.session.as_mut() else {
+            return;
+        };
+        if session.stdin.close_server() {
+            self.event(
+                now,
+                EventKind::SignalSent {
+                    signal: Stop::Close.name(),
+                    target: Target::Stdin,
+                    count: 1,
+                    reason: SignalReason::from(reason),
+                },
+            );
         }
     }
 

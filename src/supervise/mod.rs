@@ -412,7 +412,7 @@ mod tests {
             stderr_log: None,
             policy: crate::termination::Policy {
                 timeout: None,
-                signal: signals::SIGTERM,
+                signal: signals::Stop::Signal(signals::SIGTERM),
                 grace: std::time::Duration::from_secs(5),
                 wait_delay: std::time::Duration::from_secs(1),
                 stdin_close_grace: None,

@@ -260,6 +260,14 @@ impl StdinRelay {
         self.discard();
     }
 
+    /// CLOSE, the polite stop: close the server's stdin now; what still
+    /// waited for it is discarded. False if it was closed already.
+    pub fn close_server(&mut self) -> bool {
+        let was_open = self.server.is_some();
+        self.server_gone();
+        was_open
+    }
+
     /// The client has not closed our stdin.
     pub fn client_open(&self) -> bool {
         self.source_open

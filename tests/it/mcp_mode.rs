@@ -439,3 +439,78 @@ fn a_failing_server_s_stderr_reaches_the_host_once() {
         "the excerpt is echoed when nothing was shown live",
     );
 }
+
+/// One request answered, then the client keeps our stdin open: only the
+/// deadline ends the call.
+fn one_request_then_the_deadline(server_flags: &[&str], options: &[&str]) -> util::Done {
+    let mut run = server(server_flags).opt(options).start();
+    run.send(&request(1, "echo", json!({})));
+    response(&run.read_line());
+    let stdin = run.take_stdin();
+    let done = run.finish();
+    drop(stdin);
+    done
+}
+
+#[test]
+fn close_as_the_polite_stop_closes_the_server_s_stdin_and_sends_no_signal() {
+    // The server ignores TERM but exits on stdin EOF: with --signal CLOSE
+    // the deadline closes its stdin, and it exits on its own.
+    let done = one_request_then_the_deadline(
+        &["--ignore-term"],
+        &["--mcp", "--signal", "close", "--timeout", "0.5s"],
+    );
+    done.expect_state("timed_out", 124)
+        .expect("/exit", json!({"code": 0}))
+        .expect("/limits/signal", json!("CLOSE"));
+    done.check(
+        done.signals_sent() == [("CLOSE".into(), "stdin".into(), "timeout".into())],
+        "CLOSE went to the server's stdin, and nothing else was sent",
+    );
+}
+
+#[test]
+fn a_server_that_ignores_close_is_killed_after_the_grace() {
+    let done = one_request_then_the_deadline(
+        &["--ignore-eof", "--ignore-term"],
+        &[
+            "--mcp",
+            "-s",
+            "CLOSE",
+            "--timeout",
+            "0.3s",
+            "--grace",
+            "0.3s",
+        ],
+    );
+    done.expect_state("timed_out", 124)
+        .expect("/exit", json!({"signal": "KILL", "core_dumped": false}));
+    let sent = done.signals_sent();
+    done.check(
+        sent.first() == Some(&("CLOSE".into(), "stdin".into(), "timeout".into()))
+            && sent.iter().skip(1).all(|(signal, _, _)| signal == "KILL")
+            && sent.len() > 1,
+        "CLOSE, then KILL after the grace",
+    );
+    let events = done.events("signal_sent");
+    let at = |i: usize| events[i]["t_ms"].as_u64().unwrap();
+    done.check(at(1) >= at(0) + 300, "KILL not before the grace");
+}
+
+#[test]
+fn close_needs_the_server_s_stdin_to_be_ours() {
+    // Without the session layer the helper shares the host's stdin:
+    // mcp-bound cannot close it, so CLOSE is refused, not turned into TERM.
+    let stderr = util::refused(&["--signal", "CLOSE"]);
+    assert!(stderr.contains("--signal CLOSE"), "{stderr}");
+    assert!(stderr.contains("--mcp"), "{stderr}");
+    let from_environment = util::Call::sh("true")
+        .env("MCP_BOUND_SIGNAL", "CLOSE")
+        .without_record()
+        .run();
+    from_environment.expect_code(125);
+    from_environment.check(
+        from_environment.stderr_text().contains("MCP_BOUND_SIGNAL"),
+        "the variable is named",
+    );
+}
