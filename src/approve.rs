@@ -227,7 +227,7 @@ fn by_tty(request: &Request<'_>, gate: &Gate<'_>, started: Instant) -> Verdict {
     let deadline = started + gate.timeout;
     let mut answer = Vec::new();
     let mut ready = Vec::with_capacity(2);
-    use std::os::fd::AsRawFd;
+    use crate::sys::fd::AsRawFd;
     let interests = [
         sys::Interest::new(gate.signals.fd().as_raw_fd(), true, false),
         sys::Interest::new(tty.as_raw_fd(), true, false),

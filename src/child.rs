@@ -8,9 +8,9 @@
 //! group id) cannot be reused, so signalling the group can never hit a
 //! stranger.
 
+use crate::sys::fd::OwnedFd;
 use std::ffi::OsString;
 use std::io;
-use std::os::fd::OwnedFd;
 
 use crate::contain::{Cgroup, Family, Group};
 use crate::sys;
@@ -99,7 +99,7 @@ impl Confine {
 /// non-blocking. On Linux it gets SIGKILL if mcp-bound dies, so it cannot
 /// outlive a SIGKILLed supervisor.
 pub fn spawn(argv: &[OsString], stdin: StdinFrom, confine: &Confine) -> Result<Helper, SpawnError> {
-    use std::os::fd::AsFd;
+    use crate::sys::fd::AsFd;
     let not_executable = SpawnError::NotExecutable;
     let strangers = Group::before_spawn();
     let mark = confine.tree_mark.as_ref();

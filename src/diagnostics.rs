@@ -41,9 +41,9 @@
 //! moved them. It can only change its own diagnostics, which it could have
 //! written differently to begin with.
 
+use crate::sys::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::fs::File;
 use std::io::{self, Read};
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 use crate::capture::Capture;

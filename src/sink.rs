@@ -10,11 +10,10 @@
 //!   POLLOUT, which the kernel accepts without blocking;
 //! - absent (closed): output is drained and counted, never written.
 
+use crate::sys::fd::{AsFd, AsRawFd, FromRawFd, RawFd};
 use std::fs::File;
 use std::io::{self, Write};
 use std::mem::ManuallyDrop;
-use std::os::fd::{AsFd, AsRawFd, FromRawFd, RawFd};
-use std::os::unix::fs::FileTypeExt;
 use std::time::{Duration, Instant};
 
 use crate::sys;
@@ -114,12 +113,12 @@ impl Sink {
         let kind = meta.file_type();
         if sys::is_nonblocking(file.as_fd()).unwrap_or(false) {
             Mode::AlreadyNonblocking
-        } else if kind.is_fifo() {
+        } else if sys::is_fifo(&kind) {
             match sys::reopen_fifo_nonblocking(fd) {
                 Some(fd) => Mode::Reopened(File::from(fd)),
                 None => Mode::AfterPollout,
             }
-        } else if kind.is_socket() {
+        } else if sys::is_socket(&kind) {
             Mode::Socket
         } else if kind.is_file() || sys::is_null_device(&meta) {
             Mode::NeverWaits

@@ -13,10 +13,10 @@
 //! its members at once, so `signal` says so and the group under it sends
 //! the polite one.
 
+use crate::sys::fd::{AsFd, BorrowedFd};
 use std::ffi::{CStr, CString};
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsFd, BorrowedFd};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 

@@ -18,8 +18,8 @@
 //! final words, the fork completes them, never adding a terminal entry
 //! that is there already.
 
+use crate::sys::fd::AsRawFd;
 use std::io::Write;
-use std::os::fd::AsRawFd;
 use std::path::Path;
 
 use super::said::Said;
@@ -260,7 +260,7 @@ struct Watched {
 }
 
 /// Block until mcp-bound says done or goes away.
-fn watch(fd: std::os::fd::RawFd) -> Watched {
+fn watch(fd: crate::sys::fd::RawFd) -> Watched {
     let mut watched = Watched {
         pgid: 0,
         done: false,

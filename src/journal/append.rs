@@ -3,7 +3,6 @@
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Write};
-use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -211,7 +210,7 @@ impl Journal {
             return Ok(None);
         }
         let mut bytes = vec![0u8; torn.torn_length as usize];
-        file.read_exact_at(&mut bytes, torn.torn_offset)?;
+        crate::sys::read_exact_at(file, &mut bytes, torn.torn_offset)?;
         let follows = parse_line(&self.key, &bytes).is_ok_and(|entry| match &tail.last {
             Some(line) => parse_line(&self.key, line)
                 .is_ok_and(|last| entry.seq == last.seq + 1 && entry.prev == last.h),
@@ -254,7 +253,7 @@ fn read_tail(file: &File, len: u64) -> io::Result<Tail> {
         let mut buf = vec![0u8; READ_BACK_CHUNK as usize];
         while offset < len {
             let want = (len - offset).min(READ_BACK_CHUNK) as usize;
-            file.read_exact_at(&mut buf[..want], offset)?;
+            crate::sys::read_exact_at(file, &mut buf[..want], offset)?;
             hasher.update(&buf[..want]);
             offset += want as u64;
         }
@@ -271,7 +270,7 @@ fn read_tail(file: &File, len: u64) -> io::Result<Tail> {
         Some(newline) => {
             let start = find_newline_before(file, newline)?.map_or(0, |p| p + 1);
             let mut line = vec![0u8; (newline - start) as usize];
-            file.read_exact_at(&mut line, start)?;
+            crate::sys::read_exact_at(file, &mut line, start)?;
             Some(line)
         }
     };
@@ -285,7 +284,7 @@ fn find_newline_before(file: &File, end: u64) -> io::Result<Option<u64>> {
     while chunk_end > 0 {
         let start = chunk_end.saturating_sub(READ_BACK_CHUNK);
         let part = &mut buf[..(chunk_end - start) as usize];
-        file.read_exact_at(part, start)?;
+        crate::sys::read_exact_at(file, part, start)?;
         if let Some(i) = memchr::memrchr(b'\n', part) {
             return Ok(Some(start + i as u64));
         }
@@ -313,7 +312,7 @@ struct ReadAt<'a> {
 
 impl Read for ReadAt<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.file.read_at(buf, self.offset)?;
+        let n = crate::sys::read_at(self.file, buf, self.offset)?;
         self.offset += n as u64;
         Ok(n)
     }

@@ -112,7 +112,7 @@ impl Exporter {
     /// gone). Whatever is still queued then is lost with the process: the
     /// record already said what was known.
     pub fn finish(&mut self, signals: &crate::sys::SignalPipe) {
-        use std::os::fd::AsRawFd;
+        use crate::sys::fd::AsRawFd;
         drop(self.queue.take());
         let deadline = Instant::now() + self.flush_timeout;
         let interests = [

@@ -8,8 +8,7 @@
 //! records one template makes share a directory (`--record-keep` removes
 //! the oldest of them there).
 
-use std::ffi::{OsStr, OsString};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,7 +34,7 @@ impl RecordTemplate {
             .file_name()
             .ok_or_else(|| format!("{}: has no file name", path.display()))?;
         let dir = path.parent().unwrap_or(Path::new("")).to_path_buf();
-        if pieces(dir.as_os_str().as_bytes())?
+        if pieces(crate::sys::os_bytes(dir.as_os_str()))?
             .iter()
             .any(|p| !matches!(p, Piece::Text(_)))
         {
@@ -46,7 +45,7 @@ impl RecordTemplate {
         }
         Ok(RecordTemplate {
             dir: unescaped_dir(&dir)?,
-            name: pieces(name.as_bytes())?,
+            name: pieces(crate::sys::os_bytes(name))?,
         })
     }
 
@@ -65,7 +64,7 @@ impl RecordTemplate {
                 Piece::Pid => name.extend_from_slice(pid.to_string().as_bytes()),
             }
         }
-        self.dir.join(OsString::from_vec(name))
+        self.dir.join(crate::sys::os_string(name))
     }
 
     /// The directory its records go to.
@@ -81,7 +80,7 @@ impl RecordTemplate {
     /// makes: each placeholder stands for a run of one or more bytes. A
     /// hidden file (a record being written) never is.
     pub fn makes(&self, name: &OsStr) -> bool {
-        let name = name.as_bytes();
+        let name = crate::sys::os_bytes(name);
         !name.starts_with(b".") && matches(&self.name, name)
     }
 }
@@ -143,14 +142,14 @@ fn pieces(bytes: &[u8]) -> Result<Vec<Piece>, String> {
 
 /// A directory part holds only text: its escaped braces undone.
 fn unescaped_dir(dir: &Path) -> Result<PathBuf, String> {
-    let text: Vec<u8> = pieces(dir.as_os_str().as_bytes())?
+    let text: Vec<u8> = pieces(crate::sys::os_bytes(dir.as_os_str()))?
         .into_iter()
         .flat_map(|piece| match piece {
             Piece::Text(text) => text,
             Piece::CallId | Piece::Pid => Vec::new(),
         })
         .collect();
-    Ok(PathBuf::from(OsString::from_vec(text)))
+    Ok(PathBuf::from(crate::sys::os_string(text)))
 }
 
 #[cfg(test)]

@@ -8,10 +8,10 @@
 //! expires it, and then its group gets TERM and KILL together. Its CPU
 //! is counted apart from the server's.
 
+use crate::sys::fd::{AsRawFd, RawFd};
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::Read;
-use std::os::fd::{AsRawFd, RawFd};
 use std::time::{Duration, Instant};
 
 use crate::child::{self, ChildExit};

@@ -3,7 +3,7 @@
 //! as our stderr takes it without blocking, and at exit it gets a bounded
 //! time to finish.
 
-use std::os::fd::RawFd;
+use crate::sys::fd::RawFd;
 use std::time::{Duration, Instant};
 
 use crate::debug_window::{Closed, Windows};
@@ -198,8 +198,8 @@ pub(crate) fn end_words(end: WindowEnd) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sys::fd::AsRawFd;
     use std::io::Read;
-    use std::os::fd::AsRawFd;
 
     /// Live output with a generous budget, writing into `writer`'s pipe.
     fn output(now: Instant, writer: &std::io::PipeWriter) -> LiveOutput {

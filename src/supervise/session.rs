@@ -4,7 +4,7 @@
 //! routing what the table produced (journal entries first, then lines for
 //! the server and answers for the client).
 
-use std::os::fd::OwnedFd;
+use crate::sys::fd::OwnedFd;
 use std::time::Instant;
 
 use super::Stream;

@@ -4,9 +4,9 @@
 //! empties it into the intake, by reads (timed while a flood is measured)
 //! or, on the flood path, by moves inside the kernel.
 
+use crate::sys::fd::{AsFd, AsRawFd, RawFd};
 use std::fs::File;
 use std::io::{self, Read};
-use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::time::Instant;
 
 use super::Stream;
@@ -239,8 +239,8 @@ mod tests {
     use crate::capture::Capture;
     use crate::diagnostics::FloodPath;
     use crate::redact::Redactor;
+    use crate::sys::fd::OwnedFd;
     use std::io::Write;
-    use std::os::fd::OwnedFd;
 
     fn intake(head: usize, tail: usize) -> Intake {
         Intake {

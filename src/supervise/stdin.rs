@@ -12,10 +12,10 @@
 //! changed: it is read once per readiness that poll(2) reported, which
 //! does not block for a pipe, a socket or a terminal.
 
+use crate::sys::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::mem::ManuallyDrop;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Instant;
 
 use super::Stream;

@@ -5,9 +5,9 @@
 //! pipe is not read (back-pressure). Captured (an approver's stdout), they
 //! are diagnostics.
 
+use crate::sys::fd::{AsRawFd, RawFd};
 use std::fs::File;
 use std::io::{self, Read};
-use std::os::fd::{AsRawFd, RawFd};
 use std::time::Instant;
 
 use super::Stream;
@@ -398,8 +398,8 @@ mod tests {
     use super::*;
     use crate::capture::Capture;
     use crate::diagnostics::{Diagnostics, FloodPath};
+    use crate::sys::fd::{AsFd, OwnedFd};
     use std::io::Write;
-    use std::os::fd::{AsFd, OwnedFd};
 
     fn intake() -> Intake {
         Intake {

@@ -2,7 +2,7 @@
 //! each part's descriptor sits in it (`Slots`), and the next instant
 //! anything is due (`next_wake`), which bounds the wait.
 
-use std::os::fd::{AsRawFd, RawFd};
+use crate::sys::fd::{AsRawFd, RawFd};
 use std::time::Instant;
 
 use super::Loop;

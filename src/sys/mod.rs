@@ -52,6 +52,14 @@ mod unix;
 #[cfg(unix)]
 pub use unix::*;
 
+/// Descriptors, as the rest of mcp-bound names them: on Unix,
+/// `std::os::fd` itself. Code outside `sys/` imports them from here, never
+/// from `std::os`, so that it reads the same on every platform.
+#[cfg(unix)]
+pub mod fd {
+    pub use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+}
+
 /// What this system can do, as the backend says it: read where a
 /// guarantee depends on it, so that the caller chooses another way (or
 /// refuses, saying why) instead of calling a no-op.

@@ -279,6 +279,42 @@ pub fn is_null_device(meta: &std::fs::Metadata) -> bool {
     meta.file_type().is_char_device() && Some(meta.rdev()) == super::null_device()
 }
 
+/// A FIFO (a named or anonymous pipe).
+pub fn is_fifo(kind: &std::fs::FileType) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    kind.is_fifo()
+}
+
+/// A socket.
+pub fn is_socket(kind: &std::fs::FileType) -> bool {
+    use std::os::unix::fs::FileTypeExt;
+    kind.is_socket()
+}
+
+/// Read at `offset` of a shared file (pread), leaving its position alone.
+pub fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    use std::os::unix::fs::FileExt;
+    file.read_at(buf, offset)
+}
+
+/// Fill `buf` from `offset` of a shared file, leaving its position alone.
+pub fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    file.read_exact_at(buf, offset)
+}
+
+/// A path's bytes, as the system holds them.
+pub fn os_bytes(text: &std::ffi::OsStr) -> &[u8] {
+    use std::os::unix::ffi::OsStrExt;
+    text.as_bytes()
+}
+
+/// A path from bytes (any bytes are one on Unix).
+pub fn os_string(bytes: Vec<u8>) -> std::ffi::OsString {
+    use std::os::unix::ffi::OsStringExt;
+    std::ffi::OsString::from_vec(bytes)
+}
+
 /// Whether `file` is the null device itself.
 pub fn is_dev_null(file: &File) -> bool {
     file.metadata().is_ok_and(|meta| is_null_device(&meta))
