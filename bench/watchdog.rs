@@ -54,7 +54,7 @@ fn main() {
             None => {
                 drop(writer);
                 let mut buf = [0u8; 8];
-                use std::os::fd::AsRawFd;
+                use mcp_bound::sys::fd::AsRawFd;
                 let _ = sys::read_blocking(reader.as_raw_fd(), &mut buf);
                 sys::exit_now(0)
             }

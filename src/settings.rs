@@ -36,7 +36,7 @@ pub struct RecordSettings {
     pub path: Option<PathBuf>,
     /// The template and how many of its final records to keep.
     pub keep: Option<(crate::record::RecordTemplate, usize)>,
-    pub fd: Option<i32>,
+    pub fd: Option<crate::sys::fd::RawFd>,
     /// --call-id, or a random one made here (the record path may name it).
     pub call_id: String,
     pub session_id: Option<String>,

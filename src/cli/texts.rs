@@ -265,7 +265,9 @@ contain.not_applied); no splice, so a flood is read and --flood-path splice is r
 real-time signals; the journal is made durable with fcntl(F_FULLFSYNC), since fsync does not reach \
 the disk there; usage.max_rss_kib is converted from the bytes macOS reports. If mcp-bound and its \
 watchdog are both SIGKILLed, nothing ends the tree on macOS (no parent-death signal); on Linux the \
-helper dies with mcp-bound. Any other Unix builds and refuses to run (125). Windows is planned. \
+helper dies with mcp-bound. Any other Unix builds and refuses to run (125). On Windows mcp-bound builds and, until its \
+backend (a Job Object for the tree) lands, refuses to run a helper the same way: exit 125, one line, \
+nothing started. \
 The record's mcp_bound.os names the system.",
     ),
     (

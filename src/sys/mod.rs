@@ -42,15 +42,38 @@
 //!   `--cfg mcp_bound_portable`, its table then read from /proc, so CI
 //!   runs the macOS code paths;
 //! - `unix/unsupported.rs`: any other Unix: mcp-bound compiles and refuses
-//!   to run, saying why (`BACKEND.unsupported`).
+//!   to run, saying why (`BACKEND.unsupported`);
+//! - `windows/`: Windows, the same until its backend (a Job Object for
+//!   the tree, one completion port for the pipes) lands: it compiles, CI
+//!   type-checks it and runs it under Wine, and it refuses to run a helper.
+//!
+//! Shared by every backend: `types.rs` (the answers' data), `table.rs`
+//! (the process table's algorithms, pure), `portable.rs` (what std gives
+//! every system alike), `refusing.rs` (what a refusing backend shares),
+//! and `fd`, descriptors by one name (handles on Windows).
 //!
 //! `unix/` holds what POSIX gives every Unix backend: descriptor flags,
 //! the signal pipe, files, poll(2), spawning and waiting.
 
+mod portable;
+#[cfg(any(windows, all(unix, not(any(target_os = "linux", target_os = "macos")))))]
+mod refusing;
+mod table;
+mod types;
 #[cfg(unix)]
 mod unix;
+#[cfg(windows)]
+mod windows;
+
+pub use portable::*;
+pub use table::Descendants;
+#[cfg(unix)]
+use table::Marked;
+pub use types::*;
 #[cfg(unix)]
 pub use unix::*;
+#[cfg(windows)]
+pub use windows::*;
 
 /// Descriptors, as the rest of mcp-bound names them: on Unix,
 /// `std::os::fd` itself. Code outside `sys/` imports them from here, never
@@ -58,6 +81,51 @@ pub use unix::*;
 #[cfg(unix)]
 pub mod fd {
     pub use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+}
+
+/// Descriptors, as the rest of mcp-bound names them: on Windows, handles
+/// under the same names (a raw one as its value, so that it compares and
+/// hashes as a descriptor does).
+#[cfg(windows)]
+pub mod fd {
+    use std::os::windows::io as handle;
+
+    pub type RawFd = isize;
+    pub type OwnedFd = handle::OwnedHandle;
+    pub type BorrowedFd<'a> = handle::BorrowedHandle<'a>;
+
+    pub trait AsFd {
+        fn as_fd(&self) -> BorrowedFd<'_>;
+    }
+
+    impl<T: handle::AsHandle> AsFd for T {
+        fn as_fd(&self) -> BorrowedFd<'_> {
+            self.as_handle()
+        }
+    }
+
+    pub trait AsRawFd {
+        fn as_raw_fd(&self) -> RawFd;
+    }
+
+    impl<T: handle::AsRawHandle> AsRawFd for T {
+        fn as_raw_fd(&self) -> RawFd {
+            self.as_raw_handle() as RawFd
+        }
+    }
+
+    pub trait FromRawFd {
+        /// # Safety
+        /// `fd` is an open handle that nothing else owns.
+        unsafe fn from_raw_fd(fd: RawFd) -> Self;
+    }
+
+    impl<T: handle::FromRawHandle> FromRawFd for T {
+        unsafe fn from_raw_fd(fd: RawFd) -> Self {
+            // SAFETY: the caller's promise.
+            unsafe { T::from_raw_handle(fd as handle::RawHandle) }
+        }
+    }
 }
 
 /// What this system can do, as the backend says it: read where a

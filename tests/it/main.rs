@@ -1,7 +1,11 @@
 //! The integration tests, as one crate: a module per topic, and `util`,
 //! the harness they share (the real binary on tiny fixtures, the record
 //! and journal checked against the schemas, nothing left running),
-//! compiled once instead of once per test binary.
+//! compiled once instead of once per test binary. They drive Unix
+//! processes (fork, signals, /proc): on Windows the crate is empty, and
+//! the Windows suite runs the Windows binary under Wine instead.
+
+#![cfg(unix)]
 
 #[macro_use]
 mod util;
@@ -27,3 +31,4 @@ mod structure;
 mod supervisor;
 mod tool_gate;
 mod usage;
+mod wine;

@@ -69,14 +69,6 @@ pub fn open_append_private(path: &Path) -> io::Result<(File, bool)> {
     Ok((File::from(unsafe { OwnedFd::from_raw_fd(fd) }), created))
 }
 
-/// The directory that holds `path` (`.` for a bare file name).
-pub fn parent_dir(path: &Path) -> &Path {
-    match path.parent() {
-        Some(parent) if !parent.as_os_str().is_empty() => parent,
-        _ => Path::new("."),
-    }
-}
-
 /// Make a new directory entry durable.
 pub fn fsync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
@@ -169,30 +161,6 @@ pub fn open_tty() -> io::Result<File> {
         .open("/dev/tty")?;
     nix::sys::termios::tcflush(&file, nix::sys::termios::FlushArg::TCIFLUSH)?;
     Ok(file)
-}
-
-/// Read a small file whole (a /proc or cgroup file): open, reads into
-/// a 4 KiB buffer that grows only if it must, close. No size query (those
-/// files report 0) and no probing reads: std's read_to_string spends six
-/// system calls on a 300-byte /proc/PID/stat, this spends three.
-pub fn read_small(path: &Path) -> io::Result<String> {
-    use std::io::Read;
-    let mut file = File::open(path)?;
-    let mut buf = vec![0u8; 4096];
-    let mut len = 0;
-    loop {
-        match file.read(&mut buf[len..]) {
-            Ok(0) => break,
-            Ok(n) => len += n,
-            Err(err) if err.kind() == io::ErrorKind::Interrupted => continue,
-            Err(err) => return Err(err),
-        }
-        if len == buf.len() {
-            buf.resize(len * 2, 0);
-        }
-    }
-    buf.truncate(len);
-    String::from_utf8(buf).map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "not UTF-8"))
 }
 
 /// At most `max` bytes from the start of `path`, if it is a regular file

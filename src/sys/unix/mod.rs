@@ -25,15 +25,13 @@ mod procargs;
 mod process;
 #[cfg(target_os = "linux")]
 mod procfs;
-mod table;
 mod wait;
 
+use super::{ChildExit, Descendants, Interest, Marked, Orphaned, ProcInfo, Ready, table};
 pub use files::*;
 pub use os::*;
 pub use poll::*;
 pub use process::*;
-pub use table::Descendants;
-use table::Marked;
 pub use wait::*;
 
 use std::fs::File;
@@ -101,35 +99,6 @@ pub fn send_nowait(fd: BorrowedFd<'_>, bytes: &[u8]) -> io::Result<usize> {
     } else {
         Ok(rc as usize)
     }
-}
-
-/// One process, as the process table shows it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ProcInfo {
-    pub pid: i32,
-    pub ppid: i32,
-    pub pgid: i32,
-    pub zombie: bool,
-    /// When it started, in the table's own unit (clock ticks since boot
-    /// from /proc, microseconds since the epoch from libproc), compared
-    /// only with another start from the same table: with the pid, this
-    /// names one process even after its pid is reused.
-    pub start: u64,
-}
-
-/// What a waiter does once mcp-bound is gone, made before it starts and
-/// never changed after (it shares mcp-bound's memory): a first strike at
-/// the tree, then an exec of `exe` with `argv0 mode target pgid mark`, a fresh
-/// process that ends the rest and removes the cgroup.
-pub struct Orphaned {
-    /// cgroup.kill of the tree's cgroup.
-    pub kill: Option<std::ffi::CString>,
-    pub exe: std::ffi::CString,
-    pub argv0: std::ffi::CString,
-    pub mode: std::ffi::CString,
-    pub target: std::ffi::CString,
-    /// The call's mark, last (the approvers carry it).
-    pub mark: std::ffi::CString,
 }
 
 /// Close a raw descriptor this process owns (a forked child's leftovers).

@@ -8,44 +8,14 @@ use std::io;
 use std::os::fd::RawFd;
 use std::time::Duration;
 
+use super::{Interest, Ready};
+
 use nix::libc;
-
-/// What the caller wants to hear about one descriptor. A descriptor with
-/// neither flag set still reports hang-up and error, which is how a closed
-/// reader of our stdout is noticed without writing to it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Interest {
-    pub fd: RawFd,
-    pub read: bool,
-    pub write: bool,
-    /// Also report the peer's end of writing as a hang-up: a socket shut
-    /// down with SHUT_WR never reports POLLHUP, only POLLRDHUP (Linux).
-    pub peer_closed: bool,
-}
-
-impl Interest {
-    pub fn new(fd: RawFd, read: bool, write: bool) -> Interest {
-        Interest {
-            fd,
-            read,
-            write,
-            peer_closed: false,
-        }
-    }
-}
 
 #[cfg(target_os = "linux")]
 const PEER_CLOSED: libc::c_short = libc::POLLRDHUP;
 #[cfg(not(target_os = "linux"))]
 const PEER_CLOSED: libc::c_short = 0;
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Ready {
-    pub readable: bool,
-    pub writable: bool,
-    pub hangup: bool,
-    pub error: bool,
-}
 
 /// Wait for readiness or the timeout. The timeout is rounded *up* to whole
 /// milliseconds so the loop never wakes just before a deadline and spins.

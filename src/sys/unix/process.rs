@@ -4,7 +4,9 @@
 
 use std::ffi::{CString, OsString};
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
+use std::os::fd::{AsRawFd, RawFd};
+
+use crate::sys::Setup;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 
 use nix::libc;
@@ -199,21 +201,6 @@ impl Exec {
             _strings: strings,
         })
     }
-}
-
-/// What the child does between fork and exec, besides its own process
-/// group and the default signal state.
-pub struct Setup<'a> {
-    /// Descriptors for 0, 1 and 2 (`None`: inherited).
-    pub stdio: [Option<BorrowedFd<'a>>; 3],
-    /// Die with this parent: only where the system has a parent-death
-    /// signal (`BACKEND.parent_death_signal`).
-    pub die_with: Option<i32>,
-    pub rlimits: &'a [crate::rlimit::Rlimit],
-    /// The cgroup to start in: its directory and its `cgroup.procs`.
-    pub cgroup: Option<(BorrowedFd<'a>, &'a std::ffi::CStr)>,
-    /// Fork and write `cgroup.procs`, rather than clone into the cgroup.
-    pub move_into_cgroup: bool,
 }
 
 /// How the helper got into its cgroup.

@@ -6,7 +6,8 @@
 
 use std::path::Path;
 
-use super::{Marked, ProcInfo, effective_uid, read_small};
+use super::{Marked, ProcInfo, effective_uid};
+use crate::sys::read_small;
 
 /// Every process whose environment holds exactly `entry` (`NAME=value`):
 /// what is left of a tree whose parent links died with its supervisor.

@@ -22,13 +22,6 @@ pub const BACKEND: crate::sys::Backend = crate::sys::Backend {
     real_time_signals: false,
 };
 
-fn unsupported() -> io::Error {
-    io::Error::new(
-        io::ErrorKind::Unsupported,
-        BACKEND.unsupported.unwrap_or_default(),
-    )
-}
-
 /// poll(2), as POSIX gives it.
 #[derive(Default)]
 pub struct Poller;
@@ -52,25 +45,8 @@ impl Poller {
 
 pub(in crate::sys) use super::poll::poll as wait_once;
 
-pub fn proc_info(_pid: i32) -> Option<ProcInfo> {
-    None
-}
-
-pub fn children_of_self() -> Vec<i32> {
-    Vec::new()
-}
-
-pub fn pids_with_env(_entry: &[u8]) -> Vec<i32> {
-    Vec::new()
-}
-
-pub fn descendants(
-    _root: i32,
-    _mark: Option<&[u8]>,
-    _skip: &dyn Fn(&ProcInfo) -> bool,
-) -> Vec<ProcInfo> {
-    Vec::new()
-}
+use crate::sys::refusing::unsupported;
+pub use crate::sys::refusing::{children_of_self, descendants, pids_with_env, proc_info};
 
 pub fn sync_durable(file: &File) -> io::Result<()> {
     file.sync_all()

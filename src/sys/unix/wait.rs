@@ -6,12 +6,7 @@ use std::io;
 
 use nix::libc;
 
-/// How a child ended, as waitid(2) reports it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ChildExit {
-    Code(i32),
-    Signal { signo: i32, core_dumped: bool },
-}
+use super::ChildExit;
 
 /// Has child `pid` exited? It stays a zombie (WNOWAIT), so its pid (and
 /// its process group id) cannot be reused while we still signal it.

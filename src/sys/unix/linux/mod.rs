@@ -255,17 +255,4 @@ mod tests {
         let plain = tempfile::tempfile().unwrap();
         assert!(!is_dev_null(&plain), "a regular file");
     }
-
-    #[test]
-    fn small_files_are_read_whole_at_and_past_the_buffer() {
-        let dir = tempfile::tempdir().unwrap();
-        for size in [0, 1, 4095, 4096, 4097, 8192, 20_000] {
-            let text: String = (0..size).map(|i| (b'a' + (i % 26) as u8) as char).collect();
-            let path = dir.path().join(format!("f{size}"));
-            std::fs::write(&path, &text).unwrap();
-            assert_eq!(read_small(&path).unwrap(), text, "{size} bytes");
-        }
-        let missing = read_small(Path::new("/nonexistent/file")).unwrap_err();
-        assert_eq!(missing.kind(), io::ErrorKind::NotFound);
-    }
 }

@@ -2,6 +2,9 @@
 //! parents' links, and the processes that carry the tree's mark. Each
 //! backend reads the table its own way (/proc, libproc) into `ProcInfo`s.
 
+// The Windows backend reads no table yet (it refuses to run).
+#![cfg_attr(windows, allow(dead_code))]
+
 use std::collections::HashMap;
 
 use super::ProcInfo;
@@ -9,7 +12,7 @@ use super::ProcInfo;
 /// Whether one process carries the tree's mark, as far as its
 /// environment can be read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Marked {
+pub(in crate::sys) enum Marked {
     Yes,
     No,
     /// One of this user's processes whose environment could not be read
@@ -29,7 +32,7 @@ pub struct Descendants {
 
 /// Every process of `all` below `root` (not `root` itself), leaving out
 /// each process `skip` names, with everything below it.
-pub(super) fn below(
+pub(in crate::sys) fn below(
     root: i32,
     all: Vec<ProcInfo>,
     skip: &dyn Fn(&ProcInfo) -> bool,
@@ -64,7 +67,7 @@ pub(super) fn below(
         reason = "Linux has a subreaper: the parents' links suffice"
     )
 )]
-pub(super) fn below_or_marked(
+pub(in crate::sys) fn below_or_marked(
     root: i32,
     all: Vec<ProcInfo>,
     marked: &dyn Fn(&ProcInfo) -> Marked,
