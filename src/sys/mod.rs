@@ -64,6 +64,10 @@ mod types;
 mod unix;
 #[cfg(windows)]
 mod windows;
+// The Windows command line's rules are pure: tested on every platform.
+#[cfg(all(test, not(windows)))]
+#[path = "windows/cmdline.rs"]
+mod windows_cmdline;
 
 pub use portable::*;
 pub use table::Descendants;

@@ -6,6 +6,8 @@
 //! for the tree, one completion port for the pipes). None pretends: what
 //! would have to promise something says `Unsupported`.
 
+mod cmdline;
+
 use std::ffi::OsString;
 use std::fs::File;
 use std::io;
