@@ -3,13 +3,16 @@
 //! .exe and WINEPREFIX the prefix. Without them each test says so and
 //! passes, unless MCP_BOUND_WINE=require (as in CI).
 //!
-//! Until the Windows backend lands, what holds there is the command line
-//! and the refusal: mcp-bound parses and checks its options as on Unix,
-//! then refuses to run a helper, saying why, with nothing started. Wine
+//! Until the Windows backend lands, what holds there is the command line,
+//! the refusal, and `verify`: mcp-bound parses and checks its options as
+//! on Unix, refuses to run a helper, saying why, with nothing started,
+//! and verifies a journal written on another system. Wine
 //! is not Windows: the README's platform table says what was seen only
 //! here.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+use crate::util::Call;
 use std::process::{Command, Output};
 
 const WINE: &str = "/usr/lib/wine/wine64";
@@ -33,9 +36,16 @@ fn windows_exe() -> Option<PathBuf> {
 
 /// Run the .exe under Wine with `args`, nothing on its stdin.
 fn run(exe: &PathBuf, args: &[&str]) -> Output {
+    run_in(exe, args, Path::new("."))
+}
+
+/// The same, in directory `dir` (Wine's `Z:` is `/`, so a relative path
+/// names the same file on both sides).
+fn run_in(exe: &PathBuf, args: &[&str], dir: &Path) -> Output {
     let output = Command::new(WINE)
         .arg(exe)
         .args(args)
+        .current_dir(dir)
         .env("WINEDEBUG", "-all")
         .stdin(std::process::Stdio::null())
         .output()
@@ -101,4 +111,39 @@ fn options_are_checked_as_on_unix_before_anything_else() {
             "{args:?}: {said:?}"
         );
     }
+}
+
+#[test]
+fn a_journal_written_on_linux_verifies_on_windows_and_a_changed_byte_breaks_it() {
+    let Some(exe) = windows_exe() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("audit.jsonl");
+    for code in [0, 3] {
+        Call::sh(&format!("echo call >&2; exit {code}"))
+            .opt(&["--journal", journal.to_str().unwrap()])
+            .run()
+            .expect_code(code);
+    }
+    let here = Command::new(crate::util::BIN)
+        .args(["verify", "audit.jsonl"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let there = run_in(&exe, &["verify", "audit.jsonl"], dir.path());
+    assert_eq!(there.status.code(), Some(0), "verifies on Windows");
+    assert_eq!(
+        String::from_utf8_lossy(&there.stdout).trim_end(),
+        String::from_utf8_lossy(&here.stdout).trim_end(),
+        "the same report, chain head included"
+    );
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let changed = text.replacen("\"seq\":1,", "\"seq\":1 ,", 1);
+    assert_ne!(changed, text, "the second line was changed");
+    std::fs::write(&journal, changed).unwrap();
+    let broken = run_in(&exe, &["verify", "audit.jsonl"], dir.path());
+    assert_eq!(broken.status.code(), Some(1), "a changed byte is a break");
+    assert!(
+        String::from_utf8_lossy(&broken.stdout).contains("line 2"),
+        "the break is named where it is"
+    );
 }
