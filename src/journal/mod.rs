@@ -362,6 +362,8 @@ mod tests {
     /// Each per-request fact is defined once (`session/audit.rs`): what
     /// it writes, with every optional field set, is exactly its kind's
     /// properties in the schema, and the strict reading takes it.
+    // jsonschema is built for the Unix tests only.
+    #[cfg(unix)]
     #[test]
     fn each_audit_fact_is_its_schema_entry_field_for_field() {
         use crate::session::{Audit, Irregular, RequestOutcome, ResultType, TaskStatus};

@@ -60,7 +60,8 @@ pub use audit::{
 #[cfg(feature = "fuzzing")]
 pub use fuzz::fuzz_client_line;
 pub(crate) use gate::Ask;
-#[cfg(test)]
+// For the journal's schema test, which runs beside the Unix tests.
+#[cfg(all(test, unix))]
 pub(crate) use gate::DecidedBy;
 pub use gate::{ApproverCommand, ToolGate};
 pub use policy::{AuditRequests, SessionPolicy};

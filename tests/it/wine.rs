@@ -3,8 +3,11 @@
 //! .exe and WINEPREFIX the prefix. Without them each test says so and
 //! passes, unless MCP_BOUND_WINE=require (as in CI).
 //!
-//! Until the Windows backend lands, what holds there is the command line,
-//! the refusal, and `verify`: mcp-bound parses and checks its options as
+//! The backend's own pieces (the job that holds the tree, the command
+//! line's rules) are unit-tested there too: `unit-tests.exe`, beside the
+//! binary, is the library's test executable. Until the backend lands,
+//! what holds for the binary is the command line, the refusal, and
+//! `verify`: mcp-bound parses and checks its options as
 //! on Unix, refuses to run a helper, saying why, with nothing started,
 //! and verifies a journal written on another system. Wine
 //! is not Windows: the README's platform table says what was seen only
@@ -26,7 +29,7 @@ fn windows_exe() -> Option<PathBuf> {
         Some(_) if !std::path::Path::new(WINE).exists() => format!("{WINE} is missing"),
         Some(_) => return exe,
     };
-    let build = ".ci/windows-build, then MCP_BOUND_WINDOWS_EXE=target/windows/x86_64-pc-windows-gnu/debug/mcp-bound.exe WINEPREFIX=$PWD/target/wine-prefix";
+    let build = ".ci/windows-build, then MCP_BOUND_WINDOWS_EXE=target/cross/x86_64-pc-windows-gnu/debug/mcp-bound.exe WINEPREFIX=$PWD/target/wine-prefix";
     if std::env::var("MCP_BOUND_WINE").as_deref() == Ok("require") {
         panic!("the Wine suite needs the Windows binary: {why} ({build})");
     }
@@ -145,5 +148,40 @@ fn a_journal_written_on_linux_verifies_on_windows_and_a_changed_byte_breaks_it()
     assert!(
         String::from_utf8_lossy(&broken.stdout).contains("line 2"),
         "the break is named where it is"
+    );
+}
+
+#[test]
+fn the_windows_backend_s_own_tests_pass_under_wine() {
+    let Some(exe) = windows_exe() else { return };
+    let tests = exe.with_file_name("unit-tests.exe");
+    assert!(
+        tests.is_file(),
+        "{} is missing (.ci/windows-build makes it)",
+        tests.display()
+    );
+    let output = Command::new(WINE)
+        .arg(&tests)
+        .args(["sys::windows", "--test-threads", "1"])
+        .env("WINEDEBUG", "-all")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run wine64");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    eprintln!("{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "the unit tests pass under Wine"
+    );
+    let passed: u32 = stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("test result: ok. "))
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(
+        passed >= 8,
+        "the job's and the command line's tests ran: {passed}"
     );
 }

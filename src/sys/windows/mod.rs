@@ -7,6 +7,7 @@
 //! would have to promise something says `Unsupported`.
 
 mod cmdline;
+mod job;
 
 use std::ffi::OsString;
 use std::fs::File;

@@ -1,0 +1,328 @@
+//! The Job Object that holds a helper's whole tree on Windows: every
+//! process the helper starts is in it (no breakaway), and when the job's
+//! last handle closes, whatever ended mcp-bound (even `TerminateProcess`),
+//! the system ends them all (`JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE`). A
+//! process is created suspended, assigned, then resumed, so nothing of
+//! the tree ever runs outside the job; the Python SDK assigns after the
+//! start, and what starts in that gap escapes.
+//!
+//! The job reports to a completion port: a process joined, one exited,
+//! none is left. That is the loop's wake-up for the tree, as the pipes'
+//! completions are for the streams, once the loop is built on it.
+
+// The backend's spawn uses it as it lands; tested under Wine meanwhile.
+#![cfg_attr(not(test), allow(dead_code))]
+
+use std::io;
+use std::os::windows::io::{AsRawHandle, FromRawHandle, OwnedHandle};
+use std::ptr;
+use std::time::Duration;
+
+use windows_sys::Win32::Foundation::{HANDLE, INVALID_HANDLE_VALUE, WAIT_TIMEOUT};
+use windows_sys::Win32::System::IO::{
+    CreateIoCompletionPort, GetQueuedCompletionStatus, OVERLAPPED,
+};
+use windows_sys::Win32::System::JobObjects::{
+    AssignProcessToJobObject, CreateJobObjectW, IsProcessInJob, JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE,
+    JOBOBJECT_ASSOCIATE_COMPLETION_PORT, JOBOBJECT_EXTENDED_LIMIT_INFORMATION,
+    JobObjectAssociateCompletionPortInformation, JobObjectExtendedLimitInformation,
+    SetInformationJobObject, TerminateJobObject,
+};
+use windows_sys::Win32::System::Threading::{
+    CREATE_SUSPENDED, CREATE_UNICODE_ENVIRONMENT, CreateProcessW, PROCESS_INFORMATION,
+    ResumeThread, STARTUPINFOW, TerminateProcess,
+};
+use windows_sys::core::BOOL;
+
+/// What a job tells its port (winnt.h's `JOB_OBJECT_MSG_*`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JobNews {
+    /// The last process of the job is gone.
+    Empty,
+    /// A process joined (the helper, or one it started).
+    Joined(u32),
+    /// A process of the job exited.
+    Exited(u32),
+    /// Something else the job said (a limit reached).
+    Other(u32),
+}
+
+const MSG_ACTIVE_PROCESS_ZERO: u32 = 4;
+const MSG_NEW_PROCESS: u32 = 6;
+const MSG_EXIT_PROCESS: u32 = 7;
+
+fn check(ok: BOOL) -> io::Result<()> {
+    if ok != 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// A handle the system returned, owned; an error for a null one.
+fn owned(handle: HANDLE) -> io::Result<OwnedHandle> {
+    if handle.is_null() || handle == INVALID_HANDLE_VALUE {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a handle the system just gave us, owned by nothing else.
+    Ok(unsafe { OwnedHandle::from_raw_handle(handle) })
+}
+
+/// A helper's tree, held by a job, and the port the job reports to.
+pub struct Job {
+    job: OwnedHandle,
+    port: OwnedHandle,
+}
+
+/// A process started into the job.
+pub struct Started {
+    pub pid: u32,
+    pub process: OwnedHandle,
+}
+
+impl Job {
+    /// A job that ends its processes when its last handle closes, and
+    /// reports to a port of its own.
+    pub fn new() -> io::Result<Job> {
+        // SAFETY: no attributes and no name: a fresh anonymous job.
+        let job = owned(unsafe { CreateJobObjectW(ptr::null(), ptr::null()) })?;
+        // SAFETY: an all-zero limit structure is valid; one flag is set.
+        let mut limits: JOBOBJECT_EXTENDED_LIMIT_INFORMATION = unsafe { std::mem::zeroed() };
+        limits.BasicLimitInformation.LimitFlags = JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE;
+        // SAFETY: the job is ours; the structure and its size match.
+        check(unsafe {
+            SetInformationJobObject(
+                job.as_raw_handle(),
+                JobObjectExtendedLimitInformation,
+                (&raw const limits).cast(),
+                size_of::<JOBOBJECT_EXTENDED_LIMIT_INFORMATION>() as u32,
+            )
+        })?;
+        // SAFETY: a new port, not tied to any file.
+        let port =
+            owned(unsafe { CreateIoCompletionPort(INVALID_HANDLE_VALUE, ptr::null_mut(), 0, 1) })?;
+        let association = JOBOBJECT_ASSOCIATE_COMPLETION_PORT {
+            CompletionKey: ptr::null_mut(),
+            CompletionPort: port.as_raw_handle(),
+        };
+        // SAFETY: the job and the port are ours; the structure matches.
+        check(unsafe {
+            SetInformationJobObject(
+                job.as_raw_handle(),
+                JobObjectAssociateCompletionPortInformation,
+                (&raw const association).cast(),
+                size_of::<JOBOBJECT_ASSOCIATE_COMPLETION_PORT>() as u32,
+            )
+        })?;
+        Ok(Job { job, port })
+    }
+
+    /// Start the command line `line` (see `cmdline`) suspended, assign
+    /// it to the job, then let it run. `flags` adds creation flags
+    /// (`CREATE_NO_WINDOW` where there is no console to share).
+    pub fn start(&self, line: &[u16], flags: u32) -> io::Result<Started> {
+        let mut line: Vec<u16> = line.iter().copied().chain([0]).collect();
+        // SAFETY: all-zero start-up and process structures are valid.
+        let mut startup: STARTUPINFOW = unsafe { std::mem::zeroed() };
+        startup.cb = size_of::<STARTUPINFOW>() as u32;
+        // SAFETY: as above.
+        let mut info: PROCESS_INFORMATION = unsafe { std::mem::zeroed() };
+        // SAFETY: a NUL-terminated, writable command line; no handle is
+        // inherited; our environment and directory.
+        check(unsafe {
+            CreateProcessW(
+                ptr::null(),
+                line.as_mut_ptr(),
+                ptr::null(),
+                ptr::null(),
+                0,
+                flags | CREATE_SUSPENDED | CREATE_UNICODE_ENVIRONMENT,
+                ptr::null(),
+                ptr::null(),
+                &startup,
+                &mut info,
+            )
+        })?;
+        // SAFETY: the handles CreateProcessW gave us, owned by nothing else.
+        let process = unsafe { OwnedHandle::from_raw_handle(info.hProcess) };
+        // SAFETY: as above.
+        let thread = unsafe { OwnedHandle::from_raw_handle(info.hThread) };
+        let end = |err: io::Error| {
+            // SAFETY: our own child, never run: nothing of it escapes.
+            unsafe { TerminateProcess(process.as_raw_handle(), 1) };
+            err
+        };
+        // SAFETY: both handles are ours and open.
+        check(unsafe {
+            AssignProcessToJobObject(self.job.as_raw_handle(), process.as_raw_handle())
+        })
+        .map_err(end)?;
+        // SAFETY: the suspended main thread of our child.
+        if unsafe { ResumeThread(thread.as_raw_handle()) } == u32::MAX {
+            return Err(end(io::Error::last_os_error()));
+        }
+        Ok(Started {
+            pid: info.dwProcessId,
+            process,
+        })
+    }
+
+    /// Whether `process` is in this job.
+    pub fn holds(&self, process: &OwnedHandle) -> io::Result<bool> {
+        let mut inside: BOOL = 0;
+        // SAFETY: both handles are open; `inside` is written.
+        check(unsafe {
+            IsProcessInJob(
+                process.as_raw_handle(),
+                self.job.as_raw_handle(),
+                &mut inside,
+            )
+        })?;
+        Ok(inside != 0)
+    }
+
+    /// End every process of the job now, with exit code `code`.
+    pub fn kill(&self, code: u32) -> io::Result<()> {
+        // SAFETY: the job is ours.
+        check(unsafe { TerminateJobObject(self.job.as_raw_handle(), code) })
+    }
+
+    /// The next thing the job says, waiting at most `limit`; None when it
+    /// said nothing in that time.
+    pub fn news(&self, limit: Duration) -> io::Result<Option<JobNews>> {
+        let (mut message, mut key, mut detail): (u32, usize, *mut OVERLAPPED) =
+            (0, 0, ptr::null_mut());
+        let millis = u32::try_from(limit.as_millis()).unwrap_or(u32::MAX - 1);
+        // SAFETY: the port is ours; the three outputs are written.
+        let ok = unsafe {
+            GetQueuedCompletionStatus(
+                self.port.as_raw_handle(),
+                &mut message,
+                &mut key,
+                &mut detail,
+                millis,
+            )
+        };
+        if ok == 0 {
+            let err = io::Error::last_os_error();
+            return match err.raw_os_error() {
+                Some(code) if code as u32 == WAIT_TIMEOUT => Ok(None),
+                _ => Err(err),
+            };
+        }
+        // For a job, the "overlapped" pointer carries the process id.
+        let pid = detail as usize as u32;
+        Ok(Some(match message {
+            MSG_ACTIVE_PROCESS_ZERO => JobNews::Empty,
+            MSG_NEW_PROCESS => JobNews::Joined(pid),
+            MSG_EXIT_PROCESS => JobNews::Exited(pid),
+            other => JobNews::Other(other),
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sys::windows::cmdline::program_line;
+    use std::time::Instant;
+    use windows_sys::Win32::Foundation::WAIT_OBJECT_0;
+    use windows_sys::Win32::System::Threading::{
+        CREATE_NO_WINDOW, OpenProcess, PROCESS_QUERY_INFORMATION, PROCESS_SYNCHRONIZE,
+        WaitForSingleObject,
+    };
+
+    fn wide(text: &str) -> Vec<u16> {
+        text.encode_utf16().collect()
+    }
+
+    /// cmd.exe, which starts ping.exe: a child and a grandchild.
+    fn start_a_tree(job: &Job) -> Started {
+        let line = program_line(
+            &wide("cmd.exe"),
+            &[&wide("/c"), &wide("ping -n 60 127.0.0.1 >NUL")],
+        )
+        .unwrap();
+        job.start(&line, CREATE_NO_WINDOW).unwrap()
+    }
+
+    /// The ids of the first `n` processes that joined, as the job said.
+    fn joined(job: &Job, n: usize) -> Vec<u32> {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut pids = Vec::new();
+        while pids.len() < n {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match job.news(left).unwrap() {
+                Some(JobNews::Joined(pid)) => pids.push(pid),
+                Some(_) => {}
+                None => panic!("only {pids:?} joined within 30 s"),
+            }
+        }
+        pids
+    }
+
+    fn open(pid: u32) -> OwnedHandle {
+        // To wait on it, and to ask which job it is in (Wine's
+        // IsProcessInJob wants the full query right, not the limited one).
+        let access = PROCESS_SYNCHRONIZE | PROCESS_QUERY_INFORMATION;
+        // SAFETY: asking for a handle; checked by `owned`.
+        owned(unsafe { OpenProcess(access, 0, pid) }).unwrap()
+    }
+
+    fn ended_within(process: &OwnedHandle, limit: Duration) -> bool {
+        // SAFETY: an open process handle.
+        unsafe {
+            WaitForSingleObject(process.as_raw_handle(), limit.as_millis() as u32) == WAIT_OBJECT_0
+        }
+    }
+
+    #[test]
+    fn the_helper_is_in_the_job_before_it_runs_and_so_is_what_it_starts() {
+        let job = Job::new().unwrap();
+        let cmd = start_a_tree(&job);
+        assert!(job.holds(&cmd.process).unwrap(), "cmd.exe is in the job");
+        let pids = joined(&job, 2);
+        assert_eq!(pids[0], cmd.pid, "the helper joined first");
+        let ping = open(pids[1]);
+        assert!(job.holds(&ping).unwrap(), "its child is in the job too");
+        job.kill(1).unwrap();
+        assert!(
+            ended_within(&ping, Duration::from_secs(10)),
+            "killed with the job"
+        );
+    }
+
+    #[test]
+    fn closing_the_job_ends_the_whole_tree() {
+        let job = Job::new().unwrap();
+        let cmd = start_a_tree(&job);
+        let pids = joined(&job, 2);
+        let ping = open(pids[1]);
+        drop(job);
+        assert!(
+            ended_within(&cmd.process, Duration::from_secs(10)),
+            "the helper ended"
+        );
+        assert!(
+            ended_within(&ping, Duration::from_secs(10)),
+            "the grandchild ended"
+        );
+    }
+
+    #[test]
+    fn the_job_says_when_its_last_process_is_gone() {
+        let job = Job::new().unwrap();
+        let _cmd = start_a_tree(&job);
+        joined(&job, 2);
+        job.kill(1).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match job.news(left).unwrap() {
+                Some(JobNews::Empty) => break,
+                Some(_) => {}
+                None => panic!("the job never said it was empty"),
+            }
+        }
+    }
+}
