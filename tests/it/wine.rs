@@ -20,6 +20,15 @@ use std::process::{Command, Output};
 
 const WINE: &str = "/usr/lib/wine/wine64";
 
+/// wine64, bounded: a Wine client whose server went away waits forever,
+/// and a test must end within its bound (`timeout` kills it after 300 s,
+/// status 124).
+fn under_wine() -> Command {
+    let mut command = Command::new("timeout");
+    command.args(["-s", "KILL", "300", WINE]);
+    command
+}
+
 /// The .exe, or None (said, and a failure when Wine is required).
 fn windows_exe() -> Option<PathBuf> {
     let exe = std::env::var_os("MCP_BOUND_WINDOWS_EXE").map(PathBuf::from);
@@ -45,7 +54,7 @@ fn run(exe: &PathBuf, args: &[&str]) -> Output {
 /// The same, in directory `dir` (Wine's `Z:` is `/`, so a relative path
 /// names the same file on both sides).
 fn run_in(exe: &PathBuf, args: &[&str], dir: &Path) -> Output {
-    let output = Command::new(WINE)
+    let output = under_wine()
         .arg(exe)
         .args(args)
         .current_dir(dir)
@@ -160,7 +169,7 @@ fn the_windows_backend_s_own_tests_pass_under_wine() {
         "{} is missing (.ci/windows-build makes it)",
         tests.display()
     );
-    let output = Command::new(WINE)
+    let output = under_wine()
         .arg(&tests)
         .args(["sys::windows", "--test-threads", "1"])
         .env("WINEDEBUG", "-all")
