@@ -734,19 +734,8 @@ fn invalid_options_exit_125_and_start_nothing() {
         &["--preserve-status=maybe"],
     ];
     for options in cases {
-        let call = Call::new(&[]).without_record();
-        let marker = call.path("helper-ran");
-        let done = Call::new(&["touch", marker.to_str().unwrap()])
-            .without_record()
-            .opt(options)
-            .run();
-        done.expect_code(125);
-        let stderr = done.stderr_text();
-        done.check(
-            stderr.starts_with("mcp-bound: ") && stderr.trim_end().lines().count() == 1,
-            &format!("one clear line for {options:?}"),
-        );
-        done.check(!exists(&marker), "the helper was not started");
+        let stderr = util::refused(options);
+        assert!(stderr.starts_with("mcp-bound: "), "{options:?}: {stderr}");
     }
 }
 
@@ -764,19 +753,8 @@ fn invalid_environment_values_exit_125() {
         // (A variable whose feature is off, MCP_BOUND_JOURNAL_KEY without
         // a journal, is a default and is ignored: tests/it/usage.rs.)
     ] {
-        let probe = Call::new(&[]);
-        let marker = probe.path("helper-ran");
-        let done = Call::new(&["touch", marker.to_str().unwrap()])
-            .without_record()
-            .env(key, value)
-            .run();
-        done.expect_code(125);
-        let stderr = done.stderr_text();
-        done.check(
-            stderr.starts_with("mcp-bound: ") && stderr.trim_end().lines().count() == 1,
-            &format!("one clear line for {key}={value}"),
-        );
-        done.check(!exists(&marker), "the helper was not started");
+        let stderr = util::refused_by(|call| call.env(key, value), &format!("{key}={value}"));
+        assert!(stderr.starts_with("mcp-bound: "), "{key}={value}: {stderr}");
     }
 }
 

@@ -1161,19 +1161,19 @@ impl Call {
 /// it must exit 125 with one line on stderr, and start nothing. The line
 /// is returned.
 pub fn refused(options: &[&str]) -> String {
+    refused_by(|call| call.opt(options), &format!("{options:?}"))
+}
+
+/// As [`refused`], with the call set up by `setup` (its options, its
+/// environment); `what` names the set-up in a failure.
+pub fn refused_by(setup: impl FnOnce(Call) -> Call, what: &str) -> String {
     let marker = tempfile::tempdir().unwrap();
     let ran = marker.path().join("ran");
-    let done = Call::sh(&format!("touch {}", ran.display()))
-        .opt(options)
-        .without_record()
-        .run();
+    let done = setup(Call::sh(&format!("touch {}", ran.display())).without_record()).run();
     done.expect_code(125);
     let stderr = done.stderr_text();
-    done.check(
-        stderr.lines().count() == 1,
-        &format!("{options:?}: one line"),
-    );
-    done.check(!ran.exists(), &format!("{options:?}: nothing ran"));
+    done.check(stderr.lines().count() == 1, &format!("{what}: one line"));
+    done.check(!ran.exists(), &format!("{what}: nothing ran"));
     stderr
 }
 
