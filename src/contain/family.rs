@@ -49,7 +49,7 @@ impl Family {
         };
         let mut processes: Vec<sys::ProcInfo> =
             members.into_iter().filter_map(sys::proc_info).collect();
-        processes.retain(|p| !p.zombie && p.pid != self.helper());
+        self.group.keep_live_descendants(&mut processes);
         sys::Descendants {
             processes,
             unreadable: None,

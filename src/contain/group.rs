@@ -92,10 +92,14 @@ impl Group {
         let mut found = sys::descendants(std::process::id() as i32, self.mark.as_deref(), &|p| {
             self.is_stranger(p)
         });
+        self.keep_live_descendants(&mut found.processes);
         found
-            .processes
-            .retain(|p| !p.zombie && p.pid != self.helper);
-        found
+    }
+
+    /// Of `processes`, keep the tree's live ones but the helper (a zombie
+    /// has ended; the helper is waited for on its own).
+    pub fn keep_live_descendants(&self, processes: &mut Vec<sys::ProcInfo>) {
+        processes.retain(|p| !p.zombie && p.pid != self.helper);
     }
 
     /// After the helper exited: is nothing of its tree left running? As a
