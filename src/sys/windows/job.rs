@@ -6,9 +6,10 @@
 //! the tree ever runs outside the job; the Python SDK assigns after the
 //! start, and what starts in that gap escapes.
 //!
-//! The job reports to a completion port: a process joined, one exited,
-//! none is left. That is the loop's wake-up for the tree, as the pipes'
-//! completions are for the streams, once the loop is built on it.
+//! The job reports to the loop's one completion port (`port.rs`), under
+//! a key of its own: a process joined, one exited, none is left. That is
+//! the loop's wake-up for the tree, as the pipes' completions are for the
+//! streams.
 
 // The backend's spawn uses it as it lands; tested under Wine meanwhile.
 #![cfg_attr(not(test), allow(dead_code))]
@@ -16,14 +17,8 @@
 use std::io;
 use std::os::windows::io::{AsRawHandle, BorrowedHandle, FromRawHandle, OwnedHandle};
 use std::ptr;
-use std::time::Duration;
 
-use windows_sys::Win32::Foundation::{
-    HANDLE, HANDLE_FLAG_INHERIT, INVALID_HANDLE_VALUE, SetHandleInformation, WAIT_TIMEOUT,
-};
-use windows_sys::Win32::System::IO::{
-    CreateIoCompletionPort, GetQueuedCompletionStatus, OVERLAPPED,
-};
+use windows_sys::Win32::Foundation::{HANDLE, HANDLE_FLAG_INHERIT, SetHandleInformation};
 use windows_sys::Win32::System::JobObjects::{
     AssignProcessToJobObject, CreateJobObjectW, IsProcessInJob, JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE,
     JOBOBJECT_ASSOCIATE_COMPLETION_PORT, JOBOBJECT_EXTENDED_LIMIT_INFORMATION,
@@ -37,6 +32,9 @@ use windows_sys::Win32::System::Threading::{
     STARTUPINFOEXW, TerminateProcess, UpdateProcThreadAttribute,
 };
 use windows_sys::core::BOOL;
+
+use super::handle::{check, owned};
+use super::port::{Completion, Port};
 
 /// What a job tells its port (winnt.h's `JOB_OBJECT_MSG_*`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,27 +53,24 @@ const MSG_ACTIVE_PROCESS_ZERO: u32 = 4;
 const MSG_NEW_PROCESS: u32 = 6;
 const MSG_EXIT_PROCESS: u32 = 7;
 
-fn check(ok: BOOL) -> io::Result<()> {
-    if ok != 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
+impl From<&Completion> for JobNews {
+    /// A job's completion carries its message number where a pipe's
+    /// carries a byte count, and a process id where a pipe's carries its
+    /// `OVERLAPPED`.
+    fn from(completion: &Completion) -> JobNews {
+        let pid = completion.overlapped as usize as u32;
+        match completion.bytes {
+            MSG_ACTIVE_PROCESS_ZERO => JobNews::Empty,
+            MSG_NEW_PROCESS => JobNews::Joined(pid),
+            MSG_EXIT_PROCESS => JobNews::Exited(pid),
+            other => JobNews::Other(other),
+        }
     }
 }
 
-/// A handle the system returned, owned; an error for a null one.
-fn owned(handle: HANDLE) -> io::Result<OwnedHandle> {
-    if handle.is_null() || handle == INVALID_HANDLE_VALUE {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: a handle the system just gave us, owned by nothing else.
-    Ok(unsafe { OwnedHandle::from_raw_handle(handle) })
-}
-
-/// A helper's tree, held by a job, and the port the job reports to.
+/// A helper's tree, held by a job.
 pub struct Job {
     job: OwnedHandle,
-    port: OwnedHandle,
 }
 
 /// A process started into the job.
@@ -160,8 +155,8 @@ impl Drop for HandleList<'_> {
 
 impl Job {
     /// A job that ends its processes when its last handle closes, and
-    /// reports to a port of its own.
-    pub fn new() -> io::Result<Job> {
+    /// reports its news to `port` under `key`.
+    pub fn new(port: &Port, key: usize) -> io::Result<Job> {
         // SAFETY: no attributes and no name: a fresh anonymous job.
         let job = owned(unsafe { CreateJobObjectW(ptr::null(), ptr::null()) })?;
         // SAFETY: an all-zero limit structure is valid; one flag is set.
@@ -176,14 +171,11 @@ impl Job {
                 size_of::<JOBOBJECT_EXTENDED_LIMIT_INFORMATION>() as u32,
             )
         })?;
-        // SAFETY: a new port, not tied to any file.
-        let port =
-            owned(unsafe { CreateIoCompletionPort(INVALID_HANDLE_VALUE, ptr::null_mut(), 0, 1) })?;
         let association = JOBOBJECT_ASSOCIATE_COMPLETION_PORT {
-            CompletionKey: ptr::null_mut(),
-            CompletionPort: port.as_raw_handle(),
+            CompletionKey: key as *mut std::ffi::c_void,
+            CompletionPort: port.raw(),
         };
-        // SAFETY: the job and the port are ours; the structure matches.
+        // SAFETY: the job and the port are open; the structure matches.
         check(unsafe {
             SetInformationJobObject(
                 job.as_raw_handle(),
@@ -192,7 +184,7 @@ impl Job {
                 size_of::<JOBOBJECT_ASSOCIATE_COMPLETION_PORT>() as u32,
             )
         })?;
-        Ok(Job { job, port })
+        Ok(Job { job })
     }
 
     /// Start the command line `line` (see `cmdline`) suspended, with
@@ -280,39 +272,6 @@ impl Job {
         // SAFETY: the job is ours.
         check(unsafe { TerminateJobObject(self.job.as_raw_handle(), code) })
     }
-
-    /// The next thing the job says, waiting at most `limit`; None when it
-    /// said nothing in that time.
-    pub fn news(&self, limit: Duration) -> io::Result<Option<JobNews>> {
-        let (mut message, mut key, mut detail): (u32, usize, *mut OVERLAPPED) =
-            (0, 0, ptr::null_mut());
-        let millis = u32::try_from(limit.as_millis()).unwrap_or(u32::MAX - 1);
-        // SAFETY: the port is ours; the three outputs are written.
-        let ok = unsafe {
-            GetQueuedCompletionStatus(
-                self.port.as_raw_handle(),
-                &mut message,
-                &mut key,
-                &mut detail,
-                millis,
-            )
-        };
-        if ok == 0 {
-            let err = io::Error::last_os_error();
-            return match err.raw_os_error() {
-                Some(code) if code as u32 == WAIT_TIMEOUT => Ok(None),
-                _ => Err(err),
-            };
-        }
-        // For a job, the "overlapped" pointer carries the process id.
-        let pid = detail as usize as u32;
-        Ok(Some(match message {
-            MSG_ACTIVE_PROCESS_ZERO => JobNews::Empty,
-            MSG_NEW_PROCESS => JobNews::Joined(pid),
-            MSG_EXIT_PROCESS => JobNews::Exited(pid),
-            other => JobNews::Other(other),
-        }))
-    }
 }
 
 #[cfg(test)]
@@ -321,7 +280,7 @@ mod tests {
     use crate::sys::windows::cmdline::program_line;
     use std::io::Read;
     use std::os::windows::io::AsHandle;
-    use std::time::Instant;
+    use std::time::{Duration, Instant};
     use windows_sys::Win32::Foundation::ERROR_BROKEN_PIPE;
     use windows_sys::Win32::Foundation::WAIT_OBJECT_0;
     use windows_sys::Win32::System::Pipes::{CreatePipe, PeekNamedPipe};
@@ -378,13 +337,41 @@ mod tests {
         }
     }
 
+    const JOB: usize = 7;
+
+    /// The port, and what it gave that was not yet looked at.
+    struct Inbox {
+        port: Port,
+        queue: std::collections::VecDeque<Completion>,
+    }
+
+    fn inbox() -> Inbox {
+        Inbox {
+            port: Port::new().unwrap(),
+            queue: Default::default(),
+        }
+    }
+
+    /// The next thing the job says, waiting at most `limit`.
+    fn news(inbox: &mut Inbox, limit: Duration) -> Option<JobNews> {
+        if inbox.queue.is_empty() {
+            let mut completions = Vec::new();
+            inbox.port.wait(&mut completions, Some(limit)).unwrap();
+            inbox.queue.extend(completions);
+        }
+        inbox.queue.pop_front().map(|completion| {
+            assert_eq!(completion.key, JOB, "only the job reports here");
+            JobNews::from(&completion)
+        })
+    }
+
     /// The ids of the first `n` processes that joined, as the job said.
-    fn joined(job: &Job, n: usize) -> Vec<u32> {
+    fn joined(inbox: &mut Inbox, n: usize) -> Vec<u32> {
         let deadline = Instant::now() + Duration::from_secs(30);
         let mut pids = Vec::new();
         while pids.len() < n {
             let left = deadline.saturating_duration_since(Instant::now());
-            match job.news(left).unwrap() {
+            match news(inbox, left) {
                 Some(JobNews::Joined(pid)) => pids.push(pid),
                 Some(_) => {}
                 None => panic!("only {pids:?} joined within 30 s"),
@@ -410,10 +397,11 @@ mod tests {
 
     #[test]
     fn the_helper_is_in_the_job_before_it_runs_and_so_is_what_it_starts() {
-        let job = Job::new().unwrap();
+        let mut inbox = inbox();
+        let job = Job::new(&inbox.port, JOB).unwrap();
         let (cmd, _pipes) = start_a_tree(&job);
         assert!(job.holds(&cmd.process).unwrap(), "cmd.exe is in the job");
-        let pids = joined(&job, 2);
+        let pids = joined(&mut inbox, 2);
         assert_eq!(pids[0], cmd.pid, "the helper joined first");
         let inner = open(pids[1]);
         assert!(job.holds(&inner).unwrap(), "its child is in the job too");
@@ -460,7 +448,8 @@ mod tests {
             )
         })
         .unwrap();
-        let job = Job::new().unwrap();
+        let inbox = inbox();
+        let job = Job::new(&inbox.port, JOB).unwrap();
         let (_cmd, _pipes) = start_a_tree(&job);
         assert!(has_a_writer(&watch), "ours is open");
         drop(stray);
@@ -473,9 +462,10 @@ mod tests {
 
     #[test]
     fn closing_the_job_ends_the_whole_tree() {
-        let job = Job::new().unwrap();
+        let mut inbox = inbox();
+        let job = Job::new(&inbox.port, JOB).unwrap();
         let (cmd, _pipes) = start_a_tree(&job);
-        let pids = joined(&job, 2);
+        let pids = joined(&mut inbox, 2);
         let inner = open(pids[1]);
         drop(job);
         assert!(
@@ -490,14 +480,15 @@ mod tests {
 
     #[test]
     fn the_job_says_when_its_last_process_is_gone() {
-        let job = Job::new().unwrap();
+        let mut inbox = inbox();
+        let job = Job::new(&inbox.port, JOB).unwrap();
         let _tree = start_a_tree(&job);
-        joined(&job, 2);
+        joined(&mut inbox, 2);
         job.kill(1).unwrap();
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
-            match job.news(left).unwrap() {
+            match news(&mut inbox, left) {
                 Some(JobNews::Empty) => break,
                 Some(_) => {}
                 None => panic!("the job never said it was empty"),

@@ -7,7 +7,10 @@
 //! would have to promise something says `Unsupported`.
 
 mod cmdline;
+mod handle;
 mod job;
+mod pipe;
+mod port;
 
 use std::ffi::OsString;
 use std::fs::File;
