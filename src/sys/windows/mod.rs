@@ -7,6 +7,7 @@
 //! would have to promise something says `Unsupported`.
 
 mod cmdline;
+mod files;
 mod handle;
 mod job;
 mod pipe;
@@ -17,6 +18,8 @@ use std::fs::File;
 use std::io;
 use std::path::Path;
 use std::time::Duration;
+
+pub use files::*;
 
 use super::fd::{BorrowedFd, OwnedFd, RawFd};
 use super::{ChildExit, Interest, Orphaned, Ready, Setup};
@@ -302,32 +305,6 @@ pub fn file_with(_bytes: &[u8]) -> io::Result<OwnedFd> {
     Err(unsupported())
 }
 
-pub fn create_private(_path: &Path) -> io::Result<File> {
-    Err(unsupported())
-}
-
-pub fn open_append_private(_path: &Path) -> io::Result<(File, bool)> {
-    Err(unsupported())
-}
-
-pub fn fsync_dir(_dir: &Path) -> io::Result<()> {
-    Err(unsupported())
-}
-
-pub fn sync_durable(_file: &File) -> io::Result<()> {
-    Err(unsupported())
-}
-
-pub fn lock_exclusive(_file: &File, _limit: Duration) -> io::Result<()> {
-    Err(unsupported())
-}
-
-pub fn try_lock_exclusive(_file: &File) -> io::Result<bool> {
-    Err(unsupported())
-}
-
-pub fn unlock(_file: &File) {}
-
 pub fn open_tty() -> io::Result<File> {
     Err(unsupported())
 }
@@ -358,14 +335,6 @@ pub fn is_fifo(_kind: &std::fs::FileType) -> bool {
 
 pub fn is_socket(_kind: &std::fs::FileType) -> bool {
     false
-}
-
-pub fn read_at(_file: &File, _buf: &mut [u8], _offset: u64) -> io::Result<usize> {
-    Err(unsupported())
-}
-
-pub fn read_exact_at(_file: &File, _buf: &mut [u8], _offset: u64) -> io::Result<()> {
-    Err(unsupported())
 }
 
 /// A path's bytes: WTF-8 on Windows, as std encodes them.
