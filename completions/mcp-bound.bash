@@ -275,7 +275,7 @@ _mcp__bound() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
-        mcp__subcmd__bound__subcmd__verify)
+        mcp__bound__subcmd__verify)
             opts="-h --anchor --json --key --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

@@ -143,10 +143,16 @@ pub fn completion(shell: Shell) -> String {
     let script = String::from_utf8(out).expect("a completion script is UTF-8");
     match shell {
         Shell::Bash => {
-            script.replace(
-                "complete -F _mcp__bound ",
-                "complete -F _mcp__bound_or_helper ",
-            ) + BASH_AFTER_DOUBLE_DASH
+            script
+                .replace(
+                    "complete -F _mcp__bound ",
+                    "complete -F _mcp__bound_or_helper ",
+                )
+                // clap_complete sets `cmd` to `mcp__bound__subcmd__verify`
+                // but labels that case with the hyphen replaced twice, so a
+                // subcommand's options never completed: one spelling.
+                .replace("mcp__subcmd__bound__subcmd__", "mcp__bound__subcmd__")
+                + BASH_AFTER_DOUBLE_DASH
         }
         _ => script,
     }

@@ -224,3 +224,20 @@ fn bash_completes_the_helper_after_the_double_dash() {
     let after = bash_offers(&["mcp-bound", "--", "ls", "--ti"]);
     assert!(!after.contains(&"--timeout".to_string()), "{after:?}");
 }
+
+/// A subcommand's options complete after its name, as the top level's do
+/// (the generator's case label once spelled the hyphenated name another
+/// way than the one it set, so `verify --<TAB>` offered nothing).
+#[test]
+fn bash_completes_a_subcommand_s_options() {
+    let offered = bash_offers(&["mcp-bound", "verify", "--an"]);
+    assert_eq!(offered, ["--anchor"], "verify's own option");
+    let all = bash_offers(&["mcp-bound", "verify", "--"]);
+    for option in ["--anchor", "--json", "--key", "--help"] {
+        assert!(all.contains(&option.to_string()), "{option} in {all:?}");
+    }
+    assert!(
+        !all.contains(&"--timeout".to_string()),
+        "not the top level's: {all:?}"
+    );
+}
