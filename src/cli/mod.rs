@@ -21,6 +21,8 @@ mod docs;
 mod mcp;
 mod otel;
 mod texts;
+mod usage_error;
+
 pub use audit::{ApprovalArgs, ApproveOn, CommandLine, JournalArgs, Sub, VerifyArgs};
 pub use check::dependent_options;
 pub use deadline::{DeadlineArgs, LimitsMode};
@@ -28,6 +30,7 @@ pub use docs::{Generate, JOURNAL_SCHEMA, RECORD_SCHEMA, completion, generate, ma
 pub use mcp::{DebugWindowArgs, McpArgs, RequestTimeout, SessionMode};
 pub use otel::{OtelArgs, OtelMode};
 pub use texts::{EXAMPLES, EXIT_STATUS, MAN_SECTIONS, RECORD};
+use usage_error::{invalid_from_environment, one_line};
 
 /// When mcp-bound prints the stderr excerpt to its own stderr at exit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -415,45 +418,17 @@ where
                 &err.render().to_string(),
                 kind,
             ))),
-            kind => Err(Error::Usage(one_line(&err.render().to_string(), kind))),
+            kind => {
+                let text = one_line(&err.render().to_string(), kind);
+                Err(Error::Usage(match invalid_from_environment(&err, &args) {
+                    Some((option, variable)) => text.replacen(
+                        &format!("for '{option}'"),
+                        &format!("for '{option}' from {variable}"),
+                        1,
+                    ),
+                    None => text,
+                }))
+            }
         },
-    }
-}
-
-/// clap's message on one line, without its "error: " prefix. A missing
-/// argument names what is missing and shows the usage line; other errors
-/// point to --help.
-fn one_line(rendered: &str, kind: clap::error::ErrorKind) -> String {
-    let mut lines = rendered.lines();
-    let first = lines.next().unwrap_or("invalid usage");
-    let mut text = first.strip_prefix("error: ").unwrap_or(first).to_string();
-    // clap lists missing arguments on indented lines after a colon.
-    if text.ends_with(':') {
-        let missing: Vec<&str> = rendered
-            .lines()
-            .skip(1)
-            .take_while(|line| line.starts_with("  "))
-            .map(str::trim)
-            .collect();
-        text.push(' ');
-        text.push_str(&missing.join(", "));
-    }
-    // clap's suggestion for a typo ("tip: a similar argument exists:
-    // '--timeout'") is on a line of its own: kept on ours.
-    if let Some(tip) = rendered
-        .lines()
-        .find_map(|line| line.trim().strip_prefix("tip: "))
-    {
-        text.push_str("; ");
-        text.push_str(tip);
-    }
-    let usage = rendered
-        .lines()
-        .find_map(|line| line.strip_prefix("Usage: "));
-    match (kind, usage) {
-        (clap::error::ErrorKind::MissingRequiredArgument, Some(usage)) => {
-            format!("{text}; Usage: {}", usage.trim())
-        }
-        _ => format!("{text} (see --help)"),
     }
 }

@@ -755,6 +755,17 @@ fn invalid_environment_values_exit_125() {
     ] {
         let stderr = util::refused_by(|call| call.env(key, value), &format!("{key}={value}"));
         assert!(stderr.starts_with("mcp-bound: "), "{key}={value}: {stderr}");
+        assert!(stderr.contains(key), "names where it came from: {stderr}");
+    }
+    // From the command line, the option alone is named, even with the
+    // variable set to something valid.
+    for call in [
+        |call: Call| call.opt(&["--timeout", "soon"]),
+        |call: Call| call.env("MCP_BOUND_TIMEOUT", "5s").opt(&["--timeout=soon"]),
+    ] {
+        let stderr = util::refused_by(call, "--timeout soon");
+        assert!(stderr.contains("--timeout"), "{stderr}");
+        assert!(!stderr.contains("MCP_BOUND_TIMEOUT"), "{stderr}");
     }
 }
 

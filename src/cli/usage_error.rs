@@ -1,0 +1,83 @@
+//! What a usage error says: clap's message on one line (what is missing,
+//! its typo tip, a pointer to --help), naming the environment variable a
+//! refused value came from.
+
+use std::ffi::OsString;
+
+use super::command;
+
+/// clap's message on one line, without its "error: " prefix. A missing
+/// argument names what is missing and shows the usage line; other errors
+/// point to --help.
+pub(super) fn one_line(rendered: &str, kind: clap::error::ErrorKind) -> String {
+    let mut lines = rendered.lines();
+    let first = lines.next().unwrap_or("invalid usage");
+    let mut text = first.strip_prefix("error: ").unwrap_or(first).to_string();
+    // clap lists missing arguments on indented lines after a colon.
+    if text.ends_with(':') {
+        let missing: Vec<&str> = rendered
+            .lines()
+            .skip(1)
+            .take_while(|line| line.starts_with("  "))
+            .map(str::trim)
+            .collect();
+        text.push(' ');
+        text.push_str(&missing.join(", "));
+    }
+    // clap's suggestion for a typo ("tip: a similar argument exists:
+    // '--timeout'") is on a line of its own: kept on ours.
+    if let Some(tip) = rendered
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("tip: "))
+    {
+        text.push_str("; ");
+        text.push_str(tip);
+    }
+    let usage = rendered
+        .lines()
+        .find_map(|line| line.strip_prefix("Usage: "));
+    match (kind, usage) {
+        (clap::error::ErrorKind::MissingRequiredArgument, Some(usage)) => {
+            format!("{text}; Usage: {}", usage.trim())
+        }
+        _ => format!("{text} (see --help)"),
+    }
+}
+
+/// When clap refused a value that came from an option's environment
+/// variable (set to that value, the option not on the command line), the
+/// option as clap names it and the variable, so the message names where
+/// the value came from.
+pub(super) fn invalid_from_environment(
+    err: &clap::Error,
+    args: &[OsString],
+) -> Option<(String, String)> {
+    use clap::error::{ContextKind, ContextValue};
+    let (Some(ContextValue::String(option)), Some(ContextValue::String(value))) = (
+        err.get(ContextKind::InvalidArg),
+        err.get(ContextKind::InvalidValue),
+    ) else {
+        return None;
+    };
+    let long = option.split_whitespace().next()?.strip_prefix("--")?;
+    let command = command();
+    let arg = command
+        .get_arguments()
+        .find(|a| a.get_long() == Some(long))?;
+    let variable = arg.get_env()?.to_str()?;
+    let spelled = |word: &str| {
+        word.strip_prefix("--")
+            .is_some_and(|rest| rest == long || rest.starts_with(&format!("{long}=")))
+            || arg.get_short().is_some_and(|short| {
+                word.strip_prefix('-')
+                    .is_some_and(|rest| !rest.starts_with('-') && rest.starts_with(short))
+            })
+    };
+    let on_the_line = args
+        .iter()
+        .skip(1)
+        .take_while(|word| *word != "--")
+        .any(|word| spelled(&word.to_string_lossy()));
+    let from_it = std::env::var_os(variable).is_some_and(|set| set == value.as_str());
+    (from_it && !on_the_line).then(|| (option.clone(), variable.to_string()))
+}
