@@ -30,6 +30,7 @@ pub use docs::{Generate, JOURNAL_SCHEMA, RECORD_SCHEMA, completion, generate, ma
 pub use mcp::{DebugWindowArgs, McpArgs, RequestTimeout, SessionMode};
 pub use otel::{OtelArgs, OtelMode};
 pub use texts::{EXAMPLES, EXIT_STATUS, MAN_SECTIONS, RECORD};
+pub use usage_error::subcommand_near;
 use usage_error::{invalid_from_environment, one_line};
 
 /// When mcp-bound prints the stderr excerpt to its own stderr at exit.

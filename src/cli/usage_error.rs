@@ -1,6 +1,7 @@
 //! What a usage error says: clap's message on one line (what is missing,
 //! its typo tip, a pointer to --help), naming the environment variable a
-//! refused value came from.
+//! refused value came from; and the subcommand a helper's name was
+//! probably meant to be.
 
 use std::ffi::OsString;
 
@@ -80,4 +81,33 @@ pub(super) fn invalid_from_environment(
         .any(|word| spelled(&word.to_string_lossy()));
     let from_it = std::env::var_os(variable).is_some_and(|set| set == value.as_str());
     (from_it && !on_the_line).then(|| (option.clone(), variable.to_string()))
+}
+
+/// The subcommand `helper` is a typo of (`verfy` for `verify`): one or
+/// two edits away, and not itself a path. A helper that was not found may
+/// have been meant as one.
+pub fn subcommand_near(helper: &str) -> Option<String> {
+    if helper.contains(['/', '\\']) || helper.len() < 3 {
+        return None;
+    }
+    command()
+        .get_subcommands()
+        .map(|sub| sub.get_name().to_string())
+        .filter(|name| name != helper)
+        .find(|name| strsim::damerau_levenshtein(name, helper) <= 2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_typo_of_a_subcommand_is_named_and_other_names_are_not() {
+        for typo in ["verfy", "verifi", "vreify", "Verify"] {
+            assert_eq!(subcommand_near(typo).as_deref(), Some("verify"), "{typo}");
+        }
+        for other in ["verify", "node", "ls", "./verfy", "/usr/bin/verfy", "vi"] {
+            assert_eq!(subcommand_near(other), None, "{other}");
+        }
+    }
 }

@@ -217,11 +217,16 @@ pub(super) fn dispatch(
             let program = settings.command[0].to_string_lossy();
             let (error, exit_code) = match err {
                 child::SpawnError::NotFound(e) => {
-                    // `mcp-bound help` runs a command named help.
+                    // `mcp-bound help` runs a command named help, and
+                    // `mcp-bound verfy` one named verfy.
                     let hint = if program == "help" {
-                        "; mcp-bound's own help is mcp-bound --help"
+                        "; mcp-bound's own help is mcp-bound --help".to_string()
+                    } else if let Some(sub) = crate::cli::subcommand_near(&program) {
+                        format!(
+                            "; did you mean the subcommand `{sub}`? a helper of that name goes after `--`"
+                        )
                     } else {
-                        ""
+                        String::new()
                     };
                     (
                         Error::NotFound(format!("{program}: command not found ({e}){hint}")),

@@ -1234,6 +1234,28 @@ fn a_mistyped_option_keeps_clap_s_suggestion_on_its_one_line() {
     );
 }
 
+/// `mcp-bound verfy j.jsonl` runs a helper named verfy: when none is
+/// found, the one line says which subcommand was probably meant, and
+/// that a helper of that name goes after `--`.
+#[test]
+fn a_helper_not_found_whose_name_is_near_a_subcommand_names_it() {
+    let done = Call::new(&["verfy", "j.jsonl"]).run();
+    done.expect_state("failed_before_dispatch", 127);
+    let stderr = done.stderr_text();
+    done.check(stderr.trim_end().lines().count() == 1, "one line");
+    done.check(
+        stderr.contains("did you mean the subcommand `verify`?")
+            && stderr.contains("a helper of that name goes after `--`"),
+        &format!("names the subcommand: {stderr}"),
+    );
+    let far = Call::new(&["no-such-helper-anywhere"]).run();
+    far.expect_state("failed_before_dispatch", 127);
+    far.check(
+        !far.stderr_text().contains("did you mean"),
+        &format!("no guess for a name near nothing: {}", far.stderr_text()),
+    );
+}
+
 #[test]
 fn a_command_named_help_that_is_not_found_points_to_help() {
     let done = Call::new(&["help"]).run();
