@@ -43,6 +43,7 @@ pub fn run(settings: Settings) -> Result<i32, Error> {
     // First, so a signal during set-up is seen and cancels before dispatch.
     let signals = SignalPipe::install().map_err(|e| setup("cannot install signal handlers", e))?;
     claim_record_fd(settings)?;
+    record_directory_exists(settings)?;
     if sys::BACKEND.subreaper {
         sys::become_subreaper().map_err(|e| setup("cannot become a child subreaper", e))?;
     }
@@ -99,6 +100,24 @@ fn validated_on(
     Ok(steps::supervise(
         call, dispatched, started, prepared, signals,
     ))
+}
+
+/// --record's directory, first: where it is missing, no record can say
+/// why the call ended, so that is said alone, before another output in
+/// the same directory fails and the record's final write fails after it.
+fn record_directory_exists(settings: &Settings) -> Result<(), Error> {
+    let Some(path) = &settings.record.path else {
+        return Ok(());
+    };
+    let dir = sys::parent_dir(path);
+    if dir.is_dir() {
+        return Ok(());
+    }
+    Err(Error::Usage(format!(
+        "--record {}: no directory {}; nothing was started",
+        path.display(),
+        dir.display()
+    )))
 }
 
 /// --record-fd: open for writing, and never inherited by the helper.

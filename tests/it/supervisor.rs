@@ -928,6 +928,36 @@ fn unusable_record_path_means_the_helper_never_runs() {
     );
 }
 
+/// A missing directory that holds the record and another output is one
+/// cause: one line, naming it, not a second about a "final record" that
+/// reads as if something ran.
+#[test]
+fn a_missing_state_directory_is_one_line() {
+    let probe = Call::new(&[]);
+    let marker = probe.path("helper-ran");
+    let missing = probe.path("state");
+    let in_missing = |name: &str| missing.join(name).to_str().unwrap().to_string();
+    for other in [
+        ["--journal".to_string(), in_missing("audit.jsonl")],
+        ["--stderr-log".to_string(), in_missing("stderr.log")],
+    ] {
+        let done = Call::new(&["touch", marker.to_str().unwrap()])
+            .without_record()
+            .opt(&["--record", &in_missing("record.json")])
+            .opt(&[other[0].as_str(), other[1].as_str()])
+            .run();
+        done.expect_code(125);
+        let stderr = done.stderr_text();
+        done.check(stderr.trim_end().lines().count() == 1, "one line");
+        done.check(
+            stderr.contains(&format!("no directory {}", missing.display())),
+            &format!("names the missing directory: {stderr}"),
+        );
+        done.check(!stderr.contains("final record"), "nothing reads as run");
+        done.check(!exists(&marker), "the helper was not started");
+    }
+}
+
 fn nix_is_root() -> bool {
     std::fs::read_to_string("/proc/self/status")
         .map(|s| {
