@@ -20,7 +20,7 @@ pub const EXIT_STATUS: &[(&str, &str)] = &[
     ("127", "the helper was not found"),
     (
         "128+N",
-        "the helper died of signal N that mcp-bound did not send; or mcp-bound received signal N (INT, TERM, HUP, QUIT) and cancelled the helper",
+        "the helper died of signal N that mcp-bound did not send; or mcp-bound received signal N (INT, TERM, HUP, QUIT) and cancelled the helper; or, under --mcp, the host ended the session by closing our stdin and the server, still running after --stdin-close-grace, was stopped with N (143 for TERM): the MCP shutdown, done for the host, whose status passes through as GNU timeout passes a cancelled command's. The summary line then says the host ended the session, and the record's state is shut_down (cancelled_after_dispatch when requests were cut off)",
     ),
     (
         "77",

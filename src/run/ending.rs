@@ -324,7 +324,6 @@ pub(super) fn describe_exit(exit: Option<&crate::record::Exit>) -> String {
 /// One line that says what happened, after the excerpt.
 fn summary(record: &Record) -> String {
     let exit = describe_exit(record.lifecycle.exit.as_ref());
-    let state = word(record.lifecycle.state);
     let signals_sent: Vec<String> = record
         .events
         .iter()
@@ -387,10 +386,57 @@ fn summary(record: &Record) -> String {
     } else {
         String::new()
     };
+    let opening = opening(record, &exit, &sent);
+    let status = record.lifecycle.exit_code.unwrap_or(code::OWN_FAILURE);
+    let ours = match (&record.lifecycle.exit, host_ended(record)) {
+        (Some(crate::record::Exit::Signal { signal, .. }), Some(_)) if sent.contains(signal) => {
+            format!(", the server's status after our {signal}")
+        }
+        _ => String::new(),
+    };
     format!(
-        "mcp-bound: {state} after {}ms ({exit}{sent}); stderr {} bytes seen, {kept}{debug}{usage}; exit {}\n",
-        record.times.duration_ms.unwrap_or(0),
+        "mcp-bound: {opening}; stderr {} bytes seen, {kept}{debug}{usage}; exit {status}{ours}\n",
         stderr.bytes_seen,
-        record.lifecycle.exit_code.unwrap_or(code::OWN_FAILURE),
     )
+}
+
+/// How the host ended the session, when it did: our stdin closed, or a
+/// signal with nothing in flight, or a hang-up the server answered by
+/// exiting. None for any other end.
+fn host_ended(record: &Record) -> Option<String> {
+    let lifecycle = &record.lifecycle;
+    match (lifecycle.state, lifecycle.cancel_reason) {
+        (_, Some(CancelReason::StdinClosed)) => Some("stdin closed".to_string()),
+        (State::ShutDown, Some(CancelReason::Signal)) => lifecycle
+            .cancel_signal
+            .as_ref()
+            .map(|signal| format!("SIG{signal}")),
+        (State::ShutDown, _) => Some("stdin closed".to_string()),
+        _ => None,
+    }
+}
+
+/// The line's opening: what ended the call. The host's own end of a
+/// session is said as that, not as a state word that reads as a failure
+/// (the state stays in the record): the MCP shutdown is the host closing
+/// our stdin, then, if the server stays, the stop signal after the grace.
+fn opening(record: &Record, exit: &str, sent: &str) -> String {
+    let ms = record.times.duration_ms.unwrap_or(0);
+    let Some(how) = host_ended(record) else {
+        return format!(
+            "{} after {ms}ms ({exit}{sent})",
+            word(record.lifecycle.state)
+        );
+    };
+    let server = if sent.is_empty() {
+        format!("the server exited ({exit})")
+    } else {
+        format!("the server was stopped ({exit}{sent})")
+    };
+    let cut_off = match record.mcp.as_ref().map_or(0, |mcp| mcp.in_flight_at_exit) {
+        0 => String::new(),
+        1 => ", 1 request cut off (it may have acted)".to_string(),
+        n => format!(", {n} requests cut off (they may have acted)"),
+    };
+    format!("the host ended the session ({how}) after {ms}ms; {server}{cut_off}")
 }

@@ -178,6 +178,16 @@ fn a_server_that_ignores_stdin_eof_is_terminated_after_the_grace() {
         signals[0]["t_ms"].as_u64().unwrap() >= closed_at + 300,
         "not before the stdin grace",
     );
+    // The host's own end reads as one: no state word that sounds like a
+    // failure, and 143 said to be the server's status after our stop.
+    let summary = done.stderr_text();
+    let summary = summary.lines().last().unwrap_or_default();
+    done.check(
+        summary.starts_with("mcp-bound: the host ended the session (stdin closed) after ")
+            && summary.contains("the server was stopped (killed by TERM; sent TERM to group)")
+            && summary.ends_with("exit 143, the server's status after our TERM"),
+        &format!("a calm summary: {summary}"),
+    );
 }
 
 #[test]
