@@ -131,7 +131,10 @@ impl Reader {
     }
 
     /// Start a read if none is in flight and nothing is held: the loop
-    /// calls this before it waits, as it would register an interest.
+    /// calls this before it waits, as it would register an interest. A
+    /// read that fails at once (the helper's end is closed) leaves the
+    /// reader readable, at its end, with no completion to come: the loop
+    /// looks at `is_readable` after arming, before it waits.
     pub fn arm(&mut self) -> io::Result<()> {
         if self.state != State::Idle {
             return Ok(());
@@ -274,28 +277,37 @@ mod tests {
         let mut completions = Vec::new();
         let mut chunk = [0u8; 4096];
         let deadline = Instant::now() + Duration::from_secs(60);
-        while !(exited && readers.iter().all(|r| r.state == State::Ended)) {
-            for reader in &mut readers {
-                reader.arm().unwrap();
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            port.wait(&mut completions, Some(left)).unwrap();
-            assert!(
-                !completions.is_empty(),
-                "the helper's streams ended within 60 s"
-            );
-            for completion in &completions {
-                match completion.key {
-                    JOB => exited |= JobNews::from(completion) == JobNews::Exited(helper.pid),
-                    key => readers[key - OUT].complete(completion).unwrap(),
-                }
-            }
+        loop {
+            // A read that ends at once (the helper's end already closed)
+            // makes the reader readable with no completion to come: look
+            // after arming, before waiting.
             for (reader, seen) in readers.iter_mut().zip(&mut seen) {
+                reader.arm().unwrap();
                 while reader.is_readable() {
                     match reader.read(&mut chunk).unwrap() {
                         0 => break,
                         n => seen.extend_from_slice(&chunk[..n]),
                     }
+                    // Drained: the next read starts before the wait.
+                    reader.arm().unwrap();
+                }
+            }
+            if exited && readers.iter().all(|r| r.state == State::Ended) {
+                break;
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            port.wait(&mut completions, Some(left)).unwrap();
+            assert!(
+                !completions.is_empty(),
+                "the helper's streams ended within 60 s: exited {exited}, readers {:?}, seen {} and {} bytes",
+                readers.iter().map(|r| r.state).collect::<Vec<_>>(),
+                seen[0].len(),
+                seen[1].len(),
+            );
+            for completion in &completions {
+                match completion.key {
+                    JOB => exited |= JobNews::from(completion) == JobNews::Exited(helper.pid),
+                    key => readers[key - OUT].complete(completion).unwrap(),
                 }
             }
         }
