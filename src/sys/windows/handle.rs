@@ -25,3 +25,21 @@ pub(super) fn owned(handle: HANDLE) -> io::Result<OwnedHandle> {
     // SAFETY: a handle the system just gave us, owned by nothing else.
     Ok(unsafe { OwnedHandle::from_raw_handle(handle) })
 }
+
+/// A pipe's read and write ends, not inherited (tests only).
+#[cfg(test)]
+pub(super) fn anonymous_pipe() -> (std::fs::File, std::fs::File) {
+    let (mut read, mut write): (HANDLE, HANDLE) = (std::ptr::null_mut(), std::ptr::null_mut());
+    // SAFETY: both outputs are written; default security, not inherited.
+    check(unsafe {
+        windows_sys::Win32::System::Pipes::CreatePipe(&mut read, &mut write, std::ptr::null(), 0)
+    })
+    .unwrap();
+    // SAFETY: fresh handles, owned by nothing else.
+    unsafe {
+        (
+            std::fs::File::from_raw_handle(read),
+            std::fs::File::from_raw_handle(write),
+        )
+    }
+}

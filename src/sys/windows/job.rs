@@ -278,12 +278,13 @@ impl Job {
 mod tests {
     use super::*;
     use crate::sys::windows::cmdline::program_line;
+    use crate::sys::windows::handle::anonymous_pipe;
     use std::io::Read;
     use std::os::windows::io::AsHandle;
     use std::time::{Duration, Instant};
     use windows_sys::Win32::Foundation::ERROR_BROKEN_PIPE;
     use windows_sys::Win32::Foundation::WAIT_OBJECT_0;
-    use windows_sys::Win32::System::Pipes::{CreatePipe, PeekNamedPipe};
+    use windows_sys::Win32::System::Pipes::PeekNamedPipe;
     use windows_sys::Win32::System::Threading::{
         CREATE_NO_WINDOW, OpenProcess, PROCESS_QUERY_INFORMATION, PROCESS_SYNCHRONIZE,
         WaitForSingleObject,
@@ -322,19 +323,6 @@ mod tests {
         stdout.read_exact(&mut word).expect("the grandchild is up");
         assert_eq!(&word, b"up");
         (started, [stdout, stdin])
-    }
-
-    fn anonymous_pipe() -> (std::fs::File, std::fs::File) {
-        let (mut read, mut write): (HANDLE, HANDLE) = (ptr::null_mut(), ptr::null_mut());
-        // SAFETY: both outputs are written; default security, not inherited.
-        check(unsafe { CreatePipe(&mut read, &mut write, ptr::null(), 0) }).unwrap();
-        // SAFETY: fresh handles, owned by nothing else.
-        unsafe {
-            (
-                std::fs::File::from_raw_handle(read),
-                std::fs::File::from_raw_handle(write),
-            )
-        }
     }
 
     const JOB: usize = 7;

@@ -12,6 +12,7 @@ mod handle;
 mod job;
 mod pipe;
 mod port;
+mod relay;
 
 use std::ffi::OsString;
 use std::fs::File;

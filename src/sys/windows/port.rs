@@ -11,11 +11,13 @@
 use std::io;
 use std::os::windows::io::{AsRawHandle, BorrowedHandle, OwnedHandle};
 use std::ptr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use windows_sys::Win32::Foundation::{HANDLE, INVALID_HANDLE_VALUE, WAIT_TIMEOUT};
 use windows_sys::Win32::System::IO::{
     CreateIoCompletionPort, GetQueuedCompletionStatusEx, OVERLAPPED, OVERLAPPED_ENTRY,
+    PostQueuedCompletionStatus,
 };
 
 use super::handle::owned;
@@ -38,7 +40,25 @@ pub struct Completion {
 }
 
 pub struct Port {
-    handle: OwnedHandle,
+    /// Shared with the relays' threads (`Poster`), which post to it.
+    handle: Arc<OwnedHandle>,
+}
+
+/// What a thread holds to tell the loop something: a completion it posts
+/// under a key, as the system posts a finished read.
+#[derive(Clone)]
+pub struct Poster {
+    handle: Arc<OwnedHandle>,
+}
+
+impl Poster {
+    /// Wake the loop with a completion under `key`, carrying `bytes`.
+    pub fn post(&self, key: usize, bytes: u32) -> io::Result<()> {
+        // SAFETY: the port is open while this Arc holds it; no OVERLAPPED.
+        super::handle::check(unsafe {
+            PostQueuedCompletionStatus(self.handle.as_raw_handle(), bytes, key, ptr::null())
+        })
+    }
 }
 
 impl Port {
@@ -46,7 +66,16 @@ impl Port {
         // SAFETY: a new port, not tied to any file; one thread waits.
         let handle =
             owned(unsafe { CreateIoCompletionPort(INVALID_HANDLE_VALUE, ptr::null_mut(), 0, 1) })?;
-        Ok(Port { handle })
+        Ok(Port {
+            handle: Arc::new(handle),
+        })
+    }
+
+    /// A handle a thread can post with.
+    pub fn poster(&self) -> Poster {
+        Poster {
+            handle: Arc::clone(&self.handle),
+        }
     }
 
     /// Report `handle`'s overlapped operations here, under `key`.
