@@ -388,8 +388,13 @@ fn summary(record: &Record) -> String {
     };
     let opening = opening(record, &exit, &sent);
     let status = record.lifecycle.exit_code.unwrap_or(code::OWN_FAILURE);
+    let sent_by_us = |name: &str| {
+        record.events.iter().any(
+            |event| matches!(&event.kind, EventKind::SignalSent { signal, .. } if signal == name),
+        )
+    };
     let ours = match (&record.lifecycle.exit, host_ended(record)) {
-        (Some(crate::record::Exit::Signal { signal, .. }), Some(_)) if sent.contains(signal) => {
+        (Some(crate::record::Exit::Signal { signal, .. }), Some(_)) if sent_by_us(signal) => {
             format!(", the server's status after our {signal}")
         }
         _ => String::new(),
