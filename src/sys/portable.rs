@@ -3,6 +3,7 @@
 use std::fs::File;
 use std::io;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 /// The directory that holds `path` (`.` for a bare file name).
 pub fn parent_dir(path: &Path) -> &Path {
@@ -34,6 +35,33 @@ pub fn read_small(path: &Path) -> io::Result<String> {
     }
     buf.truncate(len);
     String::from_utf8(buf).map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "not UTF-8"))
+}
+
+/// Take a lock with `try_lock` (Ok(false): another holds it), waiting at
+/// most `limit`. The wait backs off from 1 ms to 20 ms: a lock cannot be
+/// waited for together with a deadline (a blocking flock or LockFileEx
+/// could only be bounded by a timer racing our own handlers). It is the
+/// one wait that sleeps, a short one on other appenders, and it never
+/// runs inside the supervisor's loop (an append happens before dispatch
+/// and after the end). Each backend's `lock_exclusive` is this, over its
+/// own `try_lock_exclusive`.
+pub(in crate::sys) fn lock_within(
+    limit: Duration,
+    mut try_lock: impl FnMut() -> io::Result<bool>,
+) -> io::Result<()> {
+    let deadline = Instant::now() + limit;
+    let mut pause = Duration::from_millis(1);
+    while !try_lock()? {
+        if Instant::now() >= deadline {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!("could not lock it within {} ms", limit.as_millis()),
+            ));
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(20));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

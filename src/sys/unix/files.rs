@@ -74,36 +74,12 @@ pub fn fsync_dir(dir: &Path) -> io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
-/// Exclusive flock(2), waiting at most `limit`. flock (not fcntl locks,
-/// which vanish when any descriptor to the file is closed) and per open
-/// file description, so two appenders in one process exclude each other too.
-/// The wait backs off from 1 ms to 20 ms: a lock cannot be polled, and a
-/// blocking flock could only be bounded by a timer signal racing our own
-/// handlers. It is the one wait that sleeps, a short one on other
-/// appenders, and it never runs inside the supervisor's loop (an append
-/// happens before dispatch and after the end).
+/// Exclusive flock(2), waiting at most `limit` (`lock_within`). flock
+/// (not fcntl locks, which vanish when any descriptor to the file is
+/// closed) and per open file description, so two appenders in one process
+/// exclude each other too.
 pub fn lock_exclusive(file: &File, limit: Duration) -> io::Result<()> {
-    let deadline = std::time::Instant::now() + limit;
-    let mut pause = Duration::from_millis(1);
-    loop {
-        // SAFETY: flock on a descriptor we own.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-            return Ok(());
-        }
-        let err = io::Error::last_os_error();
-        if err.raw_os_error() != Some(libc::EWOULDBLOCK) && err.kind() != io::ErrorKind::Interrupted
-        {
-            return Err(err);
-        }
-        if std::time::Instant::now() >= deadline {
-            return Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                format!("could not lock it within {} ms", limit.as_millis()),
-            ));
-        }
-        std::thread::sleep(pause);
-        pause = (pause * 2).min(Duration::from_millis(20));
-    }
+    crate::sys::portable::lock_within(limit, || try_lock_exclusive(file))
 }
 
 /// Take an exclusive flock if it is free: Ok(false) when another holds it.

@@ -19,7 +19,7 @@ use std::io;
 use std::os::windows::fs::{FileExt, OpenOptionsExt};
 use std::os::windows::io::AsRawHandle;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use windows_sys::Win32::Foundation::{ERROR_FILE_EXISTS, ERROR_LOCK_VIOLATION};
 use windows_sys::Win32::Storage::FileSystem::{
@@ -112,23 +112,9 @@ pub fn try_lock_exclusive(file: &File) -> io::Result<bool> {
     }
 }
 
-/// The lock, waiting at most `limit`, backing off from 1 ms to 20 ms as
-/// on Unix (a lock cannot be waited for together with a deadline). It
-/// never runs inside the supervisor's loop.
+/// The lock, waiting at most `limit` (`lock_within`, as on Unix).
 pub fn lock_exclusive(file: &File, limit: Duration) -> io::Result<()> {
-    let deadline = Instant::now() + limit;
-    let mut pause = Duration::from_millis(1);
-    while !try_lock_exclusive(file)? {
-        if Instant::now() >= deadline {
-            return Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                format!("could not lock it within {} ms", limit.as_millis()),
-            ));
-        }
-        std::thread::sleep(pause);
-        pause = (pause * 2).min(Duration::from_millis(20));
-    }
-    Ok(())
+    crate::sys::portable::lock_within(limit, || try_lock_exclusive(file))
 }
 
 pub fn unlock(file: &File) {
