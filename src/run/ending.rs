@@ -386,14 +386,15 @@ fn summary(record: &Record) -> String {
     } else {
         String::new()
     };
-    let opening = opening(record, &exit, &sent);
+    let host = host_ended(record);
+    let opening = opening(record, host.as_deref(), &exit, &sent);
     let status = record.lifecycle.exit_code.unwrap_or(code::OWN_FAILURE);
     let sent_by_us = |name: &str| {
         record.events.iter().any(
             |event| matches!(&event.kind, EventKind::SignalSent { signal, .. } if signal == name),
         )
     };
-    let ours = match (&record.lifecycle.exit, host_ended(record)) {
+    let ours = match (&record.lifecycle.exit, &host) {
         (Some(crate::record::Exit::Signal { signal, .. }), Some(_)) if sent_by_us(signal) => {
             format!(", the server's status after our {signal}")
         }
@@ -421,13 +422,14 @@ fn host_ended(record: &Record) -> Option<String> {
     }
 }
 
-/// The line's opening: what ended the call. The host's own end of a
+/// The line's opening: what ended the call (`host`: how the host ended
+/// the session, if it did). The host's own end of a
 /// session is said as that, not as a state word that reads as a failure
 /// (the state stays in the record): the MCP shutdown is the host closing
 /// our stdin, then, if the server stays, the stop signal after the grace.
-fn opening(record: &Record, exit: &str, sent: &str) -> String {
+fn opening(record: &Record, host: Option<&str>, exit: &str, sent: &str) -> String {
     let ms = record.times.duration_ms.unwrap_or(0);
-    let Some(how) = host_ended(record) else {
+    let Some(how) = host else {
         return format!(
             "{} after {ms}ms ({exit}{sent})",
             word(record.lifecycle.state)
