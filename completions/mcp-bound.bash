@@ -65,7 +65,7 @@ _mcp__bound() {
                     return 0
                     ;;
                 --contain)
-                    COMPREPLY=($(compgen -W "auto cgroup group" -- "${cur}"))
+                    COMPREPLY=($(compgen -W "auto cgroup group job" -- "${cur}"))
                     return 0
                     ;;
                 --memory-max)

@@ -95,8 +95,8 @@ impl Confine {
 }
 
 /// Start the helper: its own process group, stdin inherited, a given
-/// descriptor or a pipe; stdout and stderr are pipes whose ends (ours) are
-/// non-blocking. On Linux it gets SIGKILL if mcp-bound dies, so it cannot
+/// descriptor or a pipe; stdout and stderr are pipes whose ends (ours)
+/// never block (`sys::helper_pipe`). On Linux it gets SIGKILL if mcp-bound dies, so it cannot
 /// outlive a SIGKILLed supervisor.
 pub fn spawn(argv: &[OsString], stdin: StdinFrom, confine: &Confine) -> Result<Helper, SpawnError> {
     use crate::sys::fd::AsFd;
@@ -107,19 +107,22 @@ pub fn spawn(argv: &[OsString], stdin: StdinFrom, confine: &Confine) -> Result<H
         argv,
         mark.map(|(name, value)| (name.as_str(), value.as_str())),
     )
-    .map_err(not_executable)?;
+    .map_err(|err| match err.kind() {
+        io::ErrorKind::NotFound => SpawnError::NotFound(err),
+        _ => SpawnError::NotExecutable(err),
+    })?;
     let cgroup = confine.cgroup.as_ref().map(Cgroup::before_spawn);
     let cgroup = cgroup.transpose().map_err(not_executable)?;
     let (stdin_ours, stdin_theirs): (Option<OwnedFd>, Option<OwnedFd>) = match stdin {
         StdinFrom::Inherit => (None, None),
         StdinFrom::Fd(fd) => (None, Some(fd)),
         StdinFrom::Pipe => {
-            let (theirs, ours) = sys::pipe_cloexec().map_err(not_executable)?;
-            (Some(ours.into()), Some(theirs.into()))
+            let (ours, theirs) = sys::helper_pipe(false).map_err(not_executable)?;
+            (Some(ours), Some(theirs))
         }
     };
-    let (stdout, stdout_theirs) = sys::pipe_cloexec().map_err(not_executable)?;
-    let (stderr, stderr_theirs) = sys::pipe_cloexec().map_err(not_executable)?;
+    let (stdout, stdout_theirs) = sys::helper_pipe(true).map_err(not_executable)?;
+    let (stderr, stderr_theirs) = sys::helper_pipe(true).map_err(not_executable)?;
     let setup = sys::Setup {
         stdio: [
             stdin_theirs.as_ref().map(|fd| fd.as_fd()),
@@ -140,18 +143,6 @@ pub fn spawn(argv: &[OsString], stdin: StdinFrom, confine: &Confine) -> Result<H
             SpawnError::NotExecutable(err)
         }
     })?;
-    let stdout = OwnedFd::from(stdout);
-    let stderr = OwnedFd::from(stderr);
-    for fd in stdin_ours.iter().chain([&stdout, &stderr]) {
-        // Our own read ends: non-blocking is ours to set. Should that fail,
-        // the helper already runs: end it rather than leave it unsupervised.
-        if let Err(err) = sys::set_nonblocking(fd.as_fd()) {
-            sys::send_signal(pid, crate::signals::SIGKILL);
-            sys::wait_child(pid);
-            return Err(SpawnError::NotExecutable(err));
-        }
-        sys::grow_pipe(fd.as_fd(), 1 << 20);
-    }
     Ok(Helper {
         pid,
         stdin: stdin_ours,

@@ -100,10 +100,14 @@ where
             error::code::OWN_FAILURE
         }
         Ok(cli::Parsed::Run(cli)) => {
-            run::run(settings::Settings::from(&*cli)).unwrap_or_else(|err| {
+            let code = run::run(settings::Settings::from(&*cli)).unwrap_or_else(|err| {
                 complain("mcp-bound", &err);
                 err.exit_code()
-            })
+            });
+            // Where a thread writes our stdout (Windows), its last write
+            // is given a moment to land.
+            sys::finish_output(std::time::Duration::from_secs(2));
+            code
         }
         Err(err) => {
             complain("mcp-bound", &err);

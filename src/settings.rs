@@ -139,7 +139,9 @@ fn policy(cli: &Cli) -> Policy {
     let deadline = &cli.deadline;
     Policy {
         timeout: deadline.timeout.filter(|t| !t.is_zero()),
-        signal: deadline.signal,
+        signal: deadline
+            .signal
+            .unwrap_or_else(|| crate::signals::default_stop(crate::cli::session_layer(cli))),
         grace: deadline.grace.unwrap_or(if mcp {
             Duration::from_secs(1)
         } else {

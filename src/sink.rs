@@ -8,6 +8,8 @@
 //! - a regular file or /dev/null: plain writes, which do not wait on a reader;
 //! - anything else (a terminal): at most PIPE_BUF bytes after poll() says
 //!   POLLOUT, which the kernel accepts without blocking;
+//! - on Windows, any handle: through a relay, a thread that does the
+//!   blocking write (`sys::relays_output`), polled as a pipe;
 //! - absent (closed): output is drained and counted, never written.
 
 use crate::sys::fd::{AsFd, AsRawFd, FromRawFd, RawFd};
@@ -35,6 +37,9 @@ enum Mode {
     Socket,
     NeverWaits,
     AfterPollout,
+    /// Written by a relay's thread (Windows): a write that finds it busy
+    /// is `WouldBlock`, and the poller says when it is free.
+    Relayed,
     Absent,
 }
 
@@ -96,16 +101,19 @@ impl Sink {
     }
 
     pub fn stdout() -> Sink {
-        Self::for_fd(1)
+        Self::for_fd(sys::std_fd(1))
     }
 
     pub fn stderr() -> Sink {
-        Self::for_fd(2)
+        Self::for_fd(sys::std_fd(2))
     }
 
     fn classify(fd: RawFd, file: &File) -> Mode {
         if !sys::is_open_for_writing(fd) {
             return Mode::Absent;
+        }
+        if sys::relays_output(fd) {
+            return Mode::Relayed;
         }
         let Ok(meta) = file.metadata() else {
             return Mode::Absent;
@@ -172,6 +180,7 @@ impl Sink {
             Mode::AlreadyNonblocking | Mode::NeverWaits => inherited.write(bytes),
             Mode::Socket => sys::send_nowait(inherited.as_fd(), bytes),
             Mode::AfterPollout => inherited.write(&bytes[..bytes.len().min(PIPE_BUF)]),
+            Mode::Relayed => sys::write_pipe(inherited, bytes),
             Mode::Absent => Err(io::Error::from(io::ErrorKind::BrokenPipe)),
         }
     }

@@ -281,7 +281,9 @@ fn otel(cli: &Cli) -> bool {
 }
 
 /// As `Settings` resolves it: --session, else on with --mcp and the guard.
-fn session(cli: &Cli) -> bool {
+/// Whether the session layer runs (--mcp with the guard, or --session
+/// jsonrpc).
+pub(crate) fn session(cli: &Cli) -> bool {
     let server = &cli.mcp_mode;
     match server.session {
         Some(mode) => mode == SessionMode::Jsonrpc,
@@ -311,7 +313,19 @@ pub(super) fn check(cli: &Cli, given: &Given) -> Result<(), String> {
             crate::sys::BACKEND.os
         ));
     }
-    if cli.deadline.signal == crate::signals::Stop::Close && !session(cli) {
+    if !cli.deadline.rlimit.is_empty() && !crate::sys::BACKEND.rlimits {
+        return Err(format!(
+            "--rlimit: {} has no per-process resource limits",
+            crate::sys::BACKEND.os
+        ));
+    }
+    if let Some(refused) = crate::sys::refused_command(&cli.command) {
+        return Err(refused);
+    }
+    if let Some(refused) = cli.deadline.signal.and_then(crate::signals::refused_here) {
+        return Err(refused);
+    }
+    if cli.deadline.signal == Some(crate::signals::Stop::Close) && !session(cli) {
         let source = match given.in_environment("signal") {
             true => "MCP_BOUND_SIGNAL=CLOSE",
             false => "--signal CLOSE",

@@ -19,9 +19,11 @@ pub struct DeadlineArgs {
 
     /// Signal sent to the helper's group at the deadline: a name (any case, SIG optional; RTMIN+N,
     /// RTMAX-N where the system has real-time signals: not macOS) or a number. CLOSE instead closes
-    /// the server's stdin, the MCP shutdown (needs the session layer: --mcp).
-    #[arg(short = 's', long, value_name = "SIGNAL", env = "MCP_BOUND_SIGNAL", default_value = "TERM", value_parser = signals::parse_stop, help_heading = "Deadline options")]
-    pub signal: signals::Stop,
+    /// the server's stdin, the MCP shutdown (needs the session layer: --mcp). On Windows: BREAK
+    /// (Ctrl-Break, to a helper that shares our console), CLOSE or KILL [default: TERM; on Windows
+    /// CLOSE with --mcp, else BREAK with a console, else KILL].
+    #[arg(short = 's', long, value_name = "SIGNAL", env = "MCP_BOUND_SIGNAL", value_parser = signals::parse_stop, help_heading = "Deadline options")]
+    pub signal: Option<signals::Stop>,
 
     /// Time between the first signal and SIGKILL to the whole tree; 0 kills at once. Also spelled
     /// --kill-after, as GNU timeout names it [default: 5s; 1s with --mcp].
@@ -47,9 +49,10 @@ pub struct DeadlineArgs {
 
     /// How the helper's tree is contained, so that nothing outlives mcp-bound, even when it is
     /// SIGKILLed: cgroup (Linux: a cgroup v2 of its own, which everything it forks stays in), group
-    /// (its process group, and what leaves it found by the environment mark the tree inherits), or
-    /// auto (cgroup when one can be made; macOS has none). A watchdog ends the tree if mcp-bound
-    /// dies.
+    /// (its process group, and what leaves it found by the environment mark the tree inherits), job
+    /// (Windows: a Job Object, the only choice there), or auto (cgroup when one can be made; macOS
+    /// has none; job on Windows). A watchdog ends the tree if mcp-bound dies (on Windows, the job
+    /// itself).
     #[arg(
         long,
         value_name = "HOW",

@@ -25,6 +25,7 @@ mod usage_error;
 
 pub use audit::{ApprovalArgs, ApproveOn, CommandLine, JournalArgs, Sub, VerifyArgs};
 pub use check::dependent_options;
+pub(crate) use check::session as session_layer;
 pub use deadline::{DeadlineArgs, LimitsMode};
 pub use docs::{Generate, JOURNAL_SCHEMA, RECORD_SCHEMA, completion, generate, man_page};
 pub use mcp::{DebugWindowArgs, McpArgs, RequestTimeout, SessionMode};

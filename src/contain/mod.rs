@@ -41,6 +41,8 @@ pub enum ContainMode {
     Auto,
     Cgroup,
     Group,
+    /// Windows: a Job Object.
+    Job,
 }
 
 /// What the record says about containment.
@@ -107,7 +109,28 @@ impl Contain {
     /// Before dispatch: the cgroup, or why there is none. `Err` only for
     /// `--contain cgroup` without one (the call is refused).
     pub fn prepare(mode: ContainMode, limits: &CgroupLimits) -> Result<Contain, String> {
+        let os = sys::BACKEND.os;
+        match mode {
+            ContainMode::Job if !sys::BACKEND.job => {
+                return Err(format!(
+                    "--contain job: no Job Object on {os}; nothing was started (--contain auto takes what {os} has)"
+                ));
+            }
+            ContainMode::Group | ContainMode::Cgroup if sys::BACKEND.job => {
+                return Err(format!(
+                    "--contain {}: {os} holds the tree in a Job Object; nothing was started (--contain job or auto)",
+                    if mode == ContainMode::Group {
+                        "group"
+                    } else {
+                        "cgroup"
+                    }
+                ));
+            }
+            _ => {}
+        }
         let cgroup = match mode {
+            _ if sys::BACKEND.job => Err(String::new()),
+            ContainMode::Job => Err("--contain job".to_string()),
             ContainMode::Group => Err("--contain group".to_string()),
             ContainMode::Cgroup => Ok(Cgroup::create().map_err(|e| {
                 format!("--contain cgroup: {e}; nothing was started (--contain group or auto runs)")
@@ -116,7 +139,10 @@ impl Contain {
         };
         let (cgroup, fallback) = match cgroup {
             Ok(cgroup) => (Some(cgroup), None),
-            Err(why) => (None, (mode == ContainMode::Auto).then_some(why)),
+            Err(why) => (
+                None,
+                (mode == ContainMode::Auto && !sys::BACKEND.job).then_some(why),
+            ),
         };
         let (applied, not_applied) = cgroup::apply_limits(cgroup.as_ref(), limits)?;
         let nonce = std::time::SystemTime::now()
@@ -126,6 +152,7 @@ impl Contain {
             mark: format!("{}-{nonce:x}", std::process::id()),
             facts: ContainFacts {
                 method: match (&cgroup, sys::BACKEND.subreaper) {
+                    _ if sys::BACKEND.job => "job",
                     (Some(_), _) => "cgroup",
                     (None, true) => "group",
                     (None, false) => "group+mark",

@@ -153,6 +153,17 @@ pub(super) fn secure<S: BeforeDispatch>(
         return Err(call.failed(step, error, code::OWN_FAILURE));
     }
     let speaks = call.journal.is_some() || settings.record.path.is_some();
+    if sys::BACKEND.job {
+        // The job ends the tree whatever ends us; no watchdog is started,
+        // and none would write our last words.
+        if speaks {
+            step.record_mut()
+                .mcp_bound
+                .warnings
+                .push(NO_LAST_WORDS.into());
+        }
+        return secured(call, step, prepared, signals);
+    }
     // (Its pid goes into the record: copy first, then start.)
     let base = speaks.then(|| step.record().clone());
     let (journal, origin) = (call.journal, call.origin);
@@ -167,6 +178,20 @@ pub(super) fn secure<S: BeforeDispatch>(
     if let Some(link) = prepared.contain.link() {
         let _ = call.watchdog.set(link);
     }
+    secured(call, step, prepared, signals)
+}
+
+/// What the record says on Windows where it or a journal is written.
+const NO_LAST_WORDS: &str = "no watchdog on windows: if mcp-bound is killed, the job ends the helper's tree, but this record and the journal are not completed as supervisor_killed";
+
+/// After the watchdog (or the job) holds the tree: the record says so,
+/// and a cancellation that came meanwhile ends the call here.
+fn secured<S: BeforeDispatch>(
+    call: &Context<'_>,
+    mut step: S,
+    prepared: &Prepared,
+    signals: &SignalPipe,
+) -> Result<S, Box<Ended>> {
     // The in-flight record names the watchdog (one more write, --record only).
     step.record_mut().contain = Some(prepared.contain.facts.clone());
     if let Some(error) = call.write_in_flight(step.record()) {

@@ -11,7 +11,7 @@
 use crate::sys::fd::{AsRawFd, RawFd};
 use std::ffi::OsString;
 use std::fs::File;
-use std::io::Read;
+
 use std::time::{Duration, Instant};
 
 use crate::child::{self, ChildExit};
@@ -210,7 +210,7 @@ fn read_some(running: &mut Running, pipe: usize, budget: usize) {
         let Some(file) = running.pipes[pipe].as_mut() else {
             return;
         };
-        match file.read(&mut buf) {
+        match crate::sys::read_pipe(file, &mut buf) {
             Ok(0) => {
                 running.pipes[pipe] = None;
                 return;

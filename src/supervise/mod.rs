@@ -212,7 +212,7 @@ pub(crate) fn supervise_with(
         },
         watch_stdin: session.is_none()
             && config.policy.stdin_close_grace.is_some()
-            && sys::is_open(0),
+            && sys::is_open(sys::std_fd(0)),
         events: Vec::new(),
         exit: None,
         abandoned_open: false,

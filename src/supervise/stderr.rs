@@ -6,7 +6,7 @@
 
 use crate::sys::fd::{AsFd, AsRawFd, RawFd};
 use std::fs::File;
-use std::io::{self, Read};
+use std::io;
 use std::time::Instant;
 
 use super::Stream;
@@ -168,7 +168,7 @@ impl StderrDrain {
                 return Stream::Closed;
             };
             let timer = intake.diagnostics.probing().then(Instant::now);
-            match file.read(&mut self.buf) {
+            match crate::sys::read_pipe(file, &mut self.buf) {
                 Ok(0) => return self.close(intake),
                 Ok(n) => {
                     let busy = timer.map(|started| started.elapsed());

@@ -14,7 +14,7 @@
 
 use crate::sys::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io;
 use std::mem::ManuallyDrop;
 use std::time::Instant;
 
@@ -60,13 +60,24 @@ pub(crate) struct StdinRelay {
 }
 
 impl StdinRelay {
+    /// Close our end of the server's stdin (through `sys`, which also
+    /// drops what writes it on Windows).
+    fn close_server_pipe(&mut self) {
+        if let Some(server) = self.server.take() {
+            crate::sys::close_pipe(server);
+        }
+    }
+
     pub fn new(server: OwnedFd, max_message: usize) -> StdinRelay {
-        // SAFETY: descriptor 0 is only read while poll(2) reports it
+        let stdin = crate::sys::std_fd(0);
+        // Windows: a thread reads it when the loop asks (a relay).
+        crate::sys::relays_input(stdin);
+        // SAFETY: our stdin is only read while the poller reports it
         // open; ManuallyDrop keeps us from closing it.
-        let source = ManuallyDrop::new(unsafe { File::from_raw_fd(0) });
+        let source = ManuallyDrop::new(unsafe { File::from_raw_fd(stdin) });
         StdinRelay {
             source,
-            source_open: crate::sys::is_open(0),
+            source_open: crate::sys::is_open(stdin),
             paused: false,
             journal_held: false,
             hung_up: false,
@@ -90,13 +101,14 @@ impl StdinRelay {
     /// Our stdin, unless bytes wait for the server (back-pressure) or for
     /// the journal.
     pub fn read_interest(&self) -> Option<RawFd> {
-        (self.source_open && !self.paused && !self.journal_held && !self.waiting()).then_some(0)
+        (self.source_open && !self.paused && !self.journal_held && !self.waiting())
+            .then(|| self.source.as_raw_fd())
     }
 
     /// While paused, our stdin is watched for the client's hang-up only
     /// (once: a hang-up stays reported).
     pub fn hang_up_interest(&self) -> Option<RawFd> {
-        (self.source_open && self.paused && !self.hung_up).then_some(0)
+        (self.source_open && self.paused && !self.hung_up).then(|| self.source.as_raw_fd())
     }
 
     pub fn paused(&self) -> bool {
@@ -130,7 +142,7 @@ impl StdinRelay {
 
     /// Our stdin is readable or hung up: read once and frame.
     pub fn on_readable(&mut self, now: Instant, session: &mut Session) -> Stream {
-        match self.source.read(&mut self.read_buf) {
+        match crate::sys::read_pipe(&mut self.source, &mut self.read_buf) {
             Ok(0) => self.eof(now, session),
             Ok(n) => {
                 self.bytes_read += n as u64;
@@ -206,7 +218,7 @@ impl StdinRelay {
                 self.discard();
                 break;
             };
-            match server.write(&self.out[self.start..]) {
+            match crate::sys::write_pipe(server, &self.out[self.start..]) {
                 Ok(n) => {
                     self.start += n;
                     self.bytes_written += n as u64;
@@ -216,7 +228,7 @@ impl StdinRelay {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 // EPIPE: the server closed its stdin or is gone.
                 Err(_) => {
-                    self.server = None;
+                    self.close_server_pipe();
                     self.discard();
                 }
             }
@@ -230,7 +242,7 @@ impl StdinRelay {
             }
         }
         if !self.source_open && !self.waiting() {
-            self.server = None;
+            self.close_server_pipe();
         }
     }
 
@@ -256,7 +268,7 @@ impl StdinRelay {
     /// The server is gone: nothing more is written to it. Our stdin is
     /// still read, so that requests are answered at once.
     pub fn server_gone(&mut self) {
-        self.server = None;
+        self.close_server_pipe();
         self.discard();
     }
 

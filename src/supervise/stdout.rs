@@ -7,7 +7,7 @@
 
 use crate::sys::fd::{AsRawFd, RawFd};
 use std::fs::File;
-use std::io::{self, Read};
+use std::io;
 use std::time::Instant;
 
 use super::Stream;
@@ -143,7 +143,7 @@ impl<'s> StdoutRelay<'s> {
                 &mut self.read_buf
             };
             let asked = target.len();
-            match file.read(target) {
+            match crate::sys::read_pipe(file, target) {
                 Ok(0) => {
                     self.close(now, intake);
                     relayed.stream = Stream::Closed;
@@ -399,6 +399,7 @@ mod tests {
     use crate::capture::Capture;
     use crate::diagnostics::{Diagnostics, FloodPath};
     use crate::sys::fd::{AsFd, OwnedFd};
+    use std::io::Read;
     use std::io::Write;
 
     fn intake() -> Intake {

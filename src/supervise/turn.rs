@@ -100,7 +100,7 @@ impl Loop<'_> {
                     interests,
                     Interest {
                         peer_closed: true,
-                        ..Interest::new(0, false, false)
+                        ..Interest::new(crate::sys::std_fd(0), false, false)
                     },
                 )
             }),

@@ -43,9 +43,12 @@
 //!   runs the macOS code paths;
 //! - `unix/unsupported.rs`: any other Unix: mcp-bound compiles and refuses
 //!   to run, saying why (`BACKEND.unsupported`);
-//! - `windows/`: Windows, the same until its backend (a Job Object for
-//!   the tree, one completion port for the pipes) lands: it compiles, CI
-//!   type-checks it and runs it under Wine, and it refuses to run a helper.
+//! - `windows/`: Windows: a Job Object for each helper's tree (ended by
+//!   the system when our handle closes, so no watchdog is needed to end
+//!   it), one completion port for the loop, the helper's pipes overlapped
+//!   and read by completions, a thread for each of the host's handles
+//!   that cannot be overlapped; no process groups, signals, rlimits,
+//!   cgroup or splice.
 //!
 //! Shared by every backend: `types.rs` (the answers' data), `table.rs`
 //! (the process table's algorithms, pure), `portable.rs` (what std gives
@@ -153,4 +156,10 @@ pub struct Backend {
     pub splice: bool,
     /// Real-time signals (`RTMIN+N`).
     pub real_time_signals: bool,
+    /// A Job Object holds each helper's tree (Windows): nothing of it
+    /// runs outside, and it ends when our last handle to it closes,
+    /// whatever ended us.
+    pub job: bool,
+    /// Resource limits per process (setrlimit(2)).
+    pub rlimits: bool,
 }

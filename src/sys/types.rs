@@ -35,6 +35,20 @@ pub struct Ready {
     pub error: bool,
 }
 
+/// What arrived at the signal source since the last look
+/// (`SignalPipe::take`).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Pending {
+    /// A child may have exited (SIGCHLD; on Windows a job's news).
+    pub child_changed: bool,
+    /// Terminating signals (on Windows, console events under the C
+    /// runtime's numbers) with how many of each arrived.
+    pub terminating: Vec<(i32, u32)>,
+    /// SIGUSR1s: each opens or closes the debug window. mcp-bound's
+    /// own, never forwarded, never an end (none on Windows).
+    pub debug_toggles: u32,
+}
+
 /// One process, as the process table shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProcInfo {

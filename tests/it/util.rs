@@ -902,7 +902,8 @@ impl Done {
     }
 }
 
-fn schema_errors(record: &Value) -> Result<(), Vec<String>> {
+/// The record's errors against schema/record.schema.json, if any.
+pub fn schema_errors(record: &Value) -> Result<(), Vec<String>> {
     let errors: Vec<String> = schema()
         .iter_errors(record)
         .map(|e| format!("{} at {}", e, e.instance_path()))

@@ -5,17 +5,17 @@
 //!
 //! The backend's own pieces (the job that holds the tree, the command
 //! line's rules) are unit-tested there too: `unit-tests.exe`, beside the
-//! binary, is the library's test executable. Until the backend lands,
-//! what holds for the binary is the command line, the refusal, and
-//! `verify`: mcp-bound parses and checks its options as
-//! on Unix, refuses to run a helper, saying why, with nothing started,
-//! and verifies a journal written on another system. Wine
-//! is not Windows: the README's platform table says what was seen only
-//! here.
+//! binary, is the library's test executable. The binary runs helpers
+//! (`cmd.exe` and what it starts, the tiny Windows programs every Wine
+//! prefix has) in a Job Object, and each test checks the exit, the
+//! streams, the record against the schema, and that nothing of the tree
+//! is left (Wine's processes are Linux processes: the test's tag is in
+//! their environment). Wine is not Windows: the README's platform table
+//! says what was seen only here.
 
 use std::path::{Path, PathBuf};
 
-use crate::util::Call;
+use crate::util::{Call, TAG_VAR, assert_nothing_left, schema_errors, unique_tag};
 use std::process::{Command, Output};
 
 const WINE: &str = "/usr/lib/wine/wine64";
@@ -54,11 +54,17 @@ fn run(exe: &PathBuf, args: &[&str]) -> Output {
 /// The same, in directory `dir` (Wine's `Z:` is `/`, so a relative path
 /// names the same file on both sides).
 fn run_in(exe: &PathBuf, args: &[&str], dir: &Path) -> Output {
+    run_tagged(exe, args, dir, "")
+}
+
+/// The same, with `tag` in the environment of everything it starts.
+fn run_tagged(exe: &PathBuf, args: &[&str], dir: &Path, tag: &str) -> Output {
     let output = under_wine()
         .arg(exe)
         .args(args)
         .current_dir(dir)
         .env("WINEDEBUG", "-all")
+        .env(TAG_VAR, tag)
         .stdin(std::process::Stdio::null())
         .output()
         .expect("run wine64");
@@ -94,26 +100,13 @@ fn the_windows_binary_starts_and_names_itself() {
 }
 
 #[test]
-fn without_a_backend_a_helper_is_refused_and_nothing_runs() {
-    let Some(exe) = windows_exe() else { return };
-    let output = run(&exe, &["--", "cmd", "/c", "echo", "RAN"]);
-    assert_eq!(output.status.code(), Some(125), "the refusal's status");
-    assert!(
-        !String::from_utf8_lossy(&output.stdout).contains("RAN"),
-        "the helper never ran"
-    );
-    let said = own_lines(&output);
-    assert_eq!(said.len(), 1, "one line: {said:?}");
-    assert!(said[0].contains("no Windows backend yet"), "{said:?}");
-    assert!(said[0].contains("nothing was started"), "{said:?}");
-}
-
-#[test]
 fn options_are_checked_as_on_unix_before_anything_else() {
     let Some(exe) = windows_exe() else { return };
     for (args, expected) in [
         (&["--timeout", "abc", "--", "cmd"][..], "--timeout"),
         (&["--signal", "CLOSE", "--", "cmd"][..], "--mcp"),
+        (&["--signal", "TERM", "--", "cmd"][..], "BREAK"),
+        (&["--contain", "group", "--", "cmd"][..], "Job Object"),
     ] {
         let output = run(&exe, args);
         assert_eq!(output.status.code(), Some(125), "{args:?}");
@@ -200,4 +193,288 @@ fn the_windows_backend_s_own_tests_pass_under_wine() {
         passed >= 18,
         "the files', the job's, the pipes', the relays' and the command line's tests ran: {passed}"
     );
+}
+
+/// A run of the Windows binary in a directory of its own, with a record:
+/// its output, the record (checked against the schema), and nothing of
+/// its tree left.
+struct WineRun {
+    output: Output,
+    record: serde_json::Value,
+}
+
+fn run_recorded(exe: &PathBuf, dir: &Path, args: &[&str]) -> WineRun {
+    let tag = unique_tag();
+    let mut all = vec!["--record", "record.json"];
+    all.extend_from_slice(args);
+    let output = run_tagged(exe, &all, dir, &tag);
+    let text = std::fs::read_to_string(dir.join("record.json")).expect("the record was written");
+    eprintln!("--- record\n{text}");
+    let record: serde_json::Value = serde_json::from_str(&text).expect("the record is JSON");
+    if let Err(errors) = schema_errors(&record) {
+        panic!("the record does not match schema/record.schema.json: {errors:?}");
+    }
+    assert_eq!(record["mcp_bound"]["os"], "windows");
+    assert_eq!(
+        record["contain"]["method"], "job",
+        "the tree is held by a job"
+    );
+    assert_nothing_left(&tag);
+    WineRun { output, record }
+}
+
+#[test]
+fn a_helper_runs_in_a_job_with_its_exit_and_streams_kept() {
+    let Some(exe) = windows_exe() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let run = run_recorded(
+        &exe,
+        dir.path(),
+        &["--", "cmd", "/c", "echo hello& echo oops>&2& exit 3"],
+    );
+    assert_eq!(
+        run.output.status.code(),
+        Some(3),
+        "the helper's code passes through"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&run.output.stdout),
+        "hello\r\n",
+        "stdout, byte for byte"
+    );
+    let record = &run.record;
+    assert_eq!(record["state"], "completed");
+    assert_eq!(record["exit"]["code"], 3);
+    assert_eq!(record["stdout"]["bytes_forwarded"], 7);
+    assert_eq!(record["stderr"]["excerpt"], "oops\r\n");
+}
+
+#[test]
+fn a_stderr_flood_at_the_deadline_is_bounded_counted_and_its_tree_ended() {
+    let Some(exe) = windows_exe() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    // A loop that never ends (step 0), writing to stderr as fast as
+    // cmd.exe can, with a grandchild that would sleep for a minute.
+    let run = run_recorded(
+        &exe,
+        dir.path(),
+        &[
+            "--timeout",
+            "2s",
+            "--tail-bytes",
+            "100",
+            "--",
+            "cmd",
+            "/c",
+            "start /b ping -n 61 127.0.0.1 >nul & for /L %i in (1,0,2) do (echo flood line>&2)",
+        ],
+    );
+    assert_eq!(run.output.status.code(), Some(124), "the deadline's status");
+    let record = &run.record;
+    assert_eq!(record["state"], "timed_out");
+    let stderr = &record["stderr"];
+    let seen = stderr["bytes_seen"].as_u64().unwrap();
+    assert!(seen > 1000, "the flood was drained: {seen} bytes");
+    assert_eq!(stderr["truncated"], true);
+    assert!(
+        stderr["bytes_retained"].as_u64().unwrap() <= 100,
+        "only the tail is kept"
+    );
+    let kill = record["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["event"] == "signal_sent");
+    let kill = kill.expect("a signal_sent event");
+    assert_eq!(
+        kill["signal"], "KILL",
+        "no console to share: the stop is KILL"
+    );
+    assert_eq!(kill["target"], "group", "sent to the job");
+    assert_eq!(record["limits"]["signal"], "KILL");
+}
+
+#[test]
+fn the_tree_ends_when_mcp_bound_itself_is_killed() {
+    let Some(exe) = windows_exe() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let tag = unique_tag();
+    let out = std::fs::File::create(dir.path().join("out.txt")).unwrap();
+    let mut wine = under_wine()
+        .arg(&exe)
+        .args([
+            "--",
+            "cmd",
+            "/c",
+            "start /b ping -n 62 127.0.0.1 >nul & echo up& ping -n 62 127.0.0.1 >nul",
+        ])
+        .current_dir(dir.path())
+        .env("WINEDEBUG", "-all")
+        .env(TAG_VAR, &tag)
+        .stdin(std::process::Stdio::null())
+        .stdout(out)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // The handshake: "up" comes once the grandchild was started.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !std::fs::read_to_string(dir.path().join("out.txt"))
+        .unwrap_or_default()
+        .contains("up")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the helper said up within 120 s"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let ours = crate::util::tagged_processes(&tag)
+        .into_iter()
+        .find(|(_, cmdline)| cmdline.starts_with(&*exe.to_string_lossy()))
+        .expect("mcp-bound.exe runs");
+    let pings = || {
+        crate::util::tagged_processes(&tag)
+            .into_iter()
+            .filter(|(_, cmdline)| cmdline.contains("ping -n 62"))
+            .count()
+    };
+    assert!(pings() >= 2, "the child's and the grandchild's pings run");
+    // As TerminateProcess or taskkill /F would: no handler, no clean-up.
+    let killed = Command::new("kill")
+        .args(["-9", &ours.0.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let _ = wine.wait();
+    // The job's last handle closed with mcp-bound: the system ends it.
+    assert_nothing_left(&tag);
+}
+
+#[test]
+fn a_batch_file_s_hostile_arguments_stay_text_or_are_refused() {
+    let Some(exe) = windows_exe() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("show.cmd"),
+        "@echo off\r\necho first=[%1]\r\n",
+    )
+    .unwrap();
+    let ran = run_recorded(&exe, dir.path(), &["--", r".\show.cmd", "a&echo INJECTED"]);
+    assert_eq!(ran.output.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&ran.output.stdout);
+    assert_eq!(
+        stdout, "first=[\"a&echo INJECTED\"]\r\n",
+        "one argument, quoted, run as text"
+    );
+    // A line break would end cmd.exe's command: refused, nothing run.
+    let refused = run_in(
+        &exe,
+        &["--", r".\show.cmd", "a\r\necho INJECTED"],
+        dir.path(),
+    );
+    assert_eq!(refused.status.code(), Some(125));
+    assert!(refused.stdout.is_empty(), "nothing ran");
+    let said = own_lines(&refused);
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(
+        said[0].contains("line break") && said[0].contains("nothing was started"),
+        "{said:?}"
+    );
+}
+
+/// Wait until `file` holds `needle`, at most 120 s (Wine starts slowly
+/// on a busy machine): the suite's handshake, never a sleep.
+fn wait_for_text(file: &Path, needle: &str) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        if text.contains(needle) {
+            return text;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{needle:?} in {} within 120 s; it holds {text:?}",
+            file.display()
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn an_mcp_session_answers_a_request_deadline_and_a_crash() {
+    use std::io::Write;
+    let Some(exe) = windows_exe() else { return };
+    let server = exe.with_file_name("mcp_server.exe");
+    assert!(
+        server.is_file(),
+        "{} (.ci/windows-build makes it)",
+        server.display()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(&server, dir.path().join("mcp_server.exe")).unwrap();
+    let tag = unique_tag();
+    let out = dir.path().join("out.txt");
+    let mut wine = under_wine()
+        .arg(&exe)
+        .args([
+            "--mcp",
+            "--request-timeout",
+            "1s",
+            "--record",
+            "record.json",
+            "--",
+        ])
+        .arg(r".\mcp_server.exe")
+        .current_dir(dir.path())
+        .env("WINEDEBUG", "-all")
+        .env(TAG_VAR, &tag)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(dir.path().join("err.txt")).unwrap())
+        .spawn()
+        .unwrap();
+    let mut client = wine.stdin.take().unwrap();
+    let mut send = |line: &str| {
+        client.write_all(line.as_bytes()).unwrap();
+        client.write_all(b"\n").unwrap();
+        client.flush().unwrap();
+    };
+    send(
+        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"wine-suite","version":"1"}}}"#,
+    );
+    wait_for_text(&out, r#""id":1,"result""#);
+    send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    send(
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"hang","arguments":{}}}"#,
+    );
+    // The request's deadline: mcp-bound answers for the server.
+    let text = wait_for_text(&out, r#""id":2,"error""#);
+    assert!(text.contains("timed out"), "{text}");
+    send(
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"crash","arguments":{}}}"#,
+    );
+    // The server exits: the request in flight is answered, not left.
+    let text = wait_for_text(&out, r#""id":3,"error""#);
+    drop(client);
+    let status = wine.wait().unwrap();
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("record.json")).unwrap())
+            .unwrap();
+    eprintln!("--- stdout\n{text}\n--- status {status:?}\n--- record\n{record}");
+    if let Err(errors) = schema_errors(&record) {
+        panic!("the record does not match schema/record.schema.json: {errors:?}");
+    }
+    assert_eq!(record["contain"]["method"], "job");
+    assert_eq!(
+        record["limits"]["signal"], "CLOSE",
+        "--mcp's stop on Windows"
+    );
+    let mcp = &record["mcp"];
+    assert_eq!(mcp["synthesized"]["request_timeout"], 1, "{mcp}");
+    assert_eq!(mcp["synthesized"]["server_exited"], 1, "{mcp}");
+    assert_eq!(mcp["incarnations"][0]["exit"]["code"], 3);
+    for line in text.lines() {
+        serde_json::from_str::<serde_json::Value>(line).expect("stdout carries only JSON-RPC");
+    }
+    assert_nothing_left(&tag);
 }

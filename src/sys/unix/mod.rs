@@ -128,6 +128,68 @@ pub fn read_blocking(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
     }
 }
 
+/// Why `argv` cannot be run safely, if it cannot: on Unix, execve(2)
+/// takes any argv as it is.
+pub fn refused_command(_argv: &[std::ffi::OsString]) -> Option<String> {
+    None
+}
+
+/// Whether a helper can be sent what a terminal sends: on Unix, always
+/// (a signal reaches its group whatever our terminal is).
+pub fn has_console() -> bool {
+    true
+}
+
+/// Our standard descriptor `n` (0, 1, 2): on Unix, `n` itself.
+pub fn std_fd(n: i32) -> RawFd {
+    n
+}
+
+/// A pipe between us and a helper: (ours, theirs), ours non-blocking
+/// (O_NONBLOCK is on our end's open file description alone) and grown
+/// to 1 MiB where the system allows, so a burst waits in the pipe.
+pub fn helper_pipe(from_helper: bool) -> io::Result<(std::os::fd::OwnedFd, std::os::fd::OwnedFd)> {
+    use std::os::fd::{AsFd, OwnedFd};
+    let (read, write) = pipe_cloexec()?;
+    let (ours, theirs) = match from_helper {
+        true => (OwnedFd::from(read), OwnedFd::from(write)),
+        false => (OwnedFd::from(write), OwnedFd::from(read)),
+    };
+    set_nonblocking(ours.as_fd())?;
+    grow_pipe(ours.as_fd(), 1 << 20);
+    Ok((ours, theirs))
+}
+
+/// Close a pipe to or from a helper that the loop holds.
+pub fn close_pipe(file: File) {
+    drop(file);
+}
+
+/// Read a pipe the loop holds: on Unix, a non-blocking read(2).
+pub fn read_pipe(file: &mut File, into: &mut [u8]) -> io::Result<usize> {
+    io::Read::read(file, into)
+}
+
+/// Write to a descriptor the loop holds: on Unix, write(2).
+pub fn write_pipe(file: &mut File, bytes: &[u8]) -> io::Result<usize> {
+    io::Write::write(file, bytes)
+}
+
+/// Whether our output `fd` needs a relay: never on Unix, where poll(2)
+/// waits for any descriptor (see `Sink`).
+pub fn relays_output(_fd: RawFd) -> bool {
+    false
+}
+
+/// Whether our input `fd` is read through a relay: never on Unix.
+pub fn relays_input(_fd: RawFd) -> bool {
+    false
+}
+
+/// Before we exit: nothing is left in flight on Unix (writes are done
+/// when write(2) returns).
+pub fn finish_output(_limit: std::time::Duration) {}
+
 /// Signals delivered into the poll set through a self-pipe. No thread
 /// ever handles a signal: the handler only counts it and writes one
 /// wake-up byte, and the poll loop decides what it means. Counting (rather
@@ -143,6 +205,7 @@ mod signal_pipe {
     use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
 
     use super::TERMINATING;
+    use crate::sys::Pending;
 
     const SLOTS: usize = 65;
     static COUNTS: [AtomicU32; SLOTS] = [const { AtomicU32::new(0) }; SLOTS];
@@ -162,17 +225,6 @@ mod signal_pipe {
             unsafe { nix::libc::write(fd, (&byte as *const u8).cast(), 1) };
         }
         Errno::set_raw(saved);
-    }
-
-    /// What arrived since the last `take`.
-    #[derive(Debug, Default, Clone, PartialEq, Eq)]
-    pub struct Pending {
-        pub child_changed: bool,
-        /// Terminating signals with how many of each arrived.
-        pub terminating: Vec<(i32, u32)>,
-        /// SIGUSR1s: each opens or closes the debug window. mcp-bound's
-        /// own, never forwarded, never an end.
-        pub debug_toggles: u32,
     }
 
     /// The read end is polled by the supervisor; the write end lives in the

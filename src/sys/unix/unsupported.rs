@@ -20,6 +20,8 @@ pub const BACKEND: crate::sys::Backend = crate::sys::Backend {
     waiter: false,
     splice: false,
     real_time_signals: false,
+    job: false,
+    rlimits: true,
 };
 
 /// poll(2), as POSIX gives it.

@@ -10,9 +10,6 @@
 //!
 //! Strings are UTF-16, as Windows holds them; tests build them from text.
 
-// Used by the Windows spawn as it lands; tested on every platform.
-#![cfg_attr(not(test), allow(dead_code))]
-
 use std::iter::repeat_n;
 
 /// Why no command line can be built safely: the call is refused.

@@ -11,19 +11,18 @@
 //! the loop's wake-up for the tree, as the pipes' completions are for the
 //! streams.
 
-// The backend's spawn uses it as it lands; tested under Wine meanwhile.
-#![cfg_attr(not(test), allow(dead_code))]
-
 use std::io;
 use std::os::windows::io::{AsRawHandle, BorrowedHandle, FromRawHandle, OwnedHandle};
 use std::ptr;
 
 use windows_sys::Win32::Foundation::{HANDLE, HANDLE_FLAG_INHERIT, SetHandleInformation};
 use windows_sys::Win32::System::JobObjects::{
-    AssignProcessToJobObject, CreateJobObjectW, IsProcessInJob, JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE,
-    JOBOBJECT_ASSOCIATE_COMPLETION_PORT, JOBOBJECT_EXTENDED_LIMIT_INFORMATION,
-    JobObjectAssociateCompletionPortInformation, JobObjectExtendedLimitInformation,
-    SetInformationJobObject, TerminateJobObject,
+    AssignProcessToJobObject, CreateJobObjectW, JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE,
+    JOBOBJECT_ASSOCIATE_COMPLETION_PORT, JOBOBJECT_BASIC_ACCOUNTING_INFORMATION,
+    JOBOBJECT_EXTENDED_LIMIT_INFORMATION, JobObjectAssociateCompletionPortInformation,
+    JobObjectBasicAccountingInformation, JobObjectBasicProcessIdList,
+    JobObjectExtendedLimitInformation, QueryInformationJobObject, SetInformationJobObject,
+    TerminateJobObject,
 };
 use windows_sys::Win32::System::Threading::{
     CREATE_SUSPENDED, CREATE_UNICODE_ENVIRONMENT, CreateProcessW, DeleteProcThreadAttributeList,
@@ -31,7 +30,6 @@ use windows_sys::Win32::System::Threading::{
     PROC_THREAD_ATTRIBUTE_HANDLE_LIST, PROCESS_INFORMATION, ResumeThread, STARTF_USESTDHANDLES,
     STARTUPINFOEXW, TerminateProcess, UpdateProcThreadAttribute,
 };
-use windows_sys::core::BOOL;
 
 use super::handle::{check, owned};
 use super::port::{Completion, Port};
@@ -66,6 +64,18 @@ impl From<&Completion> for JobNews {
             other => JobNews::Other(other),
         }
     }
+}
+
+/// How many of a job's processes one look lists.
+const MOST_LISTED: usize = 1024;
+
+/// What a job's processes used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Usage {
+    pub user_100ns: u64,
+    pub kernel_100ns: u64,
+    /// The most memory the job's processes held at once, in bytes.
+    pub peak_bytes: u64,
 }
 
 /// A helper's tree, held by a job.
@@ -187,11 +197,20 @@ impl Job {
         Ok(Job { job })
     }
 
-    /// Start the command line `line` (see `cmdline`) suspended, with
-    /// `stdio` as its standard handles and no other handle of ours,
+    /// Start `application` (a NUL-terminated path, or empty: the first
+    /// word of `line`) with the command line `line` (see `cmdline`)
+    /// suspended, with `stdio` as its standard handles and no other
+    /// handle of ours, and `environment` (a Unicode block; None: ours),
     /// assign it to the job, then let it run. `flags` adds creation flags
     /// (`CREATE_NO_WINDOW` where there is no console to share).
-    pub fn start(&self, line: &[u16], flags: u32, stdio: &Stdio<'_>) -> io::Result<Started> {
+    pub fn start(
+        &self,
+        application: &[u16],
+        line: &[u16],
+        flags: u32,
+        environment: Option<&[u16]>,
+        stdio: &Stdio<'_>,
+    ) -> io::Result<Started> {
         let mut line: Vec<u16> = line.iter().copied().chain([0]).collect();
         let handles = stdio.inherited()?;
         let mut attributes = HandleList::new(&handles)?;
@@ -209,7 +228,11 @@ impl Job {
         // our environment and directory.
         check(unsafe {
             CreateProcessW(
-                ptr::null(),
+                if application.is_empty() {
+                    ptr::null()
+                } else {
+                    application.as_ptr()
+                },
                 line.as_mut_ptr(),
                 ptr::null(),
                 ptr::null(),
@@ -218,7 +241,7 @@ impl Job {
                     | CREATE_SUSPENDED
                     | CREATE_UNICODE_ENVIRONMENT
                     | EXTENDED_STARTUPINFO_PRESENT,
-                ptr::null(),
+                environment.map_or(ptr::null(), |block| block.as_ptr().cast()),
                 ptr::null(),
                 &startup.StartupInfo,
                 &mut info,
@@ -249,8 +272,10 @@ impl Job {
     }
 
     /// Whether `process` is in this job.
+    #[cfg(test)]
     pub fn holds(&self, process: &OwnedHandle) -> io::Result<bool> {
-        let mut inside: BOOL = 0;
+        use windows_sys::Win32::System::JobObjects::IsProcessInJob;
+        let mut inside: windows_sys::core::BOOL = 0;
         // SAFETY: both handles are open; `inside` is written.
         check(unsafe {
             IsProcessInJob(
@@ -271,6 +296,71 @@ impl Job {
     pub fn kill(&self, code: u32) -> io::Result<()> {
         // SAFETY: the job is ours.
         check(unsafe { TerminateJobObject(self.job.as_raw_handle(), code) })
+    }
+
+    /// What the job's processes used, all of them, ended or not.
+    pub fn usage(&self) -> io::Result<Usage> {
+        // SAFETY: all-zero structures are valid; the job is ours and each
+        // structure matches its class and size.
+        let mut basic: JOBOBJECT_BASIC_ACCOUNTING_INFORMATION = unsafe { std::mem::zeroed() };
+        check(unsafe {
+            QueryInformationJobObject(
+                self.job.as_raw_handle(),
+                JobObjectBasicAccountingInformation,
+                (&raw mut basic).cast(),
+                size_of::<JOBOBJECT_BASIC_ACCOUNTING_INFORMATION>() as u32,
+                ptr::null_mut(),
+            )
+        })?;
+        // SAFETY: as above.
+        let mut limits: JOBOBJECT_EXTENDED_LIMIT_INFORMATION = unsafe { std::mem::zeroed() };
+        check(unsafe {
+            QueryInformationJobObject(
+                self.job.as_raw_handle(),
+                JobObjectExtendedLimitInformation,
+                (&raw mut limits).cast(),
+                size_of::<JOBOBJECT_EXTENDED_LIMIT_INFORMATION>() as u32,
+                ptr::null_mut(),
+            )
+        })?;
+        Ok(Usage {
+            user_100ns: basic.TotalUserTime.max(0) as u64,
+            kernel_100ns: basic.TotalKernelTime.max(0) as u64,
+            peak_bytes: limits.PeakJobMemoryUsed as u64,
+        })
+    }
+
+    /// The ids of the job's live processes (at most `MOST_LISTED`).
+    pub fn pids(&self) -> io::Result<Vec<u32>> {
+        #[repr(C)]
+        struct List {
+            assigned: u32,
+            listed: u32,
+            ids: [usize; MOST_LISTED],
+        }
+        let mut list = List {
+            assigned: 0,
+            listed: 0,
+            ids: [0; MOST_LISTED],
+        };
+        // SAFETY: the job is ours; the structure is the documented
+        // JOBOBJECT_BASIC_PROCESS_ID_LIST with room for MOST_LISTED ids.
+        check(unsafe {
+            QueryInformationJobObject(
+                self.job.as_raw_handle(),
+                JobObjectBasicProcessIdList,
+                (&raw mut list).cast(),
+                size_of::<List>() as u32,
+                ptr::null_mut(),
+            )
+        })
+        .or_else(|err| match err.raw_os_error() {
+            // More than fit: the first MOST_LISTED are there.
+            Some(234) => Ok(()),
+            _ => Err(err),
+        })?;
+        let listed = (list.listed as usize).min(MOST_LISTED);
+        Ok(list.ids[..listed].iter().map(|id| *id as u32).collect())
     }
 }
 
@@ -317,7 +407,9 @@ mod tests {
             output: their_stdout.as_handle(),
             error: their_stdout.as_handle(),
         };
-        let started = job.start(&line, CREATE_NO_WINDOW, &stdio).unwrap();
+        let started = job
+            .start(&[], &line, CREATE_NO_WINDOW, None, &stdio)
+            .unwrap();
         drop((their_stdin, their_stdout));
         let mut word = [0u8; 2];
         stdout.read_exact(&mut word).expect("the grandchild is up");

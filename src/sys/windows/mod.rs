@@ -1,17 +1,28 @@
-//! Windows, not built yet: mcp-bound compiles here and refuses to run,
-//! saying why (`BACKEND.unsupported`), before anything is started, as on a
-//! Unix without a backend. CI type-checks this for both MSVC targets, so
-//! the rest of mcp-bound stays free of anything Unix-only; each function
-//! below becomes the real one as the Windows backend lands (a Job Object
-//! for the tree, one completion port for the pipes). None pretends: what
-//! would have to promise something says `Unsupported`.
+//! Windows: a Job Object for each helper's tree, one completion port for
+//! the loop. What each file holds:
+//! - `job.rs`: the job (started suspended, assigned, resumed; ended on
+//!   the close of our handle, whatever ended us), its news and accounting;
+//! - `process.rs`: finding, quoting (`cmdline.rs`), starting, waiting
+//!   for, ending and counting the helpers, by pid as on Unix;
+//! - `port.rs` and `reactor.rs`: the one port and the poller that makes
+//!   readiness of what it says; `pipe.rs`: the helper's overlapped pipes;
+//!   `relay.rs`: a thread for each of the host's handles that cannot be
+//!   overlapped;
+//! - `console.rs`: our cancellations (console events) and standard
+//!   handles; `files.rs`: locks, durable writes, private files.
+//!
+//! What Windows does not have is a function that says so (`Unsupported`)
+//! or a `BACKEND` flag the caller reads, never a no-op that pretends.
 
 mod cmdline;
+mod console;
 mod files;
 mod handle;
 mod job;
 mod pipe;
 mod port;
+mod process;
+mod reactor;
 mod relay;
 
 use std::ffi::OsString;
@@ -20,23 +31,24 @@ use std::io;
 use std::path::Path;
 use std::time::Duration;
 
+pub use console::{SignalPipe, TERMINATING, has_console, std_fd};
 pub use files::*;
+pub use process::*;
 
 use super::fd::{BorrowedFd, OwnedFd, RawFd};
-use super::{ChildExit, Interest, Orphaned, Ready, Setup};
+use super::{Interest, Orphaned, Ready};
 
-/// Nothing yet: mcp-bound refuses to run here.
 pub const BACKEND: super::Backend = super::Backend {
     os: "windows",
-    unsupported: Some(
-        "no Windows backend yet: mcp-bound contains a tree on Linux and macOS only (a Job Object backend is planned)",
-    ),
+    unsupported: None,
     subreaper: false,
     parent_death_signal: false,
     cgroup: false,
     waiter: false,
     splice: false,
     real_time_signals: false,
+    job: true,
+    rlimits: false,
 };
 
 /// The C runtime's numbers (signal.h), and KILL as mcp-bound's own name
@@ -44,6 +56,8 @@ pub const BACKEND: super::Backend = super::Backend {
 pub const SIGTERM: i32 = 15;
 pub const SIGKILL: i32 = 9;
 pub const SIGCONT: i32 = 0;
+pub const SIGINT: i32 = 2;
+pub const SIGBREAK: i32 = 21;
 const NAMES: [(&str, i32); 5] = [
     ("SIGINT", 2),
     ("SIGTERM", SIGTERM),
@@ -71,11 +85,7 @@ pub fn real_time_signals() -> std::ops::RangeInclusive<i32> {
     1..=0
 }
 
-pub fn send_signal(_target: i32, _signo: i32) -> bool {
-    false
-}
-
-/// The loop's wait: not built.
+/// The loop's wait: the reactor's, over the one port.
 #[derive(Default)]
 pub struct Poller;
 
@@ -86,82 +96,117 @@ impl Poller {
 
     pub fn wait(
         &mut self,
-        _interests: &[Interest],
-        _ready: &mut Vec<Ready>,
-        _timeout: Option<Duration>,
+        interests: &[Interest],
+        ready: &mut Vec<Ready>,
+        timeout: Option<Duration>,
     ) -> io::Result<()> {
-        Err(unsupported())
+        reactor::reactor()?.wait(interests, ready, timeout)
     }
 
+    /// A restart made new pipes, perhaps under the values of closed
+    /// ones: nothing to do, since each pipe is registered as it is made,
+    /// replacing whatever had its value.
     pub fn forget(&mut self) {}
 }
 
-pub fn ready_now(_interests: &[Interest], _ready: &mut Vec<Ready>) -> io::Result<()> {
-    Err(unsupported())
+pub fn ready_now(interests: &[Interest], ready: &mut Vec<Ready>) -> io::Result<()> {
+    reactor::reactor()?.wait(interests, ready, Some(Duration::ZERO))
 }
 
+/// The one bounded wait outside the loop, on the same port.
 pub fn poll_until(
-    _interests: &[Interest],
-    _ready: &mut Vec<Ready>,
-    _deadline: std::time::Instant,
+    interests: &[Interest],
+    ready: &mut Vec<Ready>,
+    deadline: std::time::Instant,
 ) -> io::Result<()> {
-    Err(unsupported())
-}
-
-/// What arrived since the last look (console events, once built).
-pub struct Pending {
-    pub child_changed: bool,
-    pub terminating: Vec<(i32, u32)>,
-    pub debug_toggles: u32,
-}
-
-/// The source of our own cancellations: not built.
-pub struct SignalPipe {
-    never: std::convert::Infallible,
-}
-
-impl SignalPipe {
-    pub fn install() -> io::Result<SignalPipe> {
-        Err(unsupported())
+    let now = std::time::Instant::now();
+    if now >= deadline {
+        return Err(io::Error::from(io::ErrorKind::TimedOut));
     }
+    reactor::reactor()?.wait(interests, ready, Some(deadline - now))
+}
 
-    pub fn fd(&self) -> BorrowedFd<'_> {
-        match self.never {}
+/// A pipe between us and a helper: (ours, theirs). Ours never blocks:
+/// from the helper, it is read by completions (`reactor.rs`).
+pub fn helper_pipe(from_helper: bool) -> io::Result<(OwnedFd, OwnedFd)> {
+    use std::os::windows::io::AsHandle;
+    if from_helper {
+        let (ours, theirs) = pipe::inbound()?;
+        reactor::reactor()?.add_reader(ours.as_handle())?;
+        Ok((ours, theirs))
+    } else {
+        let (ours, theirs) = pipe::outbound()?;
+        reactor::reactor()?.add_writer(ours.as_handle())?;
+        Ok((ours, theirs))
     }
+}
 
-    pub fn disarm_in_child() {}
+/// Close a pipe to or from a helper that the loop holds, and what reads
+/// or writes it by completions.
+pub fn close_pipe(file: File) {
+    use std::os::windows::io::AsRawHandle;
+    if let Ok(mut reactor) = reactor::reactor() {
+        reactor.remove(file.as_raw_handle() as RawFd);
+    }
+    drop(file);
+}
 
-    pub fn take(&self) -> Pending {
-        match self.never {}
+/// Read a pipe or relay the loop holds (bytes, `WouldBlock`, 0 at its
+/// end), or a file.
+pub fn read_pipe(file: &mut File, into: &mut [u8]) -> io::Result<usize> {
+    reactor::reactor()?.read(file, into)
+}
+
+/// Write to a relay (our stdout, when the host gave us a pipe or a
+/// console), or a file.
+pub fn write_pipe(file: &mut File, bytes: &[u8]) -> io::Result<usize> {
+    reactor::reactor()?.write(file, bytes)
+}
+
+/// Whether our output `fd` is written through a relay, which this sets
+/// up: on Windows, every open one. A pipe's or a console's write can
+/// block, and none can be made non-blocking or waited for by the port
+/// unless it was opened overlapped, which the host decides; a relay
+/// costs one thread and one buffer, whatever the handle is.
+pub fn relays_output(fd: RawFd) -> bool {
+    relay_std(fd, relay::Way::Out)
+}
+
+/// Whether our input `fd` is read through a relay, which this sets up:
+/// on Windows, every open one (the host's pipe cannot be overlapped).
+pub fn relays_input(fd: RawFd) -> bool {
+    relay_std(fd, relay::Way::In)
+}
+
+fn relay_std(fd: RawFd, way: relay::Way) -> bool {
+    if !is_open(fd) {
+        return false;
+    }
+    let Ok(mut reactor) = reactor::reactor() else {
+        return false;
+    };
+    // SAFETY: our standard handle, open for our lifetime.
+    let handle = unsafe { reactor::borrowed(fd) };
+    reactor.add_relay(fd, handle, way).is_ok()
+}
+
+/// Before we exit: give the relays' last writes up to `limit` to finish.
+pub fn finish_output(limit: Duration) {
+    let deadline = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < deadline {
+        match reactor::reactor() {
+            Ok(reactor) if !reactor.relays_written() => {}
+            _ => return,
+        }
+        std::thread::sleep(Duration::from_millis(2));
     }
 }
 
 #[cfg(test)]
 pub(crate) static INSTALLED: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-/// A program and its environment, ready to start: not built.
-pub struct Exec {
-    never: std::convert::Infallible,
-}
-
-impl Exec {
-    pub fn new(_argv: &[OsString], _extra: Option<(&str, &str)>) -> io::Result<Exec> {
-        Err(unsupported())
-    }
-}
-
-/// How the helper got into its container.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Entry {
-    None,
-}
-
-pub fn spawn(exec: &Exec, _setup: &Setup<'_>) -> io::Result<(i32, Entry)> {
-    match exec.never {}
-}
-
 pub fn fork_process() -> io::Result<Option<i32>> {
-    Err(unsupported())
+    Err(unsupported("fork_process"))
 }
 
 pub fn detach(_keep: RawFd) {}
@@ -175,11 +220,11 @@ pub fn exit_now(code: i32) -> ! {
 }
 
 pub fn become_subreaper() -> io::Result<()> {
-    Err(unsupported())
+    Err(unsupported("become_subreaper"))
 }
 
 pub fn set_rlimit(_limit: &crate::rlimit::Rlimit) -> io::Result<()> {
-    Err(unsupported())
+    Err(unsupported("set_rlimit"))
 }
 
 pub fn hard_rlimit(_resource: crate::rlimit::Resource) -> Option<u64> {
@@ -190,28 +235,7 @@ pub fn may_set_rlimit(_limit: &crate::rlimit::Rlimit) -> bool {
     false
 }
 
-pub fn wait_exit(_pid: i32, _block: bool) -> Option<ChildExit> {
-    None
-}
-
-pub fn reap(_pid: i32) {}
-
-pub fn reap_with_usage(_pid: i32) -> Option<(Duration, Duration)> {
-    None
-}
-
-pub fn wait_child(_pid: i32) {}
-
-pub fn children_cpu() -> Option<(Duration, Duration)> {
-    None
-}
-
-pub fn reaped_peak_kib() -> Option<u64> {
-    None
-}
-
 use crate::sys::refusing::unsupported;
-pub use crate::sys::refusing::{children_of_self, descendants, pids_with_env, proc_info};
 
 /// The watchdog that shares our memory: Linux's only.
 pub struct Waiter {
@@ -221,7 +245,7 @@ pub struct Waiter {
 
 impl Waiter {
     pub fn start(_plan: Orphaned) -> io::Result<Waiter> {
-        Err(unsupported())
+        Err(unsupported("start"))
     }
 
     pub fn writer(&self) -> &File {
@@ -246,23 +270,34 @@ pub fn hostname() -> Option<String> {
 }
 
 pub fn set_nonblocking(_fd: BorrowedFd<'_>) -> io::Result<()> {
-    Err(unsupported())
+    Err(unsupported("set_nonblocking"))
 }
 
 pub fn is_nonblocking(_fd: BorrowedFd<'_>) -> io::Result<bool> {
-    Err(unsupported())
+    Err(unsupported("is_nonblocking"))
 }
 
 pub fn set_cloexec(_fd: BorrowedFd<'_>) -> io::Result<()> {
-    Err(unsupported())
+    Err(unsupported("set_cloexec"))
 }
 
-pub fn is_open(_fd: RawFd) -> bool {
-    false
+/// Whether `fd` is an open handle of a kind the system knows.
+pub fn is_open(fd: RawFd) -> bool {
+    use windows_sys::Win32::Foundation::{GetLastError, NO_ERROR};
+    use windows_sys::Win32::Storage::FileSystem::{FILE_TYPE_UNKNOWN, GetFileType};
+    if fd == 0 || fd == -1 {
+        return false;
+    }
+    // SAFETY: GetFileType only reads the handle's value; a closed one
+    // answers FILE_TYPE_UNKNOWN with an error.
+    let kind = unsafe { GetFileType(fd as _) };
+    kind != FILE_TYPE_UNKNOWN || unsafe { GetLastError() } == NO_ERROR
 }
 
-pub fn is_open_for_writing(_fd: RawFd) -> bool {
-    false
+/// Whether `fd` is open; Windows does not say for what, and a write to a
+/// handle opened for reading fails, which the writer reports.
+pub fn is_open_for_writing(fd: RawFd) -> bool {
+    is_open(fd)
 }
 
 /// # Safety
@@ -273,25 +308,25 @@ pub unsafe fn borrow_raw(fd: RawFd) -> BorrowedFd<'static> {
 }
 
 pub fn send_nowait(_fd: BorrowedFd<'_>, _bytes: &[u8]) -> io::Result<usize> {
-    Err(unsupported())
+    Err(unsupported("send_nowait"))
 }
 
 pub fn read_blocking(_fd: RawFd, _buf: &mut [u8]) -> io::Result<usize> {
-    Err(unsupported())
+    Err(unsupported("read_blocking"))
 }
 
 pub fn pipe_cloexec() -> io::Result<(File, File)> {
-    Err(unsupported())
+    Err(unsupported("pipe_cloexec"))
 }
 
 pub fn grow_pipe(_fd: BorrowedFd<'_>, _bytes: i32) {}
 
 pub fn private_pipe(_bytes: i32) -> io::Result<(OwnedFd, OwnedFd, usize)> {
-    Err(unsupported())
+    Err(unsupported("private_pipe"))
 }
 
 pub fn splice(_from: BorrowedFd<'_>, _to: BorrowedFd<'_>, _len: usize) -> io::Result<usize> {
-    Err(unsupported())
+    Err(unsupported("splice"))
 }
 
 pub fn reopen_fifo_nonblocking(_fd: RawFd) -> Option<OwnedFd> {
@@ -303,23 +338,28 @@ pub fn is_cgroup2_mount(_dir: &Path) -> bool {
 }
 
 pub fn file_with(_bytes: &[u8]) -> io::Result<OwnedFd> {
-    Err(unsupported())
+    Err(unsupported("file_with"))
 }
 
 pub fn open_tty() -> io::Result<File> {
-    Err(unsupported())
+    Err(unsupported("open_tty"))
 }
 
 pub fn read_own_head(_path: &Path, _max: usize) -> Option<Vec<u8>> {
     None
 }
 
+/// Who owns a file and who may write it: not judged on Windows yet, so
+/// the journal, the stderr log and the journal key (which must be
+/// judged before they are trusted) are refused here.
 pub fn seen(_file: &File) -> io::Result<crate::trust::Seen> {
-    Err(unsupported())
+    Err(unsupported(
+        "who owns a file is not judged on Windows yet (the journal, the stderr log and the key need it)",
+    ))
 }
 
 pub fn may_write(_path: &Path) -> io::Result<()> {
-    Err(unsupported())
+    Err(unsupported("may_write"))
 }
 
 pub fn is_null_device(_meta: &std::fs::Metadata) -> bool {

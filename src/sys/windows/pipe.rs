@@ -10,21 +10,18 @@
 //! descriptor on Unix: bytes, `WouldBlock`, or 0 at the end. Its memory
 //! is the one buffer, whatever the helper writes.
 
-// The backend's loop uses it as it lands; tested under Wine meanwhile.
-#![cfg_attr(not(test), allow(dead_code))]
-
 use std::io;
 use std::os::windows::io::{AsHandle, AsRawHandle, OwnedHandle};
 use std::ptr;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use windows_sys::Win32::Foundation::{
-    ERROR_ACCESS_DENIED, ERROR_BROKEN_PIPE, ERROR_FILE_EXISTS, ERROR_IO_PENDING, GENERIC_WRITE,
-    STATUS_PIPE_BROKEN,
+    ERROR_ACCESS_DENIED, ERROR_BROKEN_PIPE, ERROR_FILE_EXISTS, ERROR_IO_PENDING, ERROR_NO_DATA,
+    GENERIC_READ, GENERIC_WRITE, STATUS_PIPE_BROKEN,
 };
 use windows_sys::Win32::Storage::FileSystem::{
     CreateFileW, FILE_FLAG_FIRST_PIPE_INSTANCE, FILE_FLAG_OVERLAPPED, OPEN_EXISTING,
-    PIPE_ACCESS_INBOUND, ReadFile,
+    PIPE_ACCESS_INBOUND, PIPE_ACCESS_OUTBOUND, ReadFile, WriteFile,
 };
 use windows_sys::Win32::System::IO::{CancelIoEx, GetOverlappedResult, OVERLAPPED};
 use windows_sys::Win32::System::Pipes::{
@@ -40,6 +37,16 @@ pub const READ_BYTES: usize = 64 * 1024;
 /// A pipe the helper writes (its stdout or stderr): our end, to read
 /// with overlapped I/O, and the helper's, to pass to `Job::start`.
 pub fn inbound() -> io::Result<(OwnedHandle, OwnedHandle)> {
+    named_pair(PIPE_ACCESS_INBOUND, GENERIC_WRITE)
+}
+
+/// A pipe the helper reads (its stdin): our end, to write with
+/// overlapped I/O, and the helper's.
+pub fn outbound() -> io::Result<(OwnedHandle, OwnedHandle)> {
+    named_pair(PIPE_ACCESS_OUTBOUND, GENERIC_READ)
+}
+
+fn named_pair(ours_way: u32, theirs_access: u32) -> io::Result<(OwnedHandle, OwnedHandle)> {
     static COUNT: AtomicU32 = AtomicU32::new(0);
     // A name no one else made: our pid, a count, and a refusal to join a
     // pipe of that name that already exists (another process's squat).
@@ -54,7 +61,7 @@ pub fn inbound() -> io::Result<(OwnedHandle, OwnedHandle)> {
         let ours = owned(unsafe {
             CreateNamedPipeW(
                 wide.as_ptr(),
-                PIPE_ACCESS_INBOUND | FILE_FLAG_OVERLAPPED | FILE_FLAG_FIRST_PIPE_INSTANCE,
+                ours_way | FILE_FLAG_OVERLAPPED | FILE_FLAG_FIRST_PIPE_INSTANCE,
                 PIPE_TYPE_BYTE | PIPE_READMODE_BYTE | PIPE_WAIT | PIPE_REJECT_REMOTE_CLIENTS,
                 1,
                 READ_BYTES as u32,
@@ -67,12 +74,12 @@ pub fn inbound() -> io::Result<(OwnedHandle, OwnedHandle)> {
             Err(err) if taken(&err) => continue,
             other => other?,
         };
-        // SAFETY: the name just made; write access only; not inherited
+        // SAFETY: the name just made; one way only; not inherited
         // (`Job::start` passes it on, and nothing else does).
         let theirs = owned(unsafe {
             CreateFileW(
                 wide.as_ptr(),
-                GENERIC_WRITE,
+                theirs_access,
                 0,
                 ptr::null(),
                 OPEN_EXISTING,
@@ -216,21 +223,111 @@ impl Reader {
 
 impl Drop for Reader {
     fn drop(&mut self) {
-        if self.state != State::Pending {
+        if self.state == State::Pending {
+            cancel_and_wait(&self.handle, &self.overlapped);
+        }
+    }
+}
+
+/// Cancel the operation in flight on `handle` and wait for it to end (at
+/// once, cancelled), so that its buffer and `OVERLAPPED` outlive it. Its
+/// completion still comes to the port, under a key no one owns.
+fn cancel_and_wait(handle: &OwnedHandle, overlapped: &OVERLAPPED) {
+    let mut moved = 0u32;
+    // SAFETY: our handle and our own operation's OVERLAPPED.
+    unsafe {
+        CancelIoEx(handle.as_raw_handle(), overlapped);
+        GetOverlappedResult(handle.as_raw_handle(), overlapped, &mut moved, 1);
+    }
+}
+
+/// Our end of a pipe the helper reads (its stdin), written by
+/// completions: one write in flight from a buffer of its own, so the
+/// loop hands over bytes and goes on; the next waits for the port.
+pub struct Writer {
+    handle: OwnedHandle,
+    overlapped: Box<OVERLAPPED>,
+    buf: Box<[u8]>,
+    /// A write is in flight.
+    pending: bool,
+    /// The helper's end is closed: every write fails from now on.
+    broken: bool,
+    key: usize,
+}
+
+impl Writer {
+    /// Write `handle` (our end, from `outbound`) through `port` under
+    /// `key`, which no other handle uses.
+    pub fn new(handle: OwnedHandle, port: &Port, key: usize) -> io::Result<Writer> {
+        port.associate(handle.as_handle(), key)?;
+        Ok(Writer {
+            handle,
+            overlapped: Box::default(),
+            buf: vec![0; READ_BYTES].into_boxed_slice(),
+            pending: false,
+            broken: false,
+            key,
+        })
+    }
+
+    /// Whether `write` takes bytes now (or says the pipe is broken).
+    pub fn is_writable(&self) -> bool {
+        !self.pending
+    }
+
+    /// Hand over up to a buffer of `bytes`: taken, `WouldBlock` while the
+    /// last write is in flight, `BrokenPipe` once the helper's end closed.
+    pub fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        if self.broken {
+            return Err(io::ErrorKind::BrokenPipe.into());
+        }
+        if self.pending {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        let n = bytes.len().min(self.buf.len());
+        self.buf[..n].copy_from_slice(&bytes[..n]);
+        *self.overlapped = OVERLAPPED::default();
+        // SAFETY: our open handle; the buffer and OVERLAPPED stay where
+        // they are until the completion comes (Drop waits for it).
+        let ok = unsafe {
+            WriteFile(
+                self.handle.as_raw_handle(),
+                self.buf.as_ptr(),
+                n as u32,
+                ptr::null_mut(),
+                &mut *self.overlapped,
+            )
+        };
+        let err = io::Error::last_os_error();
+        match err.raw_os_error().map(|code| code as u32) {
+            _ if ok != 0 => self.pending = true,
+            Some(ERROR_IO_PENDING) => self.pending = true,
+            Some(ERROR_BROKEN_PIPE | ERROR_NO_DATA) => {
+                self.broken = true;
+                return Err(io::ErrorKind::BrokenPipe.into());
+            }
+            _ => return Err(err),
+        }
+        Ok(n)
+    }
+
+    /// The port says our write finished.
+    pub fn complete(&mut self, completion: &Completion) {
+        debug_assert_eq!(completion.key, self.key);
+        if !self.pending {
             return;
         }
-        let mut moved = 0u32;
-        // SAFETY: our handle and our read; waiting for it to finish (it
-        // ends at once, cancelled) keeps the buffer alive until then. Its
-        // completion still comes to the port, under a key no one owns.
-        unsafe {
-            CancelIoEx(self.handle.as_raw_handle(), &*self.overlapped);
-            GetOverlappedResult(
-                self.handle.as_raw_handle(),
-                &*self.overlapped,
-                &mut moved,
-                1,
-            );
+        self.pending = false;
+        if self.overlapped.Internal as i32 != 0 {
+            self.broken = true;
+        }
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        if self.pending {
+            cancel_and_wait(&self.handle, &self.overlapped);
         }
     }
 }
@@ -266,7 +363,9 @@ mod tests {
             output: out_theirs.as_handle(),
             error: err_theirs.as_handle(),
         };
-        let helper = job.start(&line, CREATE_NO_WINDOW, &stdio).unwrap();
+        let helper = job
+            .start(&[], &line, CREATE_NO_WINDOW, None, &stdio)
+            .unwrap();
         drop((out_theirs, err_theirs));
         let mut readers = [
             Reader::new(out_ours, &port, OUT).unwrap(),

@@ -5,9 +5,6 @@
 //! owns a key (`pipe::Reader`) turns its completion into "readable", so
 //! the parts above read as they do on Unix (see ARCHITECTURE.md).
 
-// The backend's loop uses it as it lands; tested under Wine meanwhile.
-#![cfg_attr(not(test), allow(dead_code))]
-
 use std::io;
 use std::os::windows::io::{AsRawHandle, BorrowedHandle, OwnedHandle};
 use std::ptr;

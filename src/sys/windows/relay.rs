@@ -17,9 +17,6 @@
 //! never answers) is asked to stop (`CancelSynchronousIo`) and not
 //! waited for: it ends with the process.
 
-// The backend's loop uses it as it lands; tested under Wine meanwhile.
-#![cfg_attr(not(test), allow(dead_code))]
-
 use std::fs::File;
 use std::io::{self, Read, Write};
 use std::os::windows::io::{AsRawHandle, OwnedHandle};

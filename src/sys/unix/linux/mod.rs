@@ -31,6 +31,8 @@ pub const BACKEND: crate::sys::Backend = crate::sys::Backend {
     waiter: true,
     splice: true,
     real_time_signals: true,
+    job: false,
+    rlimits: true,
 };
 
 /// One wait outside the loop (`poll_until`): poll(2), which watches

@@ -46,6 +46,8 @@ pub const BACKEND: crate::sys::Backend = crate::sys::Backend {
     waiter: false,
     splice: false,
     real_time_signals: false,
+    job: false,
+    rlimits: true,
 };
 
 /// One wait outside the loop (`poll_until`): the `Poller`'s, so that a
