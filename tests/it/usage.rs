@@ -228,11 +228,13 @@ fn every_json_example_in_the_docs_is_valid() {
             .and_then(|servers| servers.as_object())
             .unwrap_or_else(|| panic!("{source}: neither a record nor a host config\n{body}"));
         for (name, server) in servers {
-            // A bare name, or (Claude Desktop on macOS, which starts it
-            // without the shell's PATH) an absolute path to it.
+            // A bare name, or (Claude Desktop, which starts it without
+            // the shell's PATH) an absolute path to it, on Windows too.
             let command = server["command"].as_str().unwrap_or_default();
             assert!(
-                command == "mcp-bound" || command.ends_with("/bin/mcp-bound"),
+                command == "mcp-bound"
+                    || command.ends_with("/bin/mcp-bound")
+                    || command.ends_with("\\bin\\mcp-bound.exe"),
                 "{source}: {name}: {command}"
             );
             let mut argv = vec!["mcp-bound".to_string()];

@@ -247,6 +247,11 @@ fn a_helper_runs_in_a_job_with_its_exit_and_streams_kept() {
     assert_eq!(record["exit"]["code"], 3);
     assert_eq!(record["stdout"]["bytes_forwarded"], 7);
     assert_eq!(record["stderr"]["excerpt"], "oops\r\n");
+    // A crash's NTSTATUS, 32 bits read as a signed number, passes the
+    // schema and through.
+    let crash = run_recorded(&exe, dir.path(), &["--", "cmd", "/c", "exit -1073741819"]);
+    assert_eq!(crash.record["exit"]["code"], -1073741819);
+    assert_eq!(crash.record["exit_code"], -1073741819);
 }
 
 #[test]
