@@ -5,13 +5,17 @@
 //! what `fstat` said of the descriptor that was opened (`sys::seen`), so
 //! a file swapped in between a check and the open cannot pass.
 
-/// What `fstat` said of an open file.
+/// What `fstat` said of an open file (on Windows, its security
+/// descriptor, in the same terms: see `sys/windows/owner.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Seen {
     pub uid: u32,
     /// The permission bits.
     pub mode: u32,
     pub kind: Kind,
+    /// How the user makes such a file theirs alone, as the advice in a
+    /// line says it (`chmod 600`; icacls on Windows).
+    pub make_private: &'static str,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -72,8 +76,9 @@ pub fn judge(seen: &Seen, euid: u32, role: Role) -> Result<Option<String>, Strin
     }
     Ok((seen.mode & 0o044 != 0 && role != Role::Lock).then(|| {
         format!(
-            "others can read it (mode {:04o}); chmod 600 keeps it private",
-            seen.mode & 0o7777
+            "others can read it (mode {:04o}); {} keeps it private",
+            seen.mode & 0o7777,
+            seen.make_private
         )
     }))
 }
@@ -91,8 +96,9 @@ fn key(seen: &Seen, euid: u32) -> Result<Option<String>, String> {
     }
     if seen.mode & 0o077 != 0 {
         return Err(format!(
-            "others can read or write the key (mode {:04o}), so it is no secret: chmod 600 it",
-            seen.mode & 0o7777
+            "others can read or write the key (mode {:04o}), so it is no secret: {} makes it one",
+            seen.mode & 0o7777,
+            seen.make_private
         ));
     }
     Ok(None)
@@ -103,7 +109,12 @@ mod tests {
     use super::*;
 
     fn seen(uid: u32, mode: u32, kind: Kind) -> Seen {
-        Seen { uid, mode, kind }
+        Seen {
+            uid,
+            mode,
+            kind,
+            make_private: "chmod 600",
+        }
     }
 
     #[test]

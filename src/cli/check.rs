@@ -319,6 +319,11 @@ pub(super) fn check(cli: &Cli, given: &Given) -> Result<(), String> {
             crate::sys::BACKEND.os
         ));
     }
+    // Without the session layer the helper reads the host's stdin itself;
+    // on Windows nothing can wait for that handle's end but a reader.
+    if cli.mcp_mode.stdin_close_grace.is_some() && crate::sys::BACKEND.job && !session(cli) {
+        return Err("--stdin-close-grace watches our stdin for the host's end, which Windows can only see by reading it: it needs the session layer there (--mcp)".into());
+    }
     if let Some(refused) = crate::sys::refused_command(&cli.command) {
         return Err(refused);
     }

@@ -107,6 +107,10 @@ fn options_are_checked_as_on_unix_before_anything_else() {
         (&["--signal", "CLOSE", "--", "cmd"][..], "--mcp"),
         (&["--signal", "TERM", "--", "cmd"][..], "BREAK"),
         (&["--contain", "group", "--", "cmd"][..], "Job Object"),
+        (
+            &["--stdin-close-grace", "2s", "--", "cmd"][..],
+            "session layer",
+        ),
     ] {
         let output = run(&exe, args);
         assert_eq!(output.status.code(), Some(125), "{args:?}");
@@ -482,4 +486,50 @@ fn an_mcp_session_answers_a_request_deadline_and_a_crash() {
         serde_json::from_str::<serde_json::Value>(line).expect("stdout carries only JSON-RPC");
     }
     assert_nothing_left(&tag);
+}
+
+#[test]
+fn a_journal_written_on_windows_verifies_there_and_on_linux() {
+    let Some(exe) = windows_exe() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    for (script, code) in [("echo hi& exit 2", 2), ("exit 0", 0)] {
+        let ran = run_recorded(
+            &exe,
+            dir.path(),
+            &["--journal", "audit.jsonl", "--", "cmd", "/c", script],
+        );
+        assert_eq!(ran.output.status.code(), Some(code));
+        assert_eq!(ran.record["exit"]["code"], code);
+    }
+    let journal = dir.path().join("audit.jsonl");
+    crate::util::check_journal_schema(&journal);
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let kinds: Vec<String> = text
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap()["kind"].to_string())
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            "\"genesis\"",
+            "\"intent\"",
+            "\"terminal\"",
+            "\"intent\"",
+            "\"terminal\""
+        ],
+        "each call's intent before it ran, and its end"
+    );
+    let there = run_in(&exe, &["verify", "audit.jsonl"], dir.path());
+    assert_eq!(there.status.code(), Some(0), "verifies on Windows");
+    let here = Command::new(crate::util::BIN)
+        .args(["verify", "audit.jsonl"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(here.status.code(), Some(0), "verifies on Linux");
+    assert_eq!(
+        String::from_utf8_lossy(&there.stdout).trim_end(),
+        String::from_utf8_lossy(&here.stdout).trim_end(),
+        "the same report, chain head included"
+    );
 }

@@ -175,6 +175,7 @@ pub fn seen(file: &File) -> io::Result<crate::trust::Seen> {
     let meta = file.metadata()?;
     let kind = meta.file_type();
     Ok(crate::trust::Seen {
+        make_private: super::MAKE_PRIVATE,
         uid: meta.uid(),
         mode: meta.mode() & 0o7777,
         kind: if kind.is_file() {

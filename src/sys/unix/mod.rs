@@ -140,6 +140,9 @@ pub fn has_console() -> bool {
     true
 }
 
+/// How a user makes a file theirs alone, as `trust`'s lines advise it.
+pub const MAKE_PRIVATE: &str = "chmod 600";
+
 /// Our standard descriptor `n` (0, 1, 2): on Unix, `n` itself.
 pub fn std_fd(n: i32) -> RawFd {
     n

@@ -9,7 +9,8 @@
 //!   `relay.rs`: a thread for each of the host's handles that cannot be
 //!   overlapped;
 //! - `console.rs`: our cancellations (console events) and standard
-//!   handles; `files.rs`: locks, durable writes, private files.
+//!   handles; `files.rs`: locks, durable writes, private files;
+//!   `owner.rs`: who owns a file and who else may write it.
 //!
 //! What Windows does not have is a function that says so (`Unsupported`)
 //! or a `BACKEND` flag the caller reads, never a no-op that pretends.
@@ -19,6 +20,7 @@ mod console;
 mod files;
 mod handle;
 mod job;
+mod owner;
 mod pipe;
 mod port;
 mod process;
@@ -33,6 +35,7 @@ use std::time::Duration;
 
 pub use console::{SignalPipe, TERMINATING, has_console, std_fd};
 pub use files::*;
+pub use owner::{effective_uid, seen};
 pub use process::*;
 
 use super::fd::{BorrowedFd, OwnedFd, RawFd};
@@ -257,12 +260,13 @@ impl Waiter {
     }
 }
 
-pub fn current_uid() -> u32 {
-    0
-}
+/// How a user makes a file theirs alone, as `trust`'s lines advise it
+/// (the mode there is what Everyone, Authenticated Users and Users may).
+pub const MAKE_PRIVATE: &str = "removing Everyone, Authenticated Users and Users from its ACL (icacls FILE /inheritance:r /grant:r %USERNAME%:F)";
 
-pub fn effective_uid() -> u32 {
-    0
+/// Our token's user's RID (`owner.rs`): the record's `uid`.
+pub fn current_uid() -> u32 {
+    effective_uid()
 }
 
 pub fn hostname() -> Option<String> {
@@ -347,15 +351,6 @@ pub fn open_tty() -> io::Result<File> {
 
 pub fn read_own_head(_path: &Path, _max: usize) -> Option<Vec<u8>> {
     None
-}
-
-/// Who owns a file and who may write it: not judged on Windows yet, so
-/// the journal, the stderr log and the journal key (which must be
-/// judged before they are trusted) are refused here.
-pub fn seen(_file: &File) -> io::Result<crate::trust::Seen> {
-    Err(unsupported(
-        "who owns a file is not judged on Windows yet (the journal, the stderr log and the key need it)",
-    ))
 }
 
 pub fn may_write(_path: &Path) -> io::Result<()> {
