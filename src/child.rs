@@ -96,8 +96,8 @@ impl Confine {
 
 /// Start the helper: its own process group, stdin inherited, a given
 /// descriptor or a pipe; stdout and stderr are pipes whose ends (ours)
-/// never block (`sys::helper_pipe`). On Linux it gets SIGKILL if mcp-bound dies, so it cannot
-/// outlive a SIGKILLed supervisor.
+/// never block (`sys::helper_pipe`). On Linux it gets SIGKILL if
+/// mcp-bound dies, so it cannot outlive a SIGKILLed supervisor.
 pub fn spawn(argv: &[OsString], stdin: StdinFrom, confine: &Confine) -> Result<Helper, SpawnError> {
     use crate::sys::fd::AsFd;
     let not_executable = SpawnError::NotExecutable;

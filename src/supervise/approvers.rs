@@ -11,7 +11,6 @@
 use crate::sys::fd::{AsRawFd, RawFd};
 use std::ffi::OsString;
 use std::fs::File;
-
 use std::time::{Duration, Instant};
 
 use crate::child::{self, ChildExit};
