@@ -47,7 +47,10 @@ fn terminal(i: usize) -> Terminal {
     Terminal {
         call_id: format!("c_{i:016x}"),
         state: State::Completed,
-        exit: Some(Exit::Code { code: 0 }),
+        exit: Some(Exit::Code {
+            code: 0,
+            ntstatus: None,
+        }),
         exit_code: Some(0),
         cancel_reason: None,
         cancel_signal: None,

@@ -33,9 +33,9 @@ complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l contain -d 'How the
 cgroup\t''
 group\t''
 job\t'Windows: a Job Object'"
-complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l memory-max -d 'Most memory the whole tree may use (cgroup memory.max); the kernel\'s OOM killer acts inside the cgroup, and the record counts its kills. Needs --contain cgroup and the memory controller (Linux only)' -r
-complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l pids-max -d 'Most processes (and threads) the whole tree may have (cgroup pids.max): a fork bomb stops there. Needs --contain cgroup and the pids controller (Linux only)' -r
-complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l cpu-max -d 'Most CPU the whole tree may use, in CPUs (0.5: half of one; cgroup cpu.max). Needs --contain cgroup and the cpu controller (Linux only)' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l memory-max -d 'Most memory the whole tree may use (cgroup memory.max); the kernel\'s OOM killer acts inside the cgroup, and the record counts its kills. Needs --contain cgroup and the memory controller on Linux; on Windows the job\'s JobMemoryLimit' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l pids-max -d 'Most processes (and threads) the whole tree may have (cgroup pids.max): a fork bomb stops there. Needs --contain cgroup and the pids controller on Linux; on Windows the job\'s ActiveProcessLimit (processes only)' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l cpu-max -d 'Most CPU the whole tree may use, in CPUs (0.5: half of one; cgroup cpu.max). Needs --contain cgroup and the cpu controller on Linux; on Windows the job\'s CpuRate, a hard cap' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l limits -d 'What to do when a cgroup limit cannot be applied (no cgroup, or no such controller): strict refuses the call (125, nothing runs); best-effort goes on and the record lists what was not applied' -r -f -a "strict\t''
 best-effort\t''"
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l head-bytes -d 'Bytes of the start of stderr to keep' -r

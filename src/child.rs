@@ -20,18 +20,37 @@ use crate::sys;
 pub use crate::sys::ChildExit;
 
 impl ChildExit {
-    /// The shell's convention: the code, or 128 + the signal.
+    /// The shell's convention: the code, or 128 + the signal. A Windows
+    /// code above `i32::MAX` wraps, and `std::process::exit` hands the same
+    /// 32 bits back to `ExitProcess`, so the host reads the helper's code.
     pub fn shell_status(self) -> i32 {
         match self {
-            ChildExit::Code(code) => code,
+            ChildExit::Code(code) => code as i32,
             ChildExit::Signal { signo, .. } => 128 + signo,
+        }
+    }
+
+    /// mcp-bound's own exit status as the host reads it: on Windows the
+    /// 32 bits `std::process::exit` passed to `ExitProcess`, unsigned.
+    pub fn status_as_read(status: i32) -> i64 {
+        if sys::BACKEND.wide_exit_codes {
+            i64::from(status as u32)
+        } else {
+            i64::from(status)
         }
     }
 
     /// The exit as the record says it: the signal by its name.
     pub fn to_record(self) -> crate::record::Exit {
         match self {
-            ChildExit::Code(code) => crate::record::Exit::Code { code },
+            ChildExit::Code(code) => crate::record::Exit::Code {
+                code,
+                ntstatus: sys::BACKEND
+                    .wide_exit_codes
+                    .then(|| sys::ntstatus::name(code))
+                    .flatten()
+                    .map(String::from),
+            },
             ChildExit::Signal { signo, core_dumped } => crate::record::Exit::Signal {
                 signal: crate::signals::name(signo),
                 core_dumped,
@@ -80,6 +99,8 @@ pub struct Confine {
     /// Join the cgroup by writing `cgroup.procs`, never by being cloned
     /// into it (after a cgroup.kill, see `supervise::Tree`).
     pub join_by_moving: bool,
+    /// Where a Job Object holds the tree (Windows): its limits.
+    pub job_limits: sys::JobLimits,
 }
 
 impl Confine {
@@ -135,6 +156,7 @@ pub fn spawn(argv: &[OsString], stdin: StdinFrom, confine: &Confine) -> Result<H
         rlimits: &confine.rlimits,
         cgroup: cgroup.as_ref().map(|entrance| entrance.as_setup()),
         move_into_cgroup: confine.join_by_moving,
+        job_limits: confine.job_limits,
     };
     let (pid, _entry) = sys::spawn(&exec, &setup).map_err(|err| {
         if err.kind() == io::ErrorKind::NotFound {

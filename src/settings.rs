@@ -117,7 +117,7 @@ impl From<&Cli> for Settings {
                     .clone()
                     .filter(|template| template.has_placeholder())
                     .zip(cli.record.record_keep.map(|n| n as usize)),
-                fd: cli.record.record_fd,
+                fd: cli.record.record_fd.map(|fd| fd as crate::sys::fd::RawFd),
                 call_id,
                 session_id: cli.record.session_id.clone(),
             },

@@ -299,6 +299,30 @@ fn approver(cli: &Cli) -> bool {
     cli.approval.approve_cmd.is_some() || cli.approval.approve.is_some()
 }
 
+/// An option whose means this system lacks (Windows has no descriptor
+/// numbers, no `/dev/tty`, no SIGUSR1), refused rather than ignored.
+fn missing_here(cli: &Cli, given: &Given) -> Option<String> {
+    let backend = crate::sys::BACKEND;
+    let os = backend.os;
+    if cli.record.record_fd.is_some() && !backend.numbered_descriptors {
+        return Some(format!(
+            "--record-fd: {os} gives a process handles, not descriptor numbers: use --record PATH"
+        ));
+    }
+    if cli.approval.approve.is_some() && !backend.terminal {
+        return Some(format!(
+            "--approve tty: {os} has no terminal mcp-bound can open beside the host's pipes: use --approve-cmd"
+        ));
+    }
+    let window = given.has("debug_window") && !cli.debug_window.debug_window.is_zero();
+    if window && !backend.user_signals {
+        return Some(format!(
+            "--debug-window: {os} has no SIGUSR1 to open a debug window; give 0, or leave it unset"
+        ));
+    }
+    None
+}
+
 /// The first rule broken, as one line.
 pub(super) fn check(cli: &Cli, given: &Given) -> Result<(), String> {
     let template = cli.record.record.as_ref();
@@ -323,6 +347,9 @@ pub(super) fn check(cli: &Cli, given: &Given) -> Result<(), String> {
     // on Windows nothing can wait for that handle's end but a reader.
     if cli.mcp_mode.stdin_close_grace.is_some() && crate::sys::BACKEND.job && !session(cli) {
         return Err("--stdin-close-grace watches our stdin for the host's end, which Windows can only see by reading it: it needs the session layer there (--mcp)".into());
+    }
+    if let Some(refused) = missing_here(cli, given) {
+        return Err(refused);
     }
     if let Some(refused) = crate::sys::refused_command(&cli.command) {
         return Err(refused);

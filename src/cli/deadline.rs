@@ -65,17 +65,18 @@ pub struct DeadlineArgs {
 
     /// Most memory the whole tree may use (cgroup memory.max); the kernel's OOM killer acts inside
     /// the cgroup, and the record counts its kills. Needs --contain cgroup and the memory
-    /// controller (Linux only).
+    /// controller on Linux; on Windows the job's JobMemoryLimit.
     #[arg(long, value_name = "BYTES", env = "MCP_BOUND_MEMORY_MAX", value_parser = positive_bytes, help_heading = "Deadline options")]
     pub memory_max: Option<u64>,
 
     /// Most processes (and threads) the whole tree may have (cgroup pids.max): a fork bomb stops
-    /// there. Needs --contain cgroup and the pids controller (Linux only).
+    /// there. Needs --contain cgroup and the pids controller on Linux; on Windows the job's
+    /// ActiveProcessLimit (processes only).
     #[arg(long, value_name = "N", env = "MCP_BOUND_PIDS_MAX", value_parser = clap::value_parser!(u64).range(1..), help_heading = "Deadline options")]
     pub pids_max: Option<u64>,
 
     /// Most CPU the whole tree may use, in CPUs (0.5: half of one; cgroup cpu.max). Needs --contain
-    /// cgroup and the cpu controller (Linux only).
+    /// cgroup and the cpu controller on Linux; on Windows the job's CpuRate, a hard cap.
     #[arg(long, value_name = "CPUS", env = "MCP_BOUND_CPU_MAX", value_parser = parse_cpus, help_heading = "Deadline options")]
     pub cpu_max: Option<f64>,
 

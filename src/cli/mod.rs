@@ -220,7 +220,7 @@ pub struct RecordArgs {
     /// Write the record as one line to descriptor N at the end (not 0 or 1: stdout belongs to the
     /// helper).
     #[arg(long, value_name = "N", env = "MCP_BOUND_RECORD_FD", value_parser = clap::value_parser!(i32).range(2..), help_heading = "Record options")]
-    pub record_fd: Option<crate::sys::fd::RawFd>,
+    pub record_fd: Option<i32>,
 
     /// The call's id in the record (default: a random id). It may name a --record file, so it names
     /// no directory, here or on Windows: not . or .., and none of / \ : * ? " < > |.

@@ -47,7 +47,8 @@ shut_down (session layer only: the host closed our stdin or sent a signal while 
 flight, the normal end of an MCP session; a shutdown that cuts requests off stays \
 cancelled_after_dispatch and lists them in mcp.interrupted). \
 cancel_reason: timeout, signal, client_disconnected, stdin_closed. \
-exit ({\"code\": N}, {\"signal\": \"TERM\", \"core_dumped\": false}, or null when no exit was observed; never 0 unless 0 was seen), \
+exit ({\"code\": N}, {\"signal\": \"TERM\", \"core_dumped\": false}, or null when no exit was observed; never 0 unless 0 was seen; on Windows N is 32 bits, unsigned, and a crash's \
+NTSTATUS is also named: {\"code\": 3221225477, \"ntstatus\": \"STATUS_ACCESS_VIOLATION\"}), \
 exit_code (mcp-bound's own), stream_end (eof, eof_after_descendants_killed, closed_while_held), \
 descendants_signalled. Then argv, cwd, pid, started_at, ended_at (RFC 3339), duration_ms, \
 approval {required, method (command, tty), decision (approved, denied, expired, error), requested_at, \
@@ -82,7 +83,7 @@ cancel_requested, signal_sent (signal, target group, descendants, cgroup (KILL t
 reason: timeout, signal, client_disconnected, stdin_closed, pipes_held, leftovers, supervisor_failure, \
 restart_refused), \
 helper_exited, stdout_closed, stderr_closed, stdin_closed, streams_abandoned, each with t_ms, \
-milliseconds on the monotonic clock since mcp-bound started. Last, mcp_bound {version, pid, os (linux, macos), \
+milliseconds on the monotonic clock since mcp-bound started. Last, mcp_bound {version, pid, os (linux, macos, windows), \
 warnings: what was worth saying of its own files and did not stop the call, such as a journal or \
 stderr log others can read}. \
 A cancellation after dispatch is never reported as a failure: the helper may already have acted.";
@@ -119,7 +120,9 @@ mcp-bound as mcp-bound-watchdog to end the rest (on Linux; elsewhere always a fo
 (on macOS: never) is exit 125, and nothing runs. --memory-max, --pids-max and \
 --cpu-max write the cgroup's memory.max, pids.max and cpu.max (enabling the controller in the parent); \
 one the machine cannot apply refuses the call (125) unless --limits best-effort, and the record's \
-contain lists applied and not_applied, and oom_kills from memory.events.",
+contain lists applied and not_applied, and oom_kills from memory.events. On Windows they are \
+the Job Object's JobMemoryLimit, ActiveProcessLimit and CpuRate (a hard cap, per 10,000 of the \
+machine), each asked of the system before anything runs, with the same refusal and best effort.",
     ),
     (
         "STDERR LOG",
@@ -265,9 +268,14 @@ contain.not_applied); no splice, so a flood is read and --flood-path splice is r
 real-time signals; the journal is made durable with fcntl(F_FULLFSYNC), since fsync does not reach \
 the disk there; usage.max_rss_kib is converted from the bytes macOS reports. If mcp-bound and its \
 watchdog are both SIGKILLed, nothing ends the tree on macOS (no parent-death signal); on Linux the \
-helper dies with mcp-bound. Any other Unix builds and refuses to run (125). On Windows mcp-bound builds and, until its \
-backend (a Job Object for the tree) lands, refuses to run a helper the same way: exit 125, one line, \
-nothing started. \
+helper dies with mcp-bound. Any other Unix builds and refuses to run (125). Windows: the tree is \
+held by a Job Object (contain.method job; --contain group and cgroup are 125) that ends it when \
+mcp-bound ends, however; the loop is one I/O completion port, with a thread for each of the \
+host's handles that cannot be overlapped; --signal takes BREAK (Ctrl-Break, only with a shared \
+console), CLOSE (the server's stdin, the default under --mcp) and KILL (TerminateJobObject); \
+exit.code is 32 bits, unsigned, and a crash's NTSTATUS is named in exit.ntstatus; --rlimit, \
+--record-fd, --approve tty and --debug-window (no SIGUSR1) are 125; --stdin-close-grace needs --mcp; \
+no watchdog writes supervisor_killed (mcp_bound.warnings says so). \
 The record's mcp_bound.os names the system.",
     ),
     (

@@ -155,6 +155,31 @@ impl Cgroup {
     }
 }
 
+/// The limits a Job Object takes (Windows), each asked of the system
+/// first: what it refuses is left out with --limits best-effort, and
+/// refuses the call otherwise. Returns the limits kept and the record's
+/// `applied` and `not_applied`.
+pub(super) fn job_limits(
+    limits: &CgroupLimits,
+) -> Result<(sys::JobLimits, Vec<String>, Vec<String>), String> {
+    let (mut kept, mut not_applied) = (sys::JobLimits::default(), Vec::new());
+    for (option, one) in limits.job().each() {
+        match sys::try_job_limits(&one) {
+            Ok(()) => kept = kept.with(one),
+            Err(why) if limits.best_effort => {
+                not_applied.push(format!("{option}: the job refused it: {why}"));
+            }
+            Err(why) => {
+                return Err(format!(
+                    "--{option}: the job refused it: {why}; nothing was started (--limits best-effort goes on without it)"
+                ));
+            }
+        }
+    }
+    let processors = std::thread::available_parallelism().map_or(1, usize::from);
+    Ok((kept, kept.applied(processors), not_applied))
+}
+
 /// Limits set through the cgroup's controllers.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CgroupLimits {
@@ -169,6 +194,19 @@ pub struct CgroupLimits {
 }
 
 impl CgroupLimits {
+    /// The same limits as a Job Object's (Windows). Set when the job is
+    /// made: a limit the system refuses refuses the start, best effort
+    /// or not (the helper never ran).
+    pub fn job(&self) -> sys::JobLimits {
+        sys::JobLimits {
+            memory: self.memory_max,
+            processes: self
+                .pids_max
+                .map(|count| u32::try_from(count).unwrap_or(u32::MAX)),
+            cpus: self.cpu_max,
+        }
+    }
+
     fn wanted(&self) -> Vec<(&'static str, &'static str, String)> {
         let mut wanted = Vec::new();
         if let Some(bytes) = self.memory_max {

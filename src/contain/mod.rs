@@ -101,6 +101,8 @@ pub(crate) struct Contain {
     mark: String,
     /// The cgroup layer, with cgroup.
     cgroup: Option<Cgroup>,
+    /// The job's limits, where a job holds the tree (else none).
+    job_limits: sys::JobLimits,
     watchdog: Option<Watchdog>,
     pub facts: ContainFacts,
 }
@@ -144,7 +146,13 @@ impl Contain {
                 (mode == ContainMode::Auto && !sys::BACKEND.job).then_some(why),
             ),
         };
-        let (applied, not_applied) = cgroup::apply_limits(cgroup.as_ref(), limits)?;
+        let (job_limits, applied, not_applied) = match sys::BACKEND.job {
+            true => cgroup::job_limits(limits)?,
+            false => {
+                let (applied, not_applied) = cgroup::apply_limits(cgroup.as_ref(), limits)?;
+                (sys::JobLimits::default(), applied, not_applied)
+            }
+        };
         let nonce = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos());
@@ -168,6 +176,7 @@ impl Contain {
                 unreadable: None,
             },
             cgroup,
+            job_limits,
             watchdog: None,
         })
     }
@@ -175,6 +184,11 @@ impl Contain {
     /// The environment entry that marks the tree.
     pub fn mark(&self) -> (String, String) {
         (TREE_MARK.to_string(), self.mark.clone())
+    }
+
+    /// The limits the helper's job gets, where a job holds the tree.
+    pub fn job_limits(&self) -> sys::JobLimits {
+        self.job_limits
     }
 
     /// The cgroup the helper starts in (cgroup only).

@@ -77,7 +77,7 @@ pub struct Terminal {
     pub call_id: String,
     pub state: State,
     pub exit: Option<Exit>,
-    pub exit_code: Option<i32>,
+    pub exit_code: Option<i64>,
     pub cancel_reason: Option<CancelReason>,
     pub cancel_signal: Option<String>,
     pub signals: Vec<SignalFact>,

@@ -168,7 +168,10 @@ mod tests {
         let terminal = Terminal {
             call_id: "c1".into(),
             state: crate::record::State::Completed,
-            exit: Some(crate::record::Exit::Code { code: 3 }),
+            exit: Some(crate::record::Exit::Code {
+                code: 3,
+                ntstatus: None,
+            }),
             exit_code: Some(3),
             cancel_reason: None,
             cancel_signal: None,
@@ -264,7 +267,10 @@ mod tests {
             requested_at: "2026-01-01T00:00:00.000Z".into(),
             decided_at: "2026-01-01T00:00:00.000Z".into(),
             waited_ms: 1,
-            approver_exit: Some(Exit::Code { code: 0 }),
+            approver_exit: Some(Exit::Code {
+                code: 0,
+                ntstatus: None,
+            }),
         };
         let terminal = Terminal {
             call_id: "c_all".into(),
@@ -399,7 +405,10 @@ mod tests {
                 decision: crate::record::Decision::Approved,
                 by: crate::session::DecidedBy::Command,
                 waited_ms: 1,
-                approver_exit: Some(crate::record::Exit::Code { code: 0 }),
+                approver_exit: Some(crate::record::Exit::Code {
+                    code: 0,
+                    ntstatus: None,
+                }),
             }),
             Audit::Task(McpTask {
                 call_id: "c".into(),

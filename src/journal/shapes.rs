@@ -92,7 +92,7 @@ pub(crate) struct Terminal<'a> {
     #[serde(default)]
     exit: Ignored,
     #[serde(default)]
-    exit_code: Option<i32>,
+    exit_code: Option<i64>,
     #[serde(default)]
     cancel_reason: Ignored,
     #[serde(default)]

@@ -73,11 +73,7 @@ pub fn call_span(
         "mcp_bound.helper.pid",
         record.invocation.pid.map(u64::from),
     );
-    push(
-        &mut a,
-        "mcp_bound.exit_code",
-        record.lifecycle.exit_code.map(i64::from),
-    );
+    push(&mut a, "mcp_bound.exit_code", record.lifecycle.exit_code);
     let status = exit_attributes(record, &mut a);
     resource_attributes(record, &mut a);
     Span {
@@ -100,7 +96,7 @@ fn exit_attributes(record: &Record, a: &mut Attributes) -> Status {
     let state = record.lifecycle.state;
     let mut status = Status::Unset;
     match &record.lifecycle.exit {
-        Some(Exit::Code { code }) => {
+        Some(Exit::Code { code, .. }) => {
             a.push(("process.exit.code", i64::from(*code).into()));
             if *code != 0 && state == State::Completed {
                 status = Status::Error(format!("exit {code}"));

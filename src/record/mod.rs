@@ -12,10 +12,12 @@ use crate::termination::{Cancellation, Reason};
 pub mod mcp;
 mod milestone;
 mod otel;
+mod stderr;
 mod template;
 
 pub use milestone::Milestone;
 pub use otel::OtelFacts;
+pub use stderr::*;
 pub use template::RecordTemplate;
 
 pub const SCHEMA: &str = "mcp-bound/record/v1";
@@ -113,8 +115,32 @@ pub enum StreamEnd {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Exit {
-    Code { code: i32 },
-    Signal { signal: String, core_dumped: bool },
+    Code {
+        code: u32,
+        /// Windows: a crash's NTSTATUS by name (`STATUS_ACCESS_VIOLATION`
+        /// for 0xC0000005), when it is one mcp-bound knows.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ntstatus: Option<String>,
+    },
+    Signal {
+        signal: String,
+        core_dumped: bool,
+    },
+}
+
+/// An exit in words, for the lines mcp-bound prints: `exit 3`, or on
+/// Windows `exit 3221225477 (STATUS_ACCESS_VIOLATION)`.
+impl std::fmt::Display for Exit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Exit::Code {
+                code,
+                ntstatus: Some(name),
+            } => write!(f, "exit {code} ({name})"),
+            Exit::Code { code, .. } => write!(f, "exit {code}"),
+            Exit::Signal { signal, .. } => write!(f, "killed by {signal}"),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -217,106 +243,6 @@ pub struct StdoutFacts {
     /// JSON-RPC messages forwarded out of a line that had junk glued to
     /// them (the junk diverted).
     pub lines_salvaged: u64,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct StderrFacts {
-    pub bytes_seen: u64,
-    pub bytes_retained: u64,
-    pub truncated: bool,
-    pub head_bytes: u64,
-    pub tail_bytes: u64,
-    /// Marker, head and tail as text; invalid UTF-8 shown as U+FFFD.
-    pub excerpt: String,
-    /// With --live, in the helper's bytes: forwarded to our stderr as they
-    /// came (masked), and dropped over the budget or after our stderr's
-    /// reader went away (still in the capture and the counts above).
-    pub live_bytes_forwarded: u64,
-    pub live_bytes_dropped: u64,
-    /// Taken in for live output but still queued at exit, never written.
-    /// With --live: bytes_seen = forwarded + dropped + unsent.
-    pub live_bytes_unsent: u64,
-    /// What filled the stream: its most frequent lines, digits folded to
-    /// `#`, masked, most first (`repeats`). Only lines counted twice.
-    pub repeats: Vec<Repeat>,
-    /// What the repeats counted: every line, or (bytes < bytes_seen) a
-    /// sample.
-    pub repeats_counted: RepeatsCounted,
-    /// The debug windows opened (SIGUSR1), the first 16; later ones are
-    /// counted in `debug_windows_not_listed`.
-    pub debug_windows: Vec<DebugWindow>,
-    pub debug_windows_not_listed: u64,
-    /// The time every window was open, listed or not.
-    pub debug_windows_open_ms: u64,
-}
-
-/// The journal's terminal entry's account of the debug windows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub struct DebugWindowsTotal {
-    pub count: u64,
-    pub open_ms: u64,
-}
-
-/// One of the most frequent stderr lines. `count` over-counts by at most
-/// `count_error` (Space-Saving).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct Repeat {
-    pub line: String,
-    pub count: u64,
-    pub count_error: u64,
-}
-
-/// Why a debug window closed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum WindowEnd {
-    /// A second SIGUSR1.
-    Signal,
-    /// --debug-window passed.
-    Time,
-    /// It let --debug-window-bytes through.
-    Bytes,
-    /// The call ended while it was open.
-    Exit,
-}
-
-/// How a debug window was opened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum WindowOpener {
-    Signal,
-}
-
-/// One debug window: live stderr without the rate limit.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct DebugWindow {
-    pub opened_at: String,
-    pub closed_at: String,
-    pub by: WindowOpener,
-    pub closed_by: WindowEnd,
-    /// The helper's stderr bytes it let through.
-    pub bytes_forwarded: u64,
-}
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-pub struct RepeatsCounted {
-    pub lines: u64,
-    pub bytes: u64,
-}
-
-/// --stderr-log: what reached the log.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct StderrLogFacts {
-    /// The file written: PATH, or PATH.<pid> when PATH was in use.
-    pub path: String,
-    /// Bytes written to the log files (masked, markers and times included).
-    pub bytes_written: u64,
-    /// Bytes that never reached the log (it could not keep up, or failed).
-    pub bytes_dropped: u64,
-    pub rotations: u64,
-    /// Why the log stopped, or could not be opened (with
-    /// --stderr-log-optional); null when it did not.
-    pub error: Option<String>,
 }
 
 /// What the helper's whole tree used (every descendant is reaped by
@@ -466,7 +392,7 @@ pub struct Lifecycle {
     pub cancel_signal: Option<String>,
     pub exit: Option<Exit>,
     /// mcp-bound's own exit status; null while in flight.
-    pub exit_code: Option<i32>,
+    pub exit_code: Option<i64>,
     pub stream_end: Option<StreamEnd>,
     pub descendants_signalled: u32,
 }
@@ -504,7 +430,11 @@ mod tests {
 
     #[test]
     fn exit_shapes() {
-        let code = serde_json::to_string(&Exit::Code { code: 3 }).unwrap();
+        let code = serde_json::to_string(&Exit::Code {
+            code: 3,
+            ntstatus: None,
+        })
+        .unwrap();
         assert_eq!(code, r#"{"code":3}"#);
         let signal = serde_json::to_string(&Exit::Signal {
             signal: "TERM".into(),

@@ -110,7 +110,7 @@ impl Context<'_> {
             .error
             .take()
             .map(|error| self.redactor.redact(&error).into_owned());
-        record.lifecycle.exit_code = Some(exit_code);
+        record.lifecycle.exit_code = Some(crate::child::ChildExit::status_as_read(exit_code));
         record.times.ended_at = Some(rfc3339(SystemTime::now()));
         record.times.duration_ms = Some(millis(self.origin.elapsed()));
     }
@@ -315,7 +315,7 @@ fn echo_text(record: &Record, excerpt: Option<String>) -> String {
 /// An observed exit in words, for the lines mcp-bound prints.
 pub(super) fn describe_exit(exit: Option<&crate::record::Exit>) -> String {
     match exit {
-        Some(crate::record::Exit::Code { code }) => format!("exit {code}"),
+        Some(exit @ crate::record::Exit::Code { .. }) => exit.to_string(),
         Some(crate::record::Exit::Signal { signal, .. }) => format!("killed by {signal}"),
         None => "no exit observed".to_string(),
     }
@@ -388,7 +388,10 @@ fn summary(record: &Record) -> String {
     };
     let host = host_ended(record);
     let opening = opening(record, host.as_deref(), &exit, &sent);
-    let status = record.lifecycle.exit_code.unwrap_or(code::OWN_FAILURE);
+    let status = record
+        .lifecycle
+        .exit_code
+        .unwrap_or(i64::from(code::OWN_FAILURE));
     let sent_by_us = |name: &str| {
         record.events.iter().any(
             |event| matches!(&event.kind, EventKind::SignalSent { signal, .. } if signal == name),

@@ -235,6 +235,7 @@ pub(super) fn dispatch(
         cgroup: prepared.contain.cgroup().cloned(),
         tree_mark: Some(prepared.contain.mark()),
         join_by_moving: false,
+        job_limits: prepared.contain.job_limits(),
     };
     let helper = match child::spawn(&settings.command, stdin, &confine) {
         Ok(helper) => helper,

@@ -103,7 +103,7 @@ pub(crate) fn timed_out(
 /// How the server ended, as the message says it.
 pub(super) fn ended(exit: Option<&Exit>) -> String {
     match exit {
-        Some(Exit::Code { code }) => format!("exit {code}"),
+        Some(exit @ Exit::Code { .. }) => exit.to_string(),
         Some(Exit::Signal { signal, .. }) => format!("killed by SIG{signal}"),
         None => "no exit observed".to_string(),
     }
@@ -219,7 +219,10 @@ mod tests {
     /// cannot be read as the server's.
     #[test]
     fn every_error_we_write_is_outside_the_reserved_range_and_says_it_is_ours() {
-        let exit = Exit::Code { code: 1 };
+        let exit = Exit::Code {
+            code: 1,
+            ntstatus: None,
+        };
         let answers = [
             timed_out("1", "tools/call", Duration::from_secs(1), None),
             timed_out("1", "tools/call", Duration::from_secs(1), Some("x")),
@@ -252,7 +255,10 @@ mod tests {
             "Request timed out after 1500ms (mcp-bound --request-timeout)"
         );
         assert_eq!(answer["error"]["data"]["mcp_bound"]["timeout_ms"], 1500);
-        let exit = Exit::Code { code: 1 };
+        let exit = Exit::Code {
+            code: 1,
+            ntstatus: None,
+        };
         let answer = parse(&server_exited(
             "7",
             Some(&exit),

@@ -181,7 +181,7 @@ impl Session {
         reason: Option<String>,
     ) {
         let decision = match exit {
-            Some(Exit::Code { code: 0 }) => Decision::Approved,
+            Some(Exit::Code { code: 0, .. }) => Decision::Approved,
             _ => Decision::Denied,
         };
         self.decide(now, ticket, decision, exit, reason);
@@ -587,7 +587,10 @@ mod tests {
         session.on_approver_exit(
             t0 + Duration::from_millis(5),
             asks[0].ticket,
-            Some(Exit::Code { code: 0 }),
+            Some(Exit::Code {
+                code: 0,
+                ntstatus: None,
+            }),
             None,
         );
         assert_eq!(session.to_server, call.as_bytes(), "sent byte-exact");

@@ -278,7 +278,10 @@ fn a_server_that_goes_away_answers_for_every_request_in_flight_and_later_ones() 
     let mut session = Session::new(policy(), "c1".into());
     client(&mut session, t0, &call(json!(1), "tools/call"));
     client(&mut session, t0, &call(json!("two"), "ping"));
-    let exit = Exit::Code { code: 1 };
+    let exit = Exit::Code {
+        code: 1,
+        ntstatus: None,
+    };
     let (count, cut) = session.on_server_gone(
         t0,
         Some(exit.clone()),

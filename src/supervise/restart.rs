@@ -90,7 +90,7 @@ impl Loop<'_> {
                     session.stdin.pause();
                     let attempt = session.table.facts_mut().runs.restarts + 1;
                     let after = match self.exit {
-                        Some(ChildExit::Code(code)) => format!("exit {code}"),
+                        Some(exit @ ChildExit::Code(_)) => exit.to_record().to_string(),
                         Some(ChildExit::Signal { signo, .. }) => {
                             format!("killed by SIG{}", crate::signals::name(signo))
                         }

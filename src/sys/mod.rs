@@ -51,13 +51,15 @@
 //!   cgroup or splice.
 //!
 //! Shared by every backend: `types.rs` (the answers' data), `table.rs`
-//! (the process table's algorithms, pure), `portable.rs` (what std gives
+//! (the process table's algorithms, pure), `ntstatus.rs` (the names of
+//! Windows's crash codes, pure), `portable.rs` (what std gives
 //! every system alike), `refusing.rs` (what a refusing backend shares),
 //! and `fd`, descriptors by one name (handles on Windows).
 //!
 //! `unix/` holds what POSIX gives every Unix backend: descriptor flags,
 //! the signal pipe, files, poll(2), spawning and waiting.
 
+pub mod ntstatus;
 mod portable;
 #[cfg(any(windows, all(unix, not(any(target_os = "linux", target_os = "macos")))))]
 mod refusing;
@@ -162,4 +164,15 @@ pub struct Backend {
     pub job: bool,
     /// Resource limits per process (setrlimit(2)).
     pub rlimits: bool,
+    /// An exit code is 32 bits, read unsigned, and may be an NTSTATUS
+    /// (Windows: a crash's code is the exception's), which the record
+    /// names (`ntstatus.rs`). Else it is 0 to 255.
+    pub wide_exit_codes: bool,
+    /// A descriptor a host passes by number (`--record-fd N`).
+    pub numbered_descriptors: bool,
+    /// The controlling terminal, opened by name (`/dev/tty`) to ask a
+    /// person (`--approve tty`).
+    pub terminal: bool,
+    /// SIGUSR1, which opens and closes the debug window.
+    pub user_signals: bool,
 }

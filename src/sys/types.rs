@@ -66,8 +66,13 @@ pub struct ProcInfo {
 /// How a child ended, as the system reports it (waitid(2) on Unix).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChildExit {
-    Code(i32),
-    Signal { signo: i32, core_dumped: bool },
+    /// The exit code: 0 to 255 on Unix, 32 bits on Windows (where a
+    /// crash's code is an NTSTATUS, such as 0xC0000005).
+    Code(u32),
+    Signal {
+        signo: i32,
+        core_dumped: bool,
+    },
 }
 
 /// What a waiter does once mcp-bound is gone, made before it starts and
@@ -85,6 +90,71 @@ pub struct Orphaned {
     pub mark: std::ffi::CString,
 }
 
+/// Limits on a helper's whole tree where a Job Object holds it (Windows,
+/// `BACKEND.job`); where a cgroup holds the limits, none.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct JobLimits {
+    /// `JobMemoryLimit`: the memory the whole job may commit, in bytes.
+    pub memory: Option<u64>,
+    /// `ActiveProcessLimit`: the most processes alive in the job at once.
+    pub processes: Option<u32>,
+    /// The CPU rate's hard cap, as a number of CPUs (0.5: half of one).
+    pub cpus: Option<f64>,
+}
+
+impl JobLimits {
+    /// A hard cap of `cpus` as the job's `CpuRate`: cycles per 10,000 of
+    /// the whole machine's (`processors` of them), at least 1.
+    pub fn cpu_rate(cpus: f64, processors: usize) -> u32 {
+        let share = cpus / processors.max(1) as f64;
+        (share * 10_000.0).round().clamp(1.0, 10_000.0) as u32
+    }
+
+    /// Each limit alone, with the option that asked for it.
+    pub fn each(&self) -> Vec<(&'static str, JobLimits)> {
+        let none = JobLimits::default();
+        let mut each = Vec::new();
+        if let Some(bytes) = self.memory {
+            let memory = Some(bytes);
+            each.push(("memory-max", JobLimits { memory, ..none }));
+        }
+        if let Some(count) = self.processes {
+            let processes = Some(count);
+            each.push(("pids-max", JobLimits { processes, ..none }));
+        }
+        if let Some(share) = self.cpus {
+            let cpus = Some(share);
+            each.push(("cpu-max", JobLimits { cpus, ..none }));
+        }
+        each
+    }
+
+    /// These and `other`'s.
+    pub fn with(self, other: JobLimits) -> JobLimits {
+        JobLimits {
+            memory: other.memory.or(self.memory),
+            processes: other.processes.or(self.processes),
+            cpus: other.cpus.or(self.cpus),
+        }
+    }
+
+    /// What the record's `contain.applied` says of them, in Windows's
+    /// names.
+    pub fn applied(&self, processors: usize) -> Vec<String> {
+        let mut applied = Vec::new();
+        if let Some(bytes) = self.memory {
+            applied.push(format!("JobMemoryLimit={bytes}"));
+        }
+        if let Some(count) = self.processes {
+            applied.push(format!("ActiveProcessLimit={count}"));
+        }
+        if let Some(cpus) = self.cpus {
+            applied.push(format!("CpuRate={}", JobLimits::cpu_rate(cpus, processors)));
+        }
+        applied
+    }
+}
+
 /// How a child is set up before it runs the program (on Unix, between
 /// fork and exec), besides its own process group and the default signal
 /// state.
@@ -99,4 +169,39 @@ pub struct Setup<'a> {
     pub cgroup: Option<(BorrowedFd<'a>, &'a std::ffi::CStr)>,
     /// Fork and write `cgroup.procs`, rather than clone into the cgroup.
     pub move_into_cgroup: bool,
+    /// The job's limits (`BACKEND.job`); a backend without a job refuses
+    /// any.
+    pub job_limits: JobLimits,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::JobLimits;
+
+    #[test]
+    fn a_cpu_cap_is_a_share_of_the_whole_machine() {
+        assert_eq!(JobLimits::cpu_rate(1.0, 4), 2500);
+        assert_eq!(JobLimits::cpu_rate(0.5, 2), 2500);
+        assert_eq!(JobLimits::cpu_rate(8.0, 4), 10_000, "at most all of it");
+        assert_eq!(JobLimits::cpu_rate(0.000_01, 64), 1, "never none");
+        assert_eq!(JobLimits::cpu_rate(1.0, 0), 10_000);
+    }
+
+    #[test]
+    fn the_record_names_the_job_s_fields() {
+        let limits = JobLimits {
+            memory: Some(1 << 20),
+            processes: Some(16),
+            cpus: Some(1.0),
+        };
+        assert_eq!(
+            limits.applied(2),
+            [
+                "JobMemoryLimit=1048576",
+                "ActiveProcessLimit=16",
+                "CpuRate=5000"
+            ]
+        );
+        assert!(JobLimits::default().applied(2).is_empty());
+    }
 }

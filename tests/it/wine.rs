@@ -111,6 +111,13 @@ fn options_are_checked_as_on_unix_before_anything_else() {
             &["--stdin-close-grace", "2s", "--", "cmd"][..],
             "session layer",
         ),
+        // What Windows has no means for: refused, never ignored.
+        (&["--record-fd", "3", "--", "cmd"][..], "--record PATH"),
+        (&["--approve", "tty", "--", "cmd"][..], "--approve-cmd"),
+        (
+            &["--mcp", "--debug-window", "1m", "--", "cmd"][..],
+            "no SIGUSR1",
+        ),
     ] {
         let output = run(&exe, args);
         assert_eq!(output.status.code(), Some(125), "{args:?}");
@@ -251,11 +258,75 @@ fn a_helper_runs_in_a_job_with_its_exit_and_streams_kept() {
     assert_eq!(record["exit"]["code"], 3);
     assert_eq!(record["stdout"]["bytes_forwarded"], 7);
     assert_eq!(record["stderr"]["excerpt"], "oops\r\n");
-    // A crash's NTSTATUS, 32 bits read as a signed number, passes the
-    // schema and through.
+    // A crash's NTSTATUS: 32 bits, unsigned, named, passed through.
     let crash = run_recorded(&exe, dir.path(), &["--", "cmd", "/c", "exit -1073741819"]);
-    assert_eq!(crash.record["exit"]["code"], -1073741819);
-    assert_eq!(crash.record["exit_code"], -1073741819);
+    assert_eq!(crash.record["exit"]["code"], 3_221_225_477u32);
+    assert_eq!(crash.record["exit"]["ntstatus"], "STATUS_ACCESS_VIOLATION");
+    assert_eq!(crash.record["exit_code"], 3_221_225_477u32);
+    assert!(
+        String::from_utf8_lossy(&crash.output.stderr).contains("(STATUS_ACCESS_VIOLATION)"),
+        "the summary names it: {}",
+        String::from_utf8_lossy(&crash.output.stderr)
+    );
+    // A program's own code is not a status, however large.
+    let own = run_recorded(&exe, dir.path(), &["--", "cmd", "/c", "exit 300"]);
+    assert_eq!(own.record["exit"], serde_json::json!({"code": 300}));
+}
+
+#[test]
+fn the_limits_are_the_job_s_and_what_it_refuses_is_said() {
+    let Some(exe) = windows_exe() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let limits = [
+        "--memory-max",
+        "64MiB",
+        "--pids-max",
+        "4",
+        "--cpu-max",
+        "0.5",
+    ];
+    let mut args = vec!["--limits", "best-effort"];
+    args.extend(limits);
+    args.extend(["--", "cmd", "/c", "exit 0"]);
+    let run = run_recorded(&exe, dir.path(), &args);
+    assert_eq!(run.record["state"], "completed");
+    let contain = &run.record["contain"];
+    let applied: Vec<&str> = contain["applied"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|each| each.as_str().unwrap())
+        .collect();
+    assert!(applied.contains(&"JobMemoryLimit=67108864"), "{contain}");
+    assert!(applied.contains(&"ActiveProcessLimit=4"), "{contain}");
+    // Wine refuses a CPU rate, which Windows 8 and later take: either
+    // way the record says which.
+    let cpu_refused = contain["not_applied"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|why| {
+            why.as_str()
+                .unwrap()
+                .starts_with("cpu-max: the job refused it")
+        });
+    assert!(
+        cpu_refused || applied.iter().any(|each| each.starts_with("CpuRate=")),
+        "{contain}"
+    );
+    // Without best effort, a refused limit refuses the call: nothing runs.
+    if cpu_refused {
+        let mut strict = limits.to_vec();
+        strict.extend(["--", "cmd", "/c", "echo RAN"]);
+        let output = run_in(&exe, &strict, dir.path());
+        assert_eq!(output.status.code(), Some(125));
+        assert!(output.stdout.is_empty(), "nothing ran");
+        let said = own_lines(&output);
+        assert!(
+            said.len() == 1 && said[0].contains("--cpu-max: the job refused it"),
+            "{said:?}"
+        );
+    }
 }
 
 #[test]

@@ -134,6 +134,15 @@ pub fn refused_command(_argv: &[std::ffi::OsString]) -> Option<String> {
     None
 }
 
+/// Whether a Job Object takes `limits` (Windows): Unix has no job; its
+/// limits are a cgroup's (`BACKEND.job` is false, so none is asked).
+pub fn try_job_limits(_limits: &super::JobLimits) -> io::Result<()> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "no Job Object on Unix",
+    ))
+}
+
 /// Whether a helper can be sent what a terminal sends: on Unix, always
 /// (a signal reaches its group whatever our terminal is).
 pub fn has_console() -> bool {

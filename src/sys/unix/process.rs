@@ -221,6 +221,12 @@ pub enum Entry {
 /// exec. Returns its pid once the exec succeeded; the errno of the step
 /// that failed otherwise, with the child reaped.
 pub fn spawn(exec: &Exec, setup: &Setup<'_>) -> io::Result<(i32, Entry)> {
+    if setup.job_limits != Default::default() {
+        return Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "a Job Object's limits: Unix holds them in a cgroup",
+        ));
+    }
     let (report_read, report_write) = super::pipe_cloexec()?;
     let forked = match setup.cgroup {
         Some(_) if setup.move_into_cgroup => fork_process().map(|forked| (forked, Entry::Moved)),
@@ -391,6 +397,7 @@ mod tests {
             rlimits: &[],
             cgroup: None,
             move_into_cgroup: false,
+            job_limits: Default::default(),
         }
     }
 

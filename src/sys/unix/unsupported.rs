@@ -22,6 +22,10 @@ pub const BACKEND: crate::sys::Backend = crate::sys::Backend {
     real_time_signals: false,
     job: false,
     rlimits: true,
+    wide_exit_codes: false,
+    numbered_descriptors: true,
+    terminal: true,
+    user_signals: true,
 };
 
 /// poll(2), as POSIX gives it.

@@ -42,7 +42,7 @@ fn waitid_nowait(pid: i32, block: bool) -> Option<ChildExit> {
         return None;
     }
     match info.si_code {
-        libc::CLD_EXITED => Some(ChildExit::Code(status)),
+        libc::CLD_EXITED => Some(ChildExit::Code(status as u32)),
         libc::CLD_KILLED => Some(ChildExit::Signal {
             signo: status,
             core_dumped: false,

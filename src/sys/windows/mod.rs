@@ -52,6 +52,10 @@ pub const BACKEND: super::Backend = super::Backend {
     real_time_signals: false,
     job: true,
     rlimits: false,
+    wide_exit_codes: true,
+    numbered_descriptors: false,
+    terminal: false,
+    user_signals: false,
 };
 
 /// The C runtime's numbers (signal.h), and KILL as mcp-bound's own name

@@ -179,6 +179,9 @@ pub fn spawn(exec: &Exec, setup: &Setup<'_>) -> io::Result<(i32, Entry)> {
         CREATE_NEW_PROCESS_GROUP | CREATE_NO_WINDOW
     };
     let job = Job::new(reactor()?.port(), JOB_KEY)?;
+    if setup.job_limits != Default::default() {
+        job.limit(&setup.job_limits)?;
+    }
     let started = job.start(
         &exec.application,
         &exec.line,
@@ -197,6 +200,12 @@ pub fn spawn(exec: &Exec, setup: &Setup<'_>) -> io::Result<(i32, Entry)> {
     Ok((pid, Entry::Job))
 }
 
+/// Whether a job takes `limits`, asked of a job made for the question
+/// before anything runs (Wine, for one, refuses a CPU rate).
+pub fn try_job_limits(limits: &crate::sys::JobLimits) -> io::Result<()> {
+    Job::new(reactor()?.port(), JOB_KEY)?.limit(limits)
+}
+
 /// How the helper ended, if it has (waiting for it with `block`).
 pub fn wait_exit(pid: i32, block: bool) -> Option<ChildExit> {
     let process = with_child(pid, |child| child.process.try_clone().ok())??;
@@ -211,7 +220,7 @@ pub fn wait_exit(pid: i32, block: bool) -> Option<ChildExit> {
     if unsafe { GetExitCodeProcess(process.as_raw_handle(), &mut code) } == 0 {
         return None;
     }
-    Some(ChildExit::Code(code as i32))
+    Some(ChildExit::Code(code))
 }
 
 pub fn wait_child(pid: i32) {

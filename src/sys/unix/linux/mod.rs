@@ -33,6 +33,10 @@ pub const BACKEND: crate::sys::Backend = crate::sys::Backend {
     real_time_signals: true,
     job: false,
     rlimits: true,
+    wide_exit_codes: false,
+    numbered_descriptors: true,
+    terminal: true,
+    user_signals: true,
 };
 
 /// One wait outside the loop (`poll_until`): poll(2), which watches

@@ -48,6 +48,10 @@ pub const BACKEND: crate::sys::Backend = crate::sys::Backend {
     real_time_signals: false,
     job: false,
     rlimits: true,
+    wide_exit_codes: false,
+    numbered_descriptors: true,
+    terminal: true,
+    user_signals: true,
 };
 
 /// One wait outside the loop (`poll_until`): the `Poller`'s, so that a
