@@ -47,13 +47,18 @@ pub(super) fn write_record_text(path: &Path, line: &str) -> io::Result<()> {
         let mut file = sys::create_private(&temp)?;
         file.write_all(line.as_bytes())?;
         sys::sync_durable(&file)?;
-        fs::rename(&temp, path)
+        sys::replace_file(&temp, path, REPLACE_PATIENCE)
     })();
     if result.is_err() {
         let _ = fs::remove_file(&temp);
     }
     result
 }
+
+/// How long a record waits for a reader on Windows that holds the old one
+/// open without sharing its deletion (`sys::replace_file`); on Unix the
+/// rename never waits.
+const REPLACE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Whether the record file holds a call's final record (not the one
 /// written while it was in flight). Only a regular file of ours is read,

@@ -31,6 +31,9 @@ use crate::trust::Role;
 use lines::Lines;
 use rotation::{Rotation, Step};
 
+/// A rotation's patience with a file held open (`sys::replace_file`).
+const NOW: Duration = Duration::ZERO;
+
 /// Most bytes of lines waiting to be written.
 const QUEUE_LIMIT: usize = 4 << 20;
 /// Most bytes written in one loop turn: all that waits (the queue's
@@ -279,6 +282,9 @@ impl StderrLog {
     }
 
     /// PATH → PATH.1 → … → PATH.keep (the oldest replaced), then a new PATH.
+    /// In the loop, so never waited for: on Windows, a reader holding one
+    /// open without sharing its deletion stops the log, and its error says
+    /// so.
     fn rotate(&mut self) -> io::Result<usize> {
         self.file = None;
         let keep = self.settings.keep;
@@ -287,12 +293,12 @@ impl StderrLog {
         } else {
             for n in (1..keep).rev() {
                 let from = suffixed(&self.path, &n.to_string());
-                match std::fs::rename(&from, suffixed(&self.path, &(n + 1).to_string())) {
+                match sys::replace_file(&from, &suffixed(&self.path, &(n + 1).to_string()), NOW) {
                     Err(e) if e.kind() == io::ErrorKind::NotFound => {}
                     other => other?,
                 }
             }
-            std::fs::rename(&self.path, suffixed(&self.path, "1"))?;
+            sys::replace_file(&self.path, &suffixed(&self.path, "1"), NOW)?;
         }
         let (file, _) = sys::open_append_private(&self.path)?;
         self.file = Some(file);

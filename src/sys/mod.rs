@@ -26,7 +26,9 @@
 //!   memory;
 //! - **file locks** (`lock_exclusive`, `try_lock_exclusive`) and
 //!   **durable sync** (`sync_durable`: on macOS `F_FULLFSYNC`, since its
-//!   `fsync` does not reach the disk);
+//!   `fsync` does not reach the disk), and **replacement** (`replace_file`:
+//!   rename(2), or on Windows `MoveFileExW`, tried again while another
+//!   process holds the file open, then said);
 //! - **pipes** (`pipe_cloexec`, and the flood path's `splice`, which only
 //!   Linux has).
 //!

@@ -480,50 +480,165 @@ fn wait_for_text(file: &Path, needle: &str) -> String {
     }
 }
 
-#[test]
-fn an_mcp_session_answers_a_request_deadline_and_a_crash() {
-    use std::io::Write;
-    let Some(exe) = windows_exe() else { return };
+/// `mcp-bound.exe --mcp ARGS -- mcp_server.exe` under Wine in `dir`,
+/// initialized: the running process, its stdin (the client's end), the
+/// file its stdout goes to, and the tree's tag.
+fn mcp_session(
+    exe: &Path,
+    dir: &Path,
+    args: &[&str],
+) -> (
+    std::process::Child,
+    std::process::ChildStdin,
+    PathBuf,
+    String,
+) {
     let server = exe.with_file_name("mcp_server.exe");
     assert!(
         server.is_file(),
         "{} (.ci/windows-build makes it)",
         server.display()
     );
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::copy(&server, dir.path().join("mcp_server.exe")).unwrap();
+    std::fs::copy(&server, dir.join("mcp_server.exe")).unwrap();
     let tag = unique_tag();
-    let out = dir.path().join("out.txt");
+    let out = dir.join("out.txt");
     let mut wine = under_wine()
-        .arg(&exe)
-        .args([
-            "--mcp",
-            "--request-timeout",
-            "1s",
-            "--record",
-            "record.json",
-            "--",
-        ])
-        .arg(r".\mcp_server.exe")
-        .current_dir(dir.path())
+        .arg(exe)
+        .arg("--mcp")
+        .args(args)
+        .args(["--", r".\mcp_server.exe"])
+        .current_dir(dir)
         .env("WINEDEBUG", "-all")
         .env(TAG_VAR, &tag)
         .stdin(std::process::Stdio::piped())
         .stdout(std::fs::File::create(&out).unwrap())
-        .stderr(std::fs::File::create(dir.path().join("err.txt")).unwrap())
+        .stderr(std::fs::File::create(dir.join("err.txt")).unwrap())
         .spawn()
         .unwrap();
     let mut client = wine.stdin.take().unwrap();
-    let mut send = |line: &str| {
-        client.write_all(line.as_bytes()).unwrap();
-        client.write_all(b"\n").unwrap();
-        client.flush().unwrap();
-    };
     send(
+        &mut client,
         r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"wine-suite","version":"1"}}}"#,
     );
     wait_for_text(&out, r#""id":1,"result""#);
-    send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    send(
+        &mut client,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+    );
+    (wine, client, out, tag)
+}
+
+/// Close the client's end, wait for mcp-bound, and read its record
+/// (checked against the schema), saying it all should a test fail.
+fn session_end(
+    mut wine: std::process::Child,
+    client: std::process::ChildStdin,
+    dir: &Path,
+    stdout: &str,
+) -> serde_json::Value {
+    drop(client);
+    let status = wine.wait().unwrap();
+    let text = std::fs::read_to_string(dir.join("record.json")).unwrap();
+    let record: serde_json::Value = serde_json::from_str(&text).unwrap();
+    eprintln!("--- stdout\n{stdout}\n--- status {status:?}\n--- record\n{record}");
+    if let Err(errors) = schema_errors(&record) {
+        panic!("the record does not match schema/record.schema.json: {errors:?}");
+    }
+    record
+}
+
+fn send(client: &mut std::process::ChildStdin, line: &str) {
+    use std::io::Write;
+    client.write_all(line.as_bytes()).unwrap();
+    client.write_all(b"\n").unwrap();
+    client.flush().unwrap();
+}
+
+#[test]
+fn an_approver_reads_the_request_and_a_denial_starts_nothing() {
+    let Some(exe) = windows_exe() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let approver = r#"find "let-me-in""#;
+    let run = |word: &str| {
+        let script = format!("echo {word}");
+        let args = ["--approve-cmd", approver, "--", "cmd", "/c", &script];
+        run_recorded(&exe, dir.path(), &args)
+    };
+    let approved = run("let-me-in");
+    assert_eq!(approved.record["approval"]["decision"], "approved");
+    assert_eq!(
+        String::from_utf8_lossy(&approved.output.stdout),
+        "let-me-in\r\n"
+    );
+    let denied = run("keep-out");
+    assert_eq!(denied.output.status.code(), Some(77));
+    assert_eq!(denied.record["state"], "denied");
+    assert!(denied.output.stdout.is_empty(), "nothing ran");
+}
+
+#[test]
+fn a_tool_call_waits_for_its_approver_which_reads_the_call() {
+    let Some(exe) = windows_exe() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let approver = r#"find "let-me-in""#;
+    let args = [
+        "--tool-approve-cmd",
+        approver,
+        "--record",
+        "record.json",
+        "--journal",
+        "audit.jsonl",
+    ];
+    let (wine, mut client, out, tag) = mcp_session(&exe, dir.path(), &args);
+    let call = |id: u32, word: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"word":"{word}"}}}}}}"#
+        )
+    };
+    // The approver reads the call on its stdin: it approves this one...
+    send(&mut client, &call(2, "let-me-in"));
+    wait_for_text(&out, r#""id":2,"result""#);
+    // ...and denies that one, which never reaches the server.
+    send(&mut client, &call(3, "keep-out"));
+    let text = wait_for_text(&out, r#""id":3,"error""#);
+    let record = session_end(wine, client, dir.path(), &text);
+    let gate = &record["mcp"]["tool_gate"];
+    assert_eq!(gate["approvers_asked"], 2, "{gate}");
+    let journal = dir.path().join("audit.jsonl");
+    crate::util::check_journal_schema(&journal);
+    let decisions: Vec<serde_json::Value> = std::fs::read_to_string(&journal)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter(|entry| entry["kind"] == "mcp_decision")
+        .collect();
+    assert_eq!(decisions.len(), 2, "{decisions:?}");
+    assert_nothing_left(&tag);
+    // The requests' files were the approvers' stdin, gone with them.
+    let prefix = PathBuf::from(std::env::var_os("WINEPREFIX").expect("WINEPREFIX"));
+    let users = prefix.join("drive_c/users");
+    let leftovers: Vec<_> = std::fs::read_dir(&users)
+        .unwrap()
+        .flatten()
+        .flat_map(|user| {
+            std::fs::read_dir(user.path().join("Temp"))
+                .into_iter()
+                .flatten()
+        })
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("mcp-bound-request"))
+        .collect();
+    assert!(leftovers.is_empty(), "{}: {leftovers:?}", users.display());
+}
+
+#[test]
+fn an_mcp_session_answers_a_request_deadline_and_a_crash() {
+    let Some(exe) = windows_exe() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let args = ["--request-timeout", "1s", "--record", "record.json"];
+    let (wine, mut client, out, tag) = mcp_session(&exe, dir.path(), &args);
+    let mut send = |line: &str| send(&mut client, line);
     send(
         r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"hang","arguments":{}}}"#,
     );
@@ -535,15 +650,7 @@ fn an_mcp_session_answers_a_request_deadline_and_a_crash() {
     );
     // The server exits: the request in flight is answered, not left.
     let text = wait_for_text(&out, r#""id":3,"error""#);
-    drop(client);
-    let status = wine.wait().unwrap();
-    let record: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.path().join("record.json")).unwrap())
-            .unwrap();
-    eprintln!("--- stdout\n{text}\n--- status {status:?}\n--- record\n{record}");
-    if let Err(errors) = schema_errors(&record) {
-        panic!("the record does not match schema/record.schema.json: {errors:?}");
-    }
+    let record = session_end(wine, client, dir.path(), &text);
     assert_eq!(record["contain"]["method"], "job");
     assert_eq!(
         record["limits"]["signal"], "CLOSE",

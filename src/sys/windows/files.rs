@@ -21,10 +21,13 @@ use std::os::windows::io::AsRawHandle;
 use std::path::Path;
 use std::time::Duration;
 
-use windows_sys::Win32::Foundation::{ERROR_FILE_EXISTS, ERROR_LOCK_VIOLATION};
+use windows_sys::Win32::Foundation::{
+    ERROR_ACCESS_DENIED, ERROR_FILE_EXISTS, ERROR_LOCK_VIOLATION, ERROR_SHARING_VIOLATION,
+};
 use windows_sys::Win32::Storage::FileSystem::{
     FILE_FLAG_BACKUP_SEMANTICS, FILE_FLAG_OPEN_REPARSE_POINT, LOCKFILE_EXCLUSIVE_LOCK,
-    LOCKFILE_FAIL_IMMEDIATELY, LockFileEx, UnlockFileEx,
+    LOCKFILE_FAIL_IMMEDIATELY, LockFileEx, MOVEFILE_REPLACE_EXISTING, MOVEFILE_WRITE_THROUGH,
+    MoveFileExW, UnlockFileEx,
 };
 use windows_sys::Win32::System::IO::OVERLAPPED;
 
@@ -142,6 +145,79 @@ pub fn read_exact_at(file: &File, mut buf: &mut [u8], mut offset: u64) -> io::Re
     Ok(())
 }
 
+/// `bytes` as a file positioned at its start, to hand to a child as
+/// stdin (an approver's request): unlike a pipe it never blocks us,
+/// however large the request and whether or not the child reads it. A
+/// new file in our temporary directory (the user's own), gone when the
+/// last handle to it closes, the child's included.
+pub fn file_with(bytes: &[u8]) -> io::Result<std::os::windows::io::OwnedHandle> {
+    use std::io::{Seek, SeekFrom, Write};
+    use windows_sys::Win32::Storage::FileSystem::{
+        FILE_ATTRIBUTE_TEMPORARY, FILE_FLAG_DELETE_ON_CLOSE, FILE_SHARE_DELETE, FILE_SHARE_READ,
+    };
+    let path = std::env::temp_dir().join(format!(
+        "mcp-bound-request-{}-{}",
+        std::process::id(),
+        crate::ids::random_hex(8)
+    ));
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .share_mode(FILE_SHARE_READ | FILE_SHARE_DELETE)
+        .attributes(FILE_ATTRIBUTE_TEMPORARY)
+        .custom_flags(FILE_FLAG_DELETE_ON_CLOSE)
+        .open(&path)?;
+    file.write_all(bytes)?;
+    file.seek(SeekFrom::Start(0))?;
+    Ok(file.into())
+}
+
+/// Put `from` in `to`'s place, replacing it (`MoveFileExW`, replacing
+/// and written through). A process that holds `to` open without sharing
+/// its deletion (an editor, a reader opened with the default share mode)
+/// makes the move fail, access denied or a sharing violation: it is
+/// tried again, 1 ms then twice as long each time, for up to `patience`,
+/// then said as held open by another process.
+pub fn replace_file(from: &Path, to: &Path, patience: Duration) -> io::Result<()> {
+    use std::os::windows::ffi::OsStrExt;
+    let wide = |path: &Path| -> Vec<u16> { path.as_os_str().encode_wide().chain([0]).collect() };
+    let (source, target) = (wide(from), wide(to));
+    let started = std::time::Instant::now();
+    let mut pause = Duration::from_millis(1);
+    loop {
+        // SAFETY: two NUL-terminated wide paths that outlive the call.
+        let moved = check(unsafe {
+            MoveFileExW(
+                source.as_ptr(),
+                target.as_ptr(),
+                MOVEFILE_REPLACE_EXISTING | MOVEFILE_WRITE_THROUGH,
+            )
+        });
+        let held = |err: &io::Error| {
+            [ERROR_ACCESS_DENIED, ERROR_SHARING_VIOLATION]
+                .iter()
+                .any(|code| err.raw_os_error() == Some(*code as i32))
+        };
+        match moved {
+            Err(err) if held(&err) && started.elapsed() + pause <= patience => {
+                std::thread::sleep(pause);
+                pause *= 2;
+            }
+            Err(err) if held(&err) => {
+                return Err(io::Error::new(
+                    err.kind(),
+                    format!(
+                        "held open by another process, which keeps it from being replaced (tried for {} ms): {err}",
+                        started.elapsed().as_millis()
+                    ),
+                ));
+            }
+            other => return other,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -220,5 +296,41 @@ mod tests {
         let again = create_private(&path).unwrap_err();
         assert_eq!(again.kind(), io::ErrorKind::AlreadyExists, "{again}");
         assert_eq!(std::fs::read(&path).unwrap(), b"{}", "untouched");
+    }
+    #[test]
+    fn a_file_held_open_is_replaced_once_let_go_and_said_if_never() {
+        use windows_sys::Win32::Storage::FileSystem::FILE_SHARE_READ;
+        let dir = tempfile::tempdir().unwrap();
+        let (to, from) = (dir.path().join("record.json"), dir.path().join("new.tmp"));
+        std::fs::write(&to, "old").unwrap();
+        std::fs::write(&from, "new").unwrap();
+        // A reader that shares reading only, as .NET's and many editors'.
+        let reader = || {
+            OpenOptions::new()
+                .read(true)
+                .share_mode(FILE_SHARE_READ)
+                .open(&to)
+                .unwrap()
+        };
+        let held = reader();
+        match replace_file(&from, &to, Duration::from_millis(50)) {
+            Err(err) => {
+                let text = err.to_string();
+                assert!(text.contains("held open by another process"), "{text}");
+                assert_eq!(std::fs::read_to_string(&to).unwrap(), "old");
+            }
+            Ok(()) => {
+                println!("SKIPPED: this system (Wine) replaces a file another handle holds");
+                return;
+            }
+        }
+        let replacing = std::thread::spawn({
+            let (from, to) = (from.clone(), to.clone());
+            move || replace_file(&from, &to, Duration::from_secs(30))
+        });
+        drop(held);
+        replacing.join().unwrap().unwrap();
+        assert_eq!(std::fs::read_to_string(&to).unwrap(), "new");
+        assert!(!from.exists());
     }
 }

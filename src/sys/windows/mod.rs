@@ -345,10 +345,6 @@ pub fn is_cgroup2_mount(_dir: &Path) -> bool {
     false
 }
 
-pub fn file_with(_bytes: &[u8]) -> io::Result<OwnedFd> {
-    Err(unsupported("file_with"))
-}
-
 pub fn open_tty() -> io::Result<File> {
     Err(unsupported("open_tty"))
 }
