@@ -171,19 +171,11 @@ impl Job {
     /// reports its news to `port` under `key`.
     pub fn new(port: &Port, key: usize) -> io::Result<Job> {
         // SAFETY: no attributes and no name: a fresh anonymous job.
-        let job = owned(unsafe { CreateJobObjectW(ptr::null(), ptr::null()) })?;
-        // SAFETY: an all-zero limit structure is valid; one flag is set.
-        let mut limits: JOBOBJECT_EXTENDED_LIMIT_INFORMATION = unsafe { std::mem::zeroed() };
-        limits.BasicLimitInformation.LimitFlags = JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE;
-        // SAFETY: the job is ours; the structure and its size match.
-        check(unsafe {
-            SetInformationJobObject(
-                job.as_raw_handle(),
-                JobObjectExtendedLimitInformation,
-                (&raw const limits).cast(),
-                size_of::<JOBOBJECT_EXTENDED_LIMIT_INFORMATION>() as u32,
-            )
-        })?;
+        let job = Job {
+            job: owned(unsafe { CreateJobObjectW(ptr::null(), ptr::null()) })?,
+        };
+        // Kill on close, and no other limit yet.
+        job.limit(&crate::sys::JobLimits::default())?;
         let association = JOBOBJECT_ASSOCIATE_COMPLETION_PORT {
             CompletionKey: key as *mut std::ffi::c_void,
             CompletionPort: port.raw(),
@@ -191,13 +183,13 @@ impl Job {
         // SAFETY: the job and the port are open; the structure matches.
         check(unsafe {
             SetInformationJobObject(
-                job.as_raw_handle(),
+                job.job.as_raw_handle(),
                 JobObjectAssociateCompletionPortInformation,
                 (&raw const association).cast(),
                 size_of::<JOBOBJECT_ASSOCIATE_COMPLETION_PORT>() as u32,
             )
         })?;
-        Ok(Job { job })
+        Ok(job)
     }
 
     /// Set the tree's limits, before anything runs in the job: its
@@ -345,6 +337,23 @@ impl Job {
         check(unsafe { TerminateJobObject(self.job.as_raw_handle(), code) })
     }
 
+    /// The job's limits as the system holds them, with its peak memory.
+    fn extended_limits(&self) -> io::Result<JOBOBJECT_EXTENDED_LIMIT_INFORMATION> {
+        // SAFETY: an all-zero structure is valid; the job is ours and the
+        // structure matches its class and size.
+        let mut limits: JOBOBJECT_EXTENDED_LIMIT_INFORMATION = unsafe { std::mem::zeroed() };
+        check(unsafe {
+            QueryInformationJobObject(
+                self.job.as_raw_handle(),
+                JobObjectExtendedLimitInformation,
+                (&raw mut limits).cast(),
+                size_of::<JOBOBJECT_EXTENDED_LIMIT_INFORMATION>() as u32,
+                ptr::null_mut(),
+            )
+        })?;
+        Ok(limits)
+    }
+
     /// What the job's processes used, all of them, ended or not.
     pub fn usage(&self) -> io::Result<Usage> {
         // SAFETY: all-zero structures are valid; the job is ours and each
@@ -359,17 +368,7 @@ impl Job {
                 ptr::null_mut(),
             )
         })?;
-        // SAFETY: as above.
-        let mut limits: JOBOBJECT_EXTENDED_LIMIT_INFORMATION = unsafe { std::mem::zeroed() };
-        check(unsafe {
-            QueryInformationJobObject(
-                self.job.as_raw_handle(),
-                JobObjectExtendedLimitInformation,
-                (&raw mut limits).cast(),
-                size_of::<JOBOBJECT_EXTENDED_LIMIT_INFORMATION>() as u32,
-                ptr::null_mut(),
-            )
-        })?;
+        let limits = self.extended_limits()?;
         Ok(Usage {
             user_100ns: basic.TotalUserTime.max(0) as u64,
             kernel_100ns: basic.TotalKernelTime.max(0) as u64,
@@ -632,18 +631,7 @@ mod tests {
             cpus: None,
         };
         job.limit(&limits).unwrap();
-        // SAFETY: an all-zero structure is valid; the class and size match.
-        let mut set: JOBOBJECT_EXTENDED_LIMIT_INFORMATION = unsafe { std::mem::zeroed() };
-        check(unsafe {
-            QueryInformationJobObject(
-                job.job.as_raw_handle(),
-                JobObjectExtendedLimitInformation,
-                (&raw mut set).cast(),
-                size_of::<JOBOBJECT_EXTENDED_LIMIT_INFORMATION>() as u32,
-                ptr::null_mut(),
-            )
-        })
-        .unwrap();
+        let set = job.extended_limits().unwrap();
         let flags = set.BasicLimitInformation.LimitFlags;
         if flags == 0 {
             // Kill on close was set when the job was made: a system that
