@@ -22,10 +22,10 @@ use windows_sys::Win32::System::JobObjects::{
     JOB_OBJECT_LIMIT_JOB_MEMORY, JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE,
     JOBOBJECT_ASSOCIATE_COMPLETION_PORT, JOBOBJECT_BASIC_ACCOUNTING_INFORMATION,
     JOBOBJECT_CPU_RATE_CONTROL_INFORMATION, JOBOBJECT_EXTENDED_LIMIT_INFORMATION,
-    JobObjectAssociateCompletionPortInformation, JobObjectBasicAccountingInformation,
-    JobObjectBasicProcessIdList, JobObjectCpuRateControlInformation,
-    JobObjectExtendedLimitInformation, QueryInformationJobObject, SetInformationJobObject,
-    TerminateJobObject,
+    JOBOBJECTINFOCLASS, JobObjectAssociateCompletionPortInformation,
+    JobObjectBasicAccountingInformation, JobObjectBasicProcessIdList,
+    JobObjectCpuRateControlInformation, JobObjectExtendedLimitInformation,
+    QueryInformationJobObject, SetInformationJobObject, TerminateJobObject,
 };
 use windows_sys::Win32::System::Threading::{
     CREATE_SUSPENDED, CREATE_UNICODE_ENVIRONMENT, CreateProcessW, DeleteProcThreadAttributeList,
@@ -337,37 +337,38 @@ impl Job {
         check(unsafe { TerminateJobObject(self.job.as_raw_handle(), code) })
     }
 
-    /// The job's limits as the system holds them, with its peak memory.
-    fn extended_limits(&self) -> io::Result<JOBOBJECT_EXTENDED_LIMIT_INFORMATION> {
-        // SAFETY: an all-zero structure is valid; the job is ours and the
-        // structure matches its class and size.
-        let mut limits: JOBOBJECT_EXTENDED_LIMIT_INFORMATION = unsafe { std::mem::zeroed() };
+    /// What the job says of itself under `class`, into a `T` that starts
+    /// all zero.
+    ///
+    /// # Safety
+    /// `T` must be the structure `class` fills, valid when all zero.
+    unsafe fn query<T>(&self, class: JOBOBJECTINFOCLASS) -> io::Result<T> {
+        // SAFETY: the caller's promise.
+        let mut answer: T = unsafe { std::mem::zeroed() };
+        // SAFETY: the job is ours; `answer` has the class's size.
         check(unsafe {
             QueryInformationJobObject(
                 self.job.as_raw_handle(),
-                JobObjectExtendedLimitInformation,
-                (&raw mut limits).cast(),
-                size_of::<JOBOBJECT_EXTENDED_LIMIT_INFORMATION>() as u32,
+                class,
+                (&raw mut answer).cast(),
+                size_of::<T>() as u32,
                 ptr::null_mut(),
             )
         })?;
-        Ok(limits)
+        Ok(answer)
+    }
+
+    /// The job's limits as the system holds them, with its peak memory.
+    fn extended_limits(&self) -> io::Result<JOBOBJECT_EXTENDED_LIMIT_INFORMATION> {
+        // SAFETY: the structure of this class, valid all zero.
+        unsafe { self.query(JobObjectExtendedLimitInformation) }
     }
 
     /// What the job's processes used, all of them, ended or not.
     pub fn usage(&self) -> io::Result<Usage> {
-        // SAFETY: all-zero structures are valid; the job is ours and each
-        // structure matches its class and size.
-        let mut basic: JOBOBJECT_BASIC_ACCOUNTING_INFORMATION = unsafe { std::mem::zeroed() };
-        check(unsafe {
-            QueryInformationJobObject(
-                self.job.as_raw_handle(),
-                JobObjectBasicAccountingInformation,
-                (&raw mut basic).cast(),
-                size_of::<JOBOBJECT_BASIC_ACCOUNTING_INFORMATION>() as u32,
-                ptr::null_mut(),
-            )
-        })?;
+        // SAFETY: the structure of this class, valid all zero.
+        let basic: JOBOBJECT_BASIC_ACCOUNTING_INFORMATION =
+            unsafe { self.query(JobObjectBasicAccountingInformation)? };
         let limits = self.extended_limits()?;
         Ok(Usage {
             user_100ns: basic.TotalUserTime.max(0) as u64,
