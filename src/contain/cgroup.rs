@@ -194,9 +194,8 @@ pub struct CgroupLimits {
 }
 
 impl CgroupLimits {
-    /// The same limits as a Job Object's (Windows). Set when the job is
-    /// made: a limit the system refuses refuses the start, best effort
-    /// or not (the helper never ran).
+    /// The same limits as a Job Object's (Windows); `job_limits` asks the
+    /// system for each before anything runs.
     pub fn job(&self) -> sys::JobLimits {
         sys::JobLimits {
             memory: self.memory_max,

@@ -2,7 +2,7 @@
 //! exception exits with the exception's NTSTATUS (0xC0000005 for an
 //! access violation), which a reader of the record cannot be expected to
 //! know by number. Pure: tested on every platform; used where
-//! `BACKEND.ntstatus` says exit codes carry them.
+//! `BACKEND.wide_exit_codes` says exit codes carry them.
 
 /// The codes a helper's crash or its runtime's fail-fast leaves, from
 /// Microsoft's ntstatus.h: the ones a process ends with, not every status.
