@@ -74,7 +74,7 @@ pub struct Rlimit {
 }
 
 /// As the record has it: null is unlimited.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct RlimitRecord {
     pub soft: Option<u64>,
     pub hard: Option<u64>,

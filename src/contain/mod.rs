@@ -45,12 +45,32 @@ pub enum ContainMode {
     Job,
 }
 
+/// The record's `contain.method`: cgroup, group (with a subreaper),
+/// group+mark (without), job (Windows).
+pub const METHODS: [&str; 4] = ["cgroup", "group", "group+mark", "job"];
+
+/// A `contain.method`, one of [`METHODS`]. (Spelt as an alias, so that
+/// serde's derive does not take the field for one borrowed from its input.)
+pub type Method = &'static str;
+
+/// `contain.method` read back from a record's JSON: one of [`METHODS`].
+fn method<'de, D: serde::Deserializer<'de>>(from: D) -> Result<Method, D::Error> {
+    use serde::de::Error;
+    let text = <String as serde::Deserialize>::deserialize(from)?;
+    METHODS
+        .iter()
+        .find(|known| **known == text)
+        .copied()
+        .ok_or_else(|| D::Error::custom(format!("no containment method is called {text:?}")))
+}
+
 /// What the record says about containment.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct ContainFacts {
     /// cgroup, group (with a subreaper), or group+mark (no subreaper:
-    /// what left the group is found by the tree's mark).
-    pub method: &'static str,
+    /// what left the group is found by the tree's mark), or job.
+    #[serde(deserialize_with = "method")]
+    pub method: Method,
     /// The cgroup's path (under the cgroup2 mount), with cgroup.
     pub cgroup: Option<String>,
     /// Why group was used under auto; null otherwise.
@@ -160,10 +180,10 @@ impl Contain {
             mark: format!("{}-{nonce:x}", std::process::id()),
             facts: ContainFacts {
                 method: match (&cgroup, sys::BACKEND.subreaper) {
-                    _ if sys::BACKEND.job => "job",
-                    (Some(_), _) => "cgroup",
-                    (None, true) => "group",
-                    (None, false) => "group+mark",
+                    _ if sys::BACKEND.job => METHODS[3],
+                    (Some(_), _) => METHODS[0],
+                    (None, true) => METHODS[1],
+                    (None, false) => METHODS[2],
                 },
                 cgroup: cgroup
                     .as_ref()

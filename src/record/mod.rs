@@ -11,18 +11,20 @@ use crate::termination::{Cancellation, Reason};
 
 pub mod mcp;
 mod milestone;
+mod names;
 mod otel;
 mod stderr;
 mod template;
 
 pub use milestone::Milestone;
+use names::Name;
 pub use otel::OtelFacts;
 pub use stderr::*;
 pub use template::RecordTemplate;
 
 pub const SCHEMA: &str = "mcp-bound/record/v1";
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum State {
     /// Written before approval is requested; the helper has not started.
@@ -101,7 +103,7 @@ impl From<Reason> for SignalReason {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StreamEnd {
     /// Both pipes reached EOF on their own (or when the helper died).
@@ -247,7 +249,7 @@ pub struct StdoutFacts {
 
 /// What the helper's whole tree used (every descendant is reaped by
 /// mcp-bound as subreaper, so the children's usage covers them all).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Usage {
     pub user_ms: u64,
     pub sys_ms: u64,
@@ -263,7 +265,7 @@ pub struct Usage {
     pub memory_peak_bytes: Option<u64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Limits {
     pub timeout_ms: Option<u64>,
     pub signal: String,
@@ -282,10 +284,11 @@ pub struct Limits {
     /// one may itself contain a secret).
     pub redact_patterns: u64,
     /// --rlimit, by name; null is unlimited.
-    pub rlimits: std::collections::BTreeMap<&'static str, crate::rlimit::RlimitRecord>,
+    #[serde(deserialize_with = "names::keyed")]
+    pub rlimits: std::collections::BTreeMap<Name, crate::rlimit::RlimitRecord>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalMethod {
     Command,
@@ -306,7 +309,7 @@ pub enum Decision {
 }
 
 /// The approval gate, when one is required.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Approval {
     pub required: bool,
     pub method: Option<ApprovalMethod>,
@@ -321,12 +324,13 @@ pub struct Approval {
     pub excerpt: Option<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Supervisor {
     pub version: String,
     pub pid: u32,
     /// The system, as its backend names it (`sys::BACKEND.os`).
-    pub os: &'static str,
+    #[serde(deserialize_with = "names::name")]
+    pub os: Name,
     /// What was worth saying of mcp-bound's own files and did not stop
     /// the call (a journal or stderr log others can read), each said once
     /// on stderr too.
@@ -335,7 +339,7 @@ pub struct Supervisor {
 
 /// The record, in its published field order. The groups are flattened:
 /// on the wire it is one flat object, as the schema says.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Record {
     #[serde(flatten)]
     pub ids: Ids,
@@ -376,15 +380,16 @@ pub(crate) fn word(value: impl Serialize) -> String {
 }
 
 /// Which call this is.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Ids {
-    pub schema: &'static str,
+    #[serde(deserialize_with = "names::name")]
+    pub schema: Name,
     pub call_id: String,
     pub session_id: Option<String>,
 }
 
 /// The lifecycle facts, first in the record.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Lifecycle {
     pub state: State,
     pub cancel_reason: Option<CancelReason>,
@@ -398,14 +403,14 @@ pub struct Lifecycle {
 }
 
 /// What ran, where, as which process.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Invocation {
     pub argv: Vec<String>,
     pub cwd: Option<String>,
     pub pid: Option<u32>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Times {
     pub started_at: String,
     pub ended_at: Option<String>,

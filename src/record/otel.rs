@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 /// What span export did, as known when the record was written.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct OtelFacts {
     /// Where the spans go; null when export was not usable.
     pub endpoint: Option<String>,

@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct StderrFacts {
     pub bytes_seen: u64,
     pub bytes_retained: u64,
@@ -35,7 +35,7 @@ pub struct StderrFacts {
 }
 
 /// The journal's terminal entry's account of the debug windows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct DebugWindowsTotal {
     pub count: u64,
     pub open_ms: u64,
@@ -43,7 +43,7 @@ pub struct DebugWindowsTotal {
 
 /// One of the most frequent stderr lines. `count` over-counts by at most
 /// `count_error` (Space-Saving).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Repeat {
     pub line: String,
     pub count: u64,
@@ -51,7 +51,7 @@ pub struct Repeat {
 }
 
 /// Why a debug window closed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WindowEnd {
     /// A second SIGUSR1.
@@ -65,14 +65,14 @@ pub enum WindowEnd {
 }
 
 /// How a debug window was opened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum WindowOpener {
     Signal,
 }
 
 /// One debug window: live stderr without the rate limit.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct DebugWindow {
     pub opened_at: String,
     pub closed_at: String,
@@ -82,14 +82,14 @@ pub struct DebugWindow {
     pub bytes_forwarded: u64,
 }
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct RepeatsCounted {
     pub lines: u64,
     pub bytes: u64,
 }
 
 /// --stderr-log: what reached the log.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct StderrLogFacts {
     /// The file written: PATH, or PATH.<pid> when PATH was in use.
     pub path: String,

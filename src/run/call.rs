@@ -351,4 +351,38 @@ mod tests {
         );
         assert_eq!(ended.record.error, None);
     }
+
+    /// A record reads back as itself: the Windows watchdog, a process of
+    /// its own, is handed the record made before dispatch as JSON, and
+    /// writes its `supervisor_killed` record and terminal entry from it.
+    #[test]
+    fn a_record_reads_back_as_itself() {
+        let mut base = received().validated().authorized().into_record();
+        base.contain = Some(crate::contain::ContainFacts {
+            method: crate::contain::METHODS[3],
+            cgroup: Some("/sys/fs/cgroup/x".into()),
+            fallback: Some("why".into()),
+            watchdog_pid: Some(9),
+            applied: vec!["JobMemoryLimit".into()],
+            not_applied: vec!["CpuRate: refused".into()],
+            oom_kills: Some(0),
+            unreadable: Some(1),
+        });
+        base.limits.rlimits.insert(
+            "nofile",
+            crate::rlimit::RlimitRecord {
+                soft: Some(1),
+                hard: None,
+            },
+        );
+        let ended = dispatched()
+            .ended(false, outcome(Some(ChildExit::Code(3_221_225_477)), None))
+            .record;
+        for record in [base, ended] {
+            let line = record.to_line();
+            let read: Record = serde_json::from_str(&line).unwrap();
+            assert_eq!(read, record, "{line}");
+            assert_eq!(read.to_line(), line);
+        }
+    }
 }
