@@ -54,8 +54,7 @@ fn main() {
             None => {
                 drop(writer);
                 let mut buf = [0u8; 8];
-                use mcp_bound::sys::fd::AsRawFd;
-                let _ = sys::read_blocking(reader.as_raw_fd(), &mut buf);
+                let _ = std::io::Read::read(&mut &reader, &mut buf);
                 sys::exit_now(0)
             }
             Some(pid) => {

@@ -67,13 +67,17 @@ where
     T: Into<OsString> + Clone,
 {
     let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
-    // A waiter's clean-up after mcp-bound's death (contain::orphaned).
+    // A watchdog's life after mcp-bound's death: a waiter's clean-up
+    // (contain::orphaned), or the Windows heir (run::heir).
     if args
         .first()
         .and_then(|a| std::path::Path::new(a).file_name())
         == Some(std::ffi::OsStr::new(contain::ORPHANED))
     {
-        return contain::orphaned(&args);
+        return match args.get(1).and_then(|mode| mode.to_str()) {
+            Some("heir") => run::heir(&args),
+            _ => contain::orphaned(&args),
+        };
     }
     match cli::parse(args) {
         Ok(cli::Parsed::Print(text)) => {

@@ -52,7 +52,7 @@ pub struct DeadlineArgs {
     /// (its process group, and what leaves it found by the environment mark the tree inherits), job
     /// (Windows: a Job Object, the only choice there), or auto (cgroup when one can be made; macOS
     /// has none; job on Windows). A watchdog ends the tree if mcp-bound dies (on Windows, the job
-    /// itself).
+    /// itself, and with --record or --journal a watchdog that then writes supervisor_killed).
     #[arg(
         long,
         value_name = "HOW",

@@ -275,7 +275,8 @@ host's handles that cannot be overlapped; --signal takes BREAK (Ctrl-Break, only
 console), CLOSE (the server's stdin, the default under --mcp) and KILL (TerminateJobObject); \
 exit.code is 32 bits, unsigned, and a crash's NTSTATUS is named in exit.ntstatus; --rlimit, \
 --record-fd, --approve tty and --debug-window (no SIGUSR1) are 125; --stdin-close-grace needs --mcp; \
-no watchdog writes supervisor_killed (mcp_bound.warnings says so). \
+with --record or --journal the watchdog is mcp-bound started again (no fork there), handed each \
+helper's job: when mcp-bound dies it ends the job, then writes supervisor_killed. \
 The record's mcp_bound.os names the system.",
     ),
     (

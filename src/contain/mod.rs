@@ -32,7 +32,7 @@ pub use cgroup::{Cgroup, CgroupLimits};
 pub use family::Family;
 pub use group::{Group, signal_group};
 use watchdog::Watchdog;
-pub(crate) use watchdog::{FinalWords, LastWords, Link};
+pub(crate) use watchdog::{FinalWords, LastWords, Link, heir_watch};
 pub use watchdog::{ORPHANED, orphaned};
 
 /// How the tree is contained.

@@ -1,9 +1,15 @@
 //! The watchdog's protocol: what mcp-bound tells its watchdog, one line
 //! each, as one type with its encoding and its decoding. The line's first
 //! byte says what it is:
+//! - `B<json>`: first, to the Windows watchdog only (a process of its
+//!   own, not a fork, so it has nothing in memory): the brief, what it
+//!   needs to write last words (the record made before dispatch, where
+//!   the record and the journal go);
 //! - `P<pgid>`: the helper's process group, after each spawn; `P0` just
 //!   before mcp-bound reaps the helper, since from then on that number may
-//!   name a stranger's group;
+//!   name a stranger's group. On Windows the group is the helper's job,
+//!   and the number is a handle to it that mcp-bound put in the
+//!   watchdog's own handle table;
 //! - `S<json>`: a milestone, what mcp-bound knows of the call now (at the
 //!   dispatch, each restart, the host's signal or hang-up): a fork's last
 //!   words carry it;
@@ -19,6 +25,8 @@
 /// One line to the watchdog.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Said {
+    /// `B`: the brief, one JSON object (Windows).
+    Brief(String),
     /// `P`: the helper's process group (0: none to signal).
     Group(i32),
     /// `S`: a milestone, one JSON object.
@@ -39,6 +47,7 @@ impl Said {
     /// The line, its newline included.
     pub(crate) fn encode(&self) -> Vec<u8> {
         let (kind, body) = match self {
+            Said::Brief(json) => (b'B', json.clone()),
             Said::Group(pgid) => (b'P', pgid.to_string()),
             Said::Milestone(json) => (b'S', json.clone()),
             Said::Record(line) => (b'R', line.trim_end().to_string()),
@@ -59,6 +68,7 @@ impl Said {
         let (&kind, body) = line.split_first()?;
         let text = || String::from_utf8_lossy(body).into_owned();
         Some(match kind {
+            b'B' => Said::Brief(text()),
             b'P' => Said::Group(text().parse().unwrap_or(0)),
             b'S' => Said::Milestone(text()),
             b'R' => Said::Record(text()),
@@ -77,6 +87,7 @@ mod tests {
 
     fn every_kind() -> Vec<Said> {
         vec![
+            Said::Brief(r#"{"record":"r.json","ran_ms":3}"#.into()),
             Said::Group(0),
             Said::Group(4_194_303),
             Said::Milestone(r#"{"state":"dispatched","pid":7}"#.into()),

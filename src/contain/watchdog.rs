@@ -23,7 +23,7 @@ use std::io::Write;
 use std::path::Path;
 
 use super::said::Said;
-use super::{APPROVER_MARK, Cgroup, Contain, TREE_MARK, kill_marked};
+use super::{APPROVER_MARK, Cgroup, Contain, ContainFacts, TREE_MARK, kill_marked};
 use crate::sys;
 
 /// argv[0] of the clean-up a waiter execs once mcp-bound is gone.
@@ -34,6 +34,9 @@ pub(super) enum Watchdog {
     Forked { pid: i32, writer: std::fs::File },
     /// A waiter, which only ends the tree.
     Waiter(sys::Waiter),
+    /// Windows: mcp-bound started again, told what to write (the brief)
+    /// and handed each helper's job.
+    Heir(sys::Heir),
 }
 
 /// What the watchdog heard before mcp-bound went away: the latest
@@ -61,8 +64,11 @@ pub(crate) struct FinalWords {
 /// and each reap, the ending tells it the final words.
 pub(crate) struct Link {
     writer: std::fs::File,
-    /// A fork, which writes last words (a waiter only ends the tree).
+    /// A fork or an heir, which write last words (a waiter only ends the
+    /// tree).
     speaks: bool,
+    /// An heir's: what puts each helper's job into its handle table.
+    hand: Option<sys::Hand>,
 }
 
 impl Link {
@@ -70,9 +76,15 @@ impl Link {
         let _ = (&self.writer).write_all(&said.encode());
     }
 
-    /// A helper was spawned in its own group.
+    /// A helper was spawned in its own group (an heir is handed its job;
+    /// one it could not be handed is 0, and the job's kill-on-close alone
+    /// ends the tree).
     pub fn dispatched(&self, pgid: i32) {
-        self.tell(&Said::Group(pgid));
+        let group = match &self.hand {
+            Some(hand) => hand.group(pgid).unwrap_or(0),
+            None => pgid,
+        };
+        self.tell(&Said::Group(group));
     }
 
     /// The helper is about to be reaped: its group's number is free from
@@ -115,13 +127,15 @@ impl Link {
 impl Contain {
     /// The call's line to the watchdog, once it runs.
     pub fn link(&self) -> Option<Link> {
-        let (writer, speaks) = match self.watchdog.as_ref()? {
-            Watchdog::Forked { writer, .. } => (writer, true),
-            Watchdog::Waiter(waiter) => (waiter.writer(), false),
+        let (writer, speaks, hand) = match self.watchdog.as_ref()? {
+            Watchdog::Forked { writer, .. } => (writer, true, None),
+            Watchdog::Waiter(waiter) => (waiter.writer(), false, None),
+            Watchdog::Heir(heir) => (heir.writer(), true, Some(heir.hand().ok()?)),
         };
         Some(Link {
             writer: writer.try_clone().ok()?,
             speaks,
+            hand,
         })
     }
 
@@ -143,8 +157,28 @@ impl Contain {
         self.facts.watchdog_pid = Some(match &watchdog {
             Watchdog::Forked { pid, .. } => *pid as u32,
             Watchdog::Waiter(waiter) => waiter.pid as u32,
+            Watchdog::Heir(heir) => heir.pid as u32,
         });
         self.watchdog = Some(watchdog);
+        Ok(())
+    }
+
+    /// Windows: start the heir and tell it its brief (one JSON object:
+    /// what it needs to write last words, see `run::last_words`), made
+    /// once the containment's facts name the heir.
+    pub fn start_heir(
+        &mut self,
+        brief: impl FnOnce(&ContainFacts) -> String,
+    ) -> std::io::Result<()> {
+        let heir = sys::Heir::start(ORPHANED)?;
+        self.facts.watchdog_pid = Some(heir.pid as u32);
+        let brief = brief(&self.facts);
+        if let Err(err) = heir.writer().write_all(&Said::Brief(brief).encode()) {
+            heir.finish(&Said::Done.encode());
+            self.facts.watchdog_pid = None;
+            return Err(err);
+        }
+        self.watchdog = Some(Watchdog::Heir(heir));
         Ok(())
     }
 
@@ -180,7 +214,8 @@ impl Contain {
                 drop(writer);
                 sys::detach(reader.as_raw_fd());
                 crate::signals::SignalPipe::disarm_in_child();
-                let watched = watch(reader.as_raw_fd());
+                // (A group here is a number: nothing is held to release.)
+                let watched = watch(&reader, |_| {});
                 if !watched.done {
                     // mcp-bound died: end what it left, then say so.
                     kill_tree(self.cgroup.as_ref(), &self.mark, watched.pgid);
@@ -202,6 +237,7 @@ impl Contain {
                 sys::wait_child(pid);
             }
             Some(Watchdog::Waiter(waiter)) => waiter.finish(&Said::Done.encode()),
+            Some(Watchdog::Heir(heir)) => heir.finish(&Said::Done.encode()),
             None => {}
         }
         if let Some(cgroup) = self.cgroup.take() {
@@ -252,26 +288,45 @@ pub fn orphaned(args: &[std::ffi::OsString]) -> i32 {
     0
 }
 
+/// In the heir (Windows): watch `line` until mcp-bound says done (None)
+/// or goes away. Gone, it ends the job it was handed last, then returns
+/// the brief it was told and the last words it heard (None without a
+/// brief: then there is nothing to write).
+pub(crate) fn heir_watch(line: std::fs::File) -> Option<(String, LastWords)> {
+    let watched = watch(&line, sys::release_handed_group);
+    if watched.done {
+        return None;
+    }
+    sys::end_handed_group(watched.pgid, std::time::Duration::from_secs(10));
+    Some((watched.brief?, watched.words))
+}
+
 struct Watched {
     /// The helper's group, as last told (0: none to signal).
     pgid: i32,
     done: bool,
+    /// The heir's brief (Windows).
+    brief: Option<String>,
     words: LastWords,
 }
 
-/// Block until mcp-bound says done or goes away.
-fn watch(fd: crate::sys::fd::RawFd) -> Watched {
+/// Block until mcp-bound says done or goes away; `release` lets go of a
+/// group that a newer one (or 0) replaced.
+fn watch(mut line: impl std::io::Read, release: impl Fn(i32)) -> Watched {
     let mut watched = Watched {
         pgid: 0,
         done: false,
+        brief: None,
         words: LastWords::default(),
     };
     let (mut record, mut terminal) = (None, None);
     let mut text = Vec::new();
     let mut buf = vec![0u8; 64 << 10];
     loop {
-        match sys::read_blocking(fd, &mut buf) {
-            Ok(0) | Err(_) => return watched,
+        match line.read(&mut buf) {
+            Ok(0) => return watched,
+            Err(err) if err.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return watched,
             Ok(n) => text.extend_from_slice(&buf[..n]),
         }
         let mut start = 0;
@@ -283,7 +338,13 @@ fn watch(fd: crate::sys::fd::RawFd) -> Watched {
                     watched.done = true;
                     return watched;
                 }
-                Some(Said::Group(pgid)) => watched.pgid = pgid,
+                Some(Said::Brief(json)) => watched.brief = Some(json),
+                Some(Said::Group(pgid)) => {
+                    if watched.pgid != 0 && watched.pgid != pgid {
+                        release(watched.pgid);
+                    }
+                    watched.pgid = pgid;
+                }
                 Some(Said::Milestone(json)) => watched.words.milestone = Some(json),
                 Some(Said::Record(line)) => record = Some(line),
                 Some(Said::Terminal(json)) => terminal = Some(json),

@@ -31,6 +31,7 @@ mod steps;
 
 use call::{Ended, Received, Validated};
 use context::Context;
+pub use last_words::heir;
 use steps::Prepared;
 
 /// Run the call; the result is mcp-bound's exit code. Set-up that fails

@@ -144,7 +144,7 @@ pub(super) fn validate<'a>(
 /// the watchdog can be the cheap kind that only ends the tree.
 pub(super) fn secure<S: BeforeDispatch>(
     call: &Context<'_>,
-    mut step: S,
+    step: S,
     prepared: &mut Prepared,
     signals: &SignalPipe,
 ) -> Result<S, Box<Ended>> {
@@ -153,23 +153,31 @@ pub(super) fn secure<S: BeforeDispatch>(
         return Err(call.failed(step, error, code::OWN_FAILURE));
     }
     let speaks = call.journal.is_some() || settings.record.path.is_some();
-    if sys::BACKEND.job {
-        // The job ends the tree whatever ends us; no watchdog is started,
-        // and none would write our last words.
-        if speaks {
-            step.record_mut()
-                .mcp_bound
-                .warnings
-                .push(NO_LAST_WORDS.into());
-        }
+    if sys::BACKEND.job && !speaks {
+        // The job ends the tree whatever ends us; with nothing to write,
+        // no watchdog is started.
         return secured(call, step, prepared, signals);
     }
     // (Its pid goes into the record: copy first, then start.)
     let base = speaks.then(|| step.record().clone());
     let (journal, origin) = (call.journal, call.origin);
-    let watchdog = prepared.contain.start_watchdog(
-        base.map(|base| move |words| last_words::speak(settings, journal, base, origin, words)),
-    );
+    let watchdog = match base {
+        // Windows: mcp-bound again, told what a fork would know.
+        Some(mut base) if sys::BACKEND.job => prepared.contain.start_heir(|facts| {
+            base.contain = Some(facts.clone());
+            let brief = last_words::Brief::new(settings, base, origin);
+            serde_json::to_string(&brief).expect("a brief always serializes")
+        }),
+        base => prepared.contain.start_watchdog(base.map(|base| {
+            move |words| {
+                let to = last_words::Destination {
+                    record: settings.record.path.as_deref(),
+                    journal,
+                };
+                last_words::speak(&to, base, crate::units::millis(origin.elapsed()), words);
+            }
+        })),
+    };
     if let Err(err) = watchdog {
         let error = format!("cannot start the watchdog: {err}; the helper was not started");
         return Err(call.failed(step, error, code::OWN_FAILURE));
@@ -180,9 +188,6 @@ pub(super) fn secure<S: BeforeDispatch>(
     }
     secured(call, step, prepared, signals)
 }
-
-/// What the record says on Windows where it or a journal is written.
-const NO_LAST_WORDS: &str = "no watchdog on windows: if mcp-bound is killed, the job ends the helper's tree, but this record and the journal are not completed as supervisor_killed";
 
 /// After the watchdog (or the job) holds the tree: the record says so,
 /// and a cancellation that came meanwhile ends the call here.

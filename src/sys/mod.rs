@@ -23,7 +23,9 @@
 //!   (`pids_with_env`: how the tree's mark finds what escaped);
 //! - **the watchdog's link**: a fork that outlives us and learns of our
 //!   death from a pipe's end; on Linux also the `Waiter`, which shares our
-//!   memory;
+//!   memory; on Windows, which has no fork, the `Heir`: mcp-bound started
+//!   again with that pipe's read end, handed each helper's job (`Hand`),
+//!   which ends the job once we are gone (`end_handed_group`);
 //! - **file locks** (`lock_exclusive`, `try_lock_exclusive`) and
 //!   **durable sync** (`sync_durable`: on macOS `F_FULLFSYNC`, since its
 //!   `fsync` does not reach the disk), and **replacement** (`replace_file`:
@@ -46,8 +48,9 @@
 //! - `unix/unsupported.rs`: any other Unix: mcp-bound compiles and refuses
 //!   to run, saying why (`BACKEND.unsupported`);
 //! - `windows/`: Windows: a Job Object for each helper's tree (ended by
-//!   the system when our handle closes, so no watchdog is needed to end
-//!   it), one completion port for the loop, the helper's pipes overlapped
+//!   the system when our handle closes, so a watchdog, the heir, is
+//!   started only to write the last words), one completion port for the
+//!   loop, the helper's pipes overlapped
 //!   and read by completions, a thread for each of the host's handles
 //!   that cannot be overlapped; no process groups, signals, rlimits,
 //!   cgroup or splice.

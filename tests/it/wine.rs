@@ -379,55 +379,93 @@ fn the_tree_ends_when_mcp_bound_itself_is_killed() {
     let Some(exe) = windows_exe() else { return };
     let dir = tempfile::tempdir().unwrap();
     let tag = unique_tag();
-    let out = std::fs::File::create(dir.path().join("out.txt")).unwrap();
+    kill_mcp_bound_mid_call(&exe, dir.path(), &tag, &[]);
+    // The job's last handle closed with mcp-bound: the system ends it.
+    assert_nothing_left(&tag);
+}
+
+/// With a record and a journal to complete, the watchdog (mcp-bound
+/// started again, holding the job) outlives a killed mcp-bound: it ends
+/// the tree, then writes `supervisor_killed` in both, as on Unix.
+#[test]
+fn a_killed_mcp_bound_s_watchdog_ends_the_tree_and_says_so() {
+    let Some(exe) = windows_exe() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let tag = unique_tag();
+    let args = ["--record", "r.json", "--journal", "audit.jsonl"];
+    kill_mcp_bound_mid_call(&exe, dir.path(), &tag, &args);
+    let text = wait_for_text(
+        &dir.path().join("r.json"),
+        "\"state\":\"supervisor_killed\"",
+    );
+    eprintln!("--- record\n{text}");
+    let record: serde_json::Value = serde_json::from_str(&text).unwrap();
+    schema_errors(&record).unwrap();
+    assert_eq!(record["state"], "supervisor_killed");
+    assert_eq!(record["exit"], serde_json::Value::Null, "no exit was seen");
+    let watchdog = record["contain"]["watchdog_pid"].as_u64();
+    assert!(watchdog.is_some_and(|pid| pid > 0), "{record}");
+    let events = record["events"].as_array().unwrap();
+    assert_eq!(events.last().unwrap()["event"], "supervisor_killed");
+    let warnings = record["mcp_bound"]["warnings"].to_string();
+    assert!(!warnings.contains("no watchdog"), "{warnings}");
+    let journal = dir.path().join("audit.jsonl");
+    let terminal = wait_for_text(&journal, "\"terminal\"");
+    assert!(
+        terminal.contains("\"state\":\"supervisor_killed\""),
+        "{terminal}"
+    );
+    crate::util::check_journal_schema(&journal);
+    let verified = Command::new(crate::util::BIN)
+        .args(["verify", "audit.jsonl"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(verified.status.code(), Some(0), "{verified:?}");
+    assert_nothing_left(&tag);
+}
+
+/// Start mcp-bound.exe with `args` on a helper whose child started a
+/// grandchild, then kill mcp-bound.exe as TerminateProcess or taskkill /F
+/// would (no handler, no clean-up), and wait for it to be gone.
+fn kill_mcp_bound_mid_call(exe: &Path, dir: &Path, tag: &str, args: &[&str]) {
+    let out = std::fs::File::create(dir.join("out.txt")).unwrap();
     let mut wine = under_wine()
-        .arg(&exe)
+        .arg(exe)
+        .args(args)
         .args([
             "--",
             "cmd",
             "/c",
             "start /b ping -n 62 127.0.0.1 >nul & echo up& ping -n 62 127.0.0.1 >nul",
         ])
-        .current_dir(dir.path())
+        .current_dir(dir)
         .env("WINEDEBUG", "-all")
-        .env(TAG_VAR, &tag)
+        .env(TAG_VAR, tag)
         .stdin(std::process::Stdio::null())
         .stdout(out)
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
     // The handshake: "up" comes once the grandchild was started.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while !std::fs::read_to_string(dir.path().join("out.txt"))
-        .unwrap_or_default()
-        .contains("up")
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the helper said up within 120 s"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    let ours = crate::util::tagged_processes(&tag)
+    wait_for_text(&dir.join("out.txt"), "up");
+    let ours = crate::util::tagged_processes(tag)
         .into_iter()
         .find(|(_, cmdline)| cmdline.starts_with(&*exe.to_string_lossy()))
         .expect("mcp-bound.exe runs");
     let pings = || {
-        crate::util::tagged_processes(&tag)
+        crate::util::tagged_processes(tag)
             .into_iter()
             .filter(|(_, cmdline)| cmdline.contains("ping -n 62"))
             .count()
     };
     assert!(pings() >= 2, "the child's and the grandchild's pings run");
-    // As TerminateProcess or taskkill /F would: no handler, no clean-up.
     let killed = Command::new("kill")
         .args(["-9", &ours.0.to_string()])
         .status()
         .unwrap();
     assert!(killed.success());
     let _ = wine.wait();
-    // The job's last handle closed with mcp-bound: the system ends it.
-    assert_nothing_left(&tag);
 }
 
 #[test]

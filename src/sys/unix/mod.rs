@@ -113,8 +113,9 @@ pub fn exit_now(code: i32) -> ! {
     unsafe { libc::_exit(code) }
 }
 
-/// Read from a descriptor, blocking (the watchdog's only wait).
-pub fn read_blocking(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
+/// Read from a descriptor, blocking, again after a signal (spawn's
+/// report of a failed exec).
+pub(super) fn read_blocking(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
     loop {
         // SAFETY: a valid buffer of the given length.
         let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
@@ -133,6 +134,62 @@ pub fn read_blocking(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
 pub fn refused_command(_argv: &[std::ffi::OsString]) -> Option<String> {
     None
 }
+
+/// The Windows watchdog, mcp-bound started again: Unix forks its
+/// watchdog instead (`fork_process`), which has the call in memory.
+pub struct Heir {
+    pub pid: i32,
+    never: std::convert::Infallible,
+}
+
+impl Heir {
+    pub fn start(_argv0: &str) -> io::Result<Heir> {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "Unix forks its watchdog",
+        ))
+    }
+
+    pub fn writer(&self) -> &std::fs::File {
+        match self.never {}
+    }
+
+    pub fn hand(&self) -> io::Result<Hand> {
+        match self.never {}
+    }
+
+    pub fn finish(self, _done: &[u8]) {
+        match self.never {}
+    }
+}
+
+/// What hands a Windows watchdog each helper's job: none on Unix.
+pub struct Hand {
+    never: std::convert::Infallible,
+}
+
+impl Hand {
+    pub fn group(&self, _pid: i32) -> io::Result<i32> {
+        match self.never {}
+    }
+}
+
+/// The Windows watchdog's line: none on Unix.
+pub fn heir_line(_value: &str) -> io::Result<std::fs::File> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "Unix forks its watchdog",
+    ))
+}
+
+/// The Windows watchdog's end of a job: no job on Unix.
+pub fn end_handed_group(_value: i32, _patience: std::time::Duration) -> bool {
+    false
+}
+
+/// The Windows watchdog's release of a job: never asked on Unix, whose
+/// watchdog is told a group's number and holds nothing.
+pub fn release_handed_group(_value: i32) {}
 
 /// Whether a Job Object takes `limits` (Windows): Unix has no job; its
 /// limits are a cgroup's (`BACKEND.job` is false, so none is asked).

@@ -122,14 +122,14 @@ impl Stdio<'_> {
 /// A process attribute list that names the only handles a start passes
 /// on (`PROC_THREAD_ATTRIBUTE_HANDLE_LIST`), so that no other handle of
 /// ours, inheritable or not, reaches the helper.
-struct HandleList<'h> {
+pub(super) struct HandleList<'h> {
     /// The list's opaque bytes, in words for their alignment.
     words: Vec<usize>,
     handles: &'h [HANDLE],
 }
 
 impl<'h> HandleList<'h> {
-    fn new(handles: &'h [HANDLE]) -> io::Result<HandleList<'h>> {
+    pub(super) fn new(handles: &'h [HANDLE]) -> io::Result<HandleList<'h>> {
         let mut size = 0usize;
         // SAFETY: asking the size only; this call fails by design.
         unsafe { InitializeProcThreadAttributeList(ptr::null_mut(), 1, 0, &mut size) };
@@ -154,7 +154,7 @@ impl<'h> HandleList<'h> {
         Ok(list)
     }
 
-    fn as_ptr(&mut self) -> *mut std::ffi::c_void {
+    pub(super) fn as_ptr(&mut self) -> *mut std::ffi::c_void {
         self.words.as_mut_ptr().cast()
     }
 }
@@ -335,6 +335,24 @@ impl Job {
     pub fn kill(&self, code: u32) -> io::Result<()> {
         // SAFETY: the job is ours.
         check(unsafe { TerminateJobObject(self.job.as_raw_handle(), code) })
+    }
+
+    /// A job held by `handle` (the watchdog's, handed to it).
+    pub fn from_handle(handle: OwnedHandle) -> Job {
+        Job { job: handle }
+    }
+
+    /// The job's handle, to duplicate into the watchdog.
+    pub fn raw(&self) -> HANDLE {
+        self.job.as_raw_handle()
+    }
+
+    /// How many of the job's processes are alive.
+    pub fn active_processes(&self) -> io::Result<u32> {
+        // SAFETY: the structure of this class, valid all zero.
+        let basic: JOBOBJECT_BASIC_ACCOUNTING_INFORMATION =
+            unsafe { self.query(JobObjectBasicAccountingInformation)? };
+        Ok(basic.ActiveProcesses)
     }
 
     /// What the job says of itself under `class`, into a `T` that starts

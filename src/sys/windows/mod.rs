@@ -8,6 +8,8 @@
 //!   readiness of what it says; `pipe.rs`: the helper's overlapped pipes;
 //!   `relay.rs`: a thread for each of the host's handles that cannot be
 //!   overlapped;
+//! - `heir.rs`: the watchdog, mcp-bound started again, which holds the
+//!   helper's job and writes the last words of a killed mcp-bound;
 //! - `console.rs`: our cancellations (console events) and standard
 //!   handles; `files.rs`: locks, durable writes, private files;
 //!   `owner.rs`: who owns a file and who else may write it.
@@ -19,6 +21,7 @@ mod cmdline;
 mod console;
 mod files;
 mod handle;
+mod heir;
 mod job;
 mod owner;
 mod pipe;
@@ -35,6 +38,7 @@ use std::time::Duration;
 
 pub use console::{SignalPipe, TERMINATING, has_console, std_fd};
 pub use files::*;
+pub use heir::{Hand, Heir, end_handed_group, heir_line, release_handed_group};
 pub use owner::{effective_uid, seen};
 pub use process::*;
 
@@ -317,10 +321,6 @@ pub unsafe fn borrow_raw(fd: RawFd) -> BorrowedFd<'static> {
 
 pub fn send_nowait(_fd: BorrowedFd<'_>, _bytes: &[u8]) -> io::Result<usize> {
     Err(unsupported("send_nowait"))
-}
-
-pub fn read_blocking(_fd: RawFd, _buf: &mut [u8]) -> io::Result<usize> {
-    Err(unsupported("read_blocking"))
 }
 
 pub fn pipe_cloexec() -> io::Result<(File, File)> {

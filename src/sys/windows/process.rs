@@ -145,6 +145,11 @@ fn with_child<T>(pid: i32, f: impl FnOnce(&Child) -> T) -> Option<T> {
     children().as_ref()?.get(&pid).map(f)
 }
 
+/// What `f` makes of helper `pid`'s job, while the helper is ours.
+pub(super) fn with_job<T>(pid: i32, f: impl FnOnce(&Job) -> T) -> Option<T> {
+    with_child(pid, |child| f(&child.job))
+}
+
 /// Start `exec` into a job of its own, with `setup`'s standard handles
 /// (ours where it has none) and no other handle of ours.
 pub fn spawn(exec: &Exec, setup: &Setup<'_>) -> io::Result<(i32, Entry)> {

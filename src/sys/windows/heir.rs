@@ -1,0 +1,224 @@
+//! The watchdog on Windows, here called the heir: Windows has no fork, so
+//! mcp-bound starts itself again, as `mcp-bound-watchdog heir HANDLE`.
+//! HANDLE is the read end of a pipe whose write end only mcp-bound holds,
+//! and the one handle the heir inherits: EOF without "done" means
+//! mcp-bound died. The heir is started
+//! - with no console (`DETACHED_PROCESS`), so no console event that ends
+//!   mcp-bound reaches it;
+//! - with no standard handles, so it holds none of the host's pipes open
+//!   (the host sees mcp-bound's stdout end when mcp-bound does);
+//! - outside the job mcp-bound may itself be in, where that job allows
+//!   breakaway (a host's job that forbids it ends the heir with us).
+//!
+//! mcp-bound hands it each helper's job as a handle in the heir's own
+//! table (`Hand::group`, `DuplicateHandle` pushed from our side, so no
+//! handle value of ours is ever taken by the heir after we may have
+//! closed it). Once mcp-bound is gone the heir ends that job and waits
+//! until none of its processes is left (`end_handed_group`), then writes
+//! the last words. While the heir holds a job, the job's kill-on-close
+//! waits for the heir's handle too: the heir closes it when told the
+//! helper was reaped, and on its own exit, whichever way it ends.
+
+use std::fs::File;
+use std::io::{self, Write};
+use std::os::windows::ffi::OsStrExt;
+use std::os::windows::io::{AsRawHandle, FromRawHandle, OwnedHandle};
+use std::ptr;
+use std::time::{Duration, Instant};
+
+use windows_sys::Win32::Foundation::{
+    DUPLICATE_SAME_ACCESS, DuplicateHandle, ERROR_ACCESS_DENIED, HANDLE, HANDLE_FLAG_INHERIT,
+    SetHandleInformation,
+};
+use windows_sys::Win32::System::Pipes::CreatePipe;
+use windows_sys::Win32::System::Threading::{
+    CREATE_BREAKAWAY_FROM_JOB, CREATE_NEW_PROCESS_GROUP, CreateProcessW, DETACHED_PROCESS,
+    EXTENDED_STARTUPINFO_PRESENT, GetCurrentProcess, INFINITE, PROCESS_INFORMATION,
+    STARTF_USESTDHANDLES, STARTUPINFOEXW, WaitForSingleObject,
+};
+
+use super::handle::check;
+use super::job::{HandleList, Job};
+
+/// The pipe's buffer: the brief (a record before dispatch) and each
+/// milestone fit, so a write blocks only while the heir is starting.
+const LINE_BYTES: u32 = 64 << 10;
+
+/// The heir, as mcp-bound holds it.
+pub struct Heir {
+    pub pid: i32,
+    process: OwnedHandle,
+    writer: File,
+}
+
+impl Heir {
+    /// Start this program again as `argv0 heir HANDLE`.
+    pub fn start(argv0: &str) -> io::Result<Heir> {
+        let exe = std::env::current_exe()?;
+        let (reader, writer) = line_pipe()?;
+        let raw = reader.as_raw_handle();
+        // SAFETY: our open handle; the list below still limits this one
+        // start to it.
+        check(unsafe { SetHandleInformation(raw, HANDLE_FLAG_INHERIT, HANDLE_FLAG_INHERIT) })?;
+        let line = format!("{argv0} heir {}", raw as usize);
+        let application: Vec<u16> = exe.as_os_str().encode_wide().chain([0]).collect();
+        let flags = DETACHED_PROCESS | CREATE_NEW_PROCESS_GROUP;
+        let info = match create(&application, &line, raw, flags | CREATE_BREAKAWAY_FROM_JOB) {
+            // Our job forbids breakaway: the heir shares its fate.
+            Err(err) if err.raw_os_error() == Some(ERROR_ACCESS_DENIED as i32) => {
+                create(&application, &line, raw, flags)?
+            }
+            other => other?,
+        };
+        drop(reader);
+        // SAFETY: the handles CreateProcessW gave us, owned by nothing else.
+        let process = unsafe { OwnedHandle::from_raw_handle(info.hProcess) };
+        // SAFETY: as above; the thread's handle is not needed.
+        drop(unsafe { OwnedHandle::from_raw_handle(info.hThread) });
+        Ok(Heir {
+            pid: info.dwProcessId as i32,
+            process,
+            writer,
+        })
+    }
+
+    /// Our end of the line.
+    pub fn writer(&self) -> &File {
+        &self.writer
+    }
+
+    /// What lets the loop hand the heir each helper's job.
+    pub fn hand(&self) -> io::Result<Hand> {
+        Ok(Hand {
+            heir: self.process.try_clone()?,
+        })
+    }
+
+    /// Say `done`, close the line, and wait for the heir to exit.
+    pub fn finish(self, done: &[u8]) {
+        let _ = (&self.writer).write_all(done);
+        drop(self.writer);
+        // SAFETY: our child's handle, open.
+        unsafe { WaitForSingleObject(self.process.as_raw_handle(), INFINITE) };
+    }
+}
+
+/// A handle to the heir, to put handles into its table.
+pub struct Hand {
+    heir: OwnedHandle,
+}
+
+impl Hand {
+    /// Put a handle to helper `pid`'s job into the heir's table: its value
+    /// there, for the line's `P`.
+    pub fn group(&self, pid: i32) -> io::Result<i32> {
+        let duplicated = super::process::with_job(pid, |job| {
+            let mut theirs: HANDLE = ptr::null_mut();
+            // SAFETY: our job's handle and our handle to the heir, both
+            // open; `theirs` is written, a value in the heir's table.
+            check(unsafe {
+                DuplicateHandle(
+                    GetCurrentProcess(),
+                    job.raw(),
+                    self.heir.as_raw_handle(),
+                    &mut theirs,
+                    0,
+                    0,
+                    DUPLICATE_SAME_ACCESS,
+                )
+            })
+            .map(|()| theirs as usize as i32)
+        });
+        duplicated.unwrap_or_else(|| Err(io::Error::from(io::ErrorKind::NotFound)))
+    }
+}
+
+/// In the heir: the line, from the handle value on its command line.
+pub fn heir_line(value: &str) -> io::Result<File> {
+    let raw: usize = value
+        .parse()
+        .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    if raw == 0 {
+        return Err(io::Error::from(io::ErrorKind::InvalidInput));
+    }
+    // SAFETY: the handle mcp-bound made us inherit, ours alone.
+    Ok(unsafe { File::from_raw_handle(raw as HANDLE) })
+}
+
+/// In the heir, once mcp-bound is gone: end the job `value` names (a
+/// handle mcp-bound put in our table; 0: none), then wait until none of
+/// its processes is left, looking every few milliseconds for at most
+/// `patience`. Whether the job is known empty.
+pub fn end_handed_group(value: i32, patience: Duration) -> bool {
+    if value == 0 {
+        return false;
+    }
+    // SAFETY: a handle mcp-bound put in our table for us alone.
+    let job = Job::from_handle(unsafe { OwnedHandle::from_raw_handle(value as usize as HANDLE) });
+    let _ = job.kill(1);
+    let deadline = Instant::now() + patience;
+    loop {
+        match job.active_processes() {
+            Ok(0) => return true,
+            Err(_) => return false,
+            Ok(_) if Instant::now() >= deadline => return false,
+            Ok(_) => std::thread::sleep(Duration::from_millis(5)),
+        }
+    }
+}
+
+/// In the heir: let go of the job `value` names, once its helper was
+/// reaped (the job's kill-on-close then ends whatever is left of it).
+pub fn release_handed_group(value: i32) {
+    if value != 0 {
+        // SAFETY: a handle mcp-bound put in our table for us alone,
+        // closed once.
+        drop(unsafe { OwnedHandle::from_raw_handle(value as usize as HANDLE) });
+    }
+}
+
+/// An anonymous pipe, neither end inherited.
+fn line_pipe() -> io::Result<(File, File)> {
+    let (mut read, mut write): (HANDLE, HANDLE) = (ptr::null_mut(), ptr::null_mut());
+    // SAFETY: both outputs are written; default security, not inherited.
+    check(unsafe { CreatePipe(&mut read, &mut write, ptr::null(), LINE_BYTES) })?;
+    // SAFETY: fresh handles, owned by nothing else.
+    Ok(unsafe { (File::from_raw_handle(read), File::from_raw_handle(write)) })
+}
+
+/// CreateProcessW with `inherited` the only handle passed on, and null
+/// standard handles.
+fn create(
+    application: &[u16],
+    line: &str,
+    inherited: HANDLE,
+    flags: u32,
+) -> io::Result<PROCESS_INFORMATION> {
+    let mut line: Vec<u16> = line.encode_utf16().chain([0]).collect();
+    let handles = [inherited];
+    let mut attributes = HandleList::new(&handles)?;
+    let mut startup = STARTUPINFOEXW::default();
+    startup.StartupInfo.cb = size_of::<STARTUPINFOEXW>() as u32;
+    startup.StartupInfo.dwFlags = STARTF_USESTDHANDLES;
+    startup.lpAttributeList = attributes.as_ptr();
+    // SAFETY: an all-zero process structure is valid.
+    let mut info: PROCESS_INFORMATION = unsafe { std::mem::zeroed() };
+    // SAFETY: a NUL-terminated application and writable command line;
+    // inheritance limited to the list's one handle, which outlives the
+    // call; our environment and directory.
+    check(unsafe {
+        CreateProcessW(
+            application.as_ptr(),
+            line.as_mut_ptr(),
+            ptr::null(),
+            ptr::null(),
+            1,
+            flags | EXTENDED_STARTUPINFO_PRESENT,
+            ptr::null(),
+            ptr::null(),
+            &startup.StartupInfo,
+            &mut info,
+        )
+    })?;
+    Ok(info)
+}
