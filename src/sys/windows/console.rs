@@ -127,3 +127,46 @@ pub fn has_console() -> bool {
     // SAFETY: no arguments; a window handle or null.
     !unsafe { GetConsoleWindow() }.is_null()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sys::{Interest, Poller};
+
+    /// A console event as the system delivers it (its handler run on a
+    /// thread of the system's, here one of ours: Wine gives these tests no
+    /// console to press Ctrl-Break in) wakes the loop, which waits on its
+    /// port with no deadline, with the signal source readable, and is
+    /// taken once under its name.
+    #[test]
+    fn a_console_event_wakes_the_waiting_loop_as_its_signal() {
+        let _installed = super::super::INSTALLED
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let source = SignalPipe::install().unwrap();
+        let _ = source.take();
+        let interests = [Interest {
+            fd: source.fd().as_raw_handle() as RawFd,
+            read: true,
+            write: false,
+            peer_closed: false,
+        }];
+        // SAFETY: the handler the system would run, run as it would be.
+        let system = std::thread::spawn(|| unsafe { on_event(CTRL_BREAK_EVENT) });
+        let mut ready = Vec::new();
+        let mut poller = Poller::new();
+        while !ready
+            .first()
+            .is_some_and(|r: &crate::sys::Ready| r.readable)
+        {
+            poller.wait(&interests, &mut ready, None).unwrap();
+        }
+        assert_eq!(
+            system.join().unwrap(),
+            1,
+            "the event is handled: not passed on"
+        );
+        assert_eq!(source.take().terminating, vec![(SIGBREAK, 1)]);
+        assert!(source.take().terminating.is_empty(), "taken once");
+    }
+}
