@@ -90,6 +90,34 @@ pub struct RestartStop {
     pub detail: Option<String>,
 }
 
+/// A run's cut-off requests, read back. Serde reads a flattened struct's
+/// fields (the runs are one) from a buffer of its own, which holds an id
+/// as a JSON value, not as the text the client wrote (the `RawValue` a
+/// `RequestId` keeps): the id is that value written again, the same id
+/// (an integer or a string as it was; `1e0` as `1.0`).
+fn interrupted_read_back<'de, D>(from: D) -> Result<Vec<Interrupted>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    #[derive(Deserialize)]
+    struct Buffered {
+        id: serde_json::Value,
+        method: String,
+        name: Option<String>,
+    }
+    let buffered = Vec::<Buffered>::deserialize(from)?;
+    let read = buffered.into_iter().map(|one| {
+        let id = crate::request_id::RequestId::new(&one.id.to_string())
+            .ok_or_else(|| serde::de::Error::custom(format!("{} is no request id", one.id)))?;
+        Ok(Interrupted {
+            id,
+            method: one.method,
+            name: one.name,
+        })
+    });
+    read.collect()
+}
+
 /// Which MCP era a server process was spoken to in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -114,6 +142,7 @@ pub struct Incarnation {
     /// Client requests it left unanswered, answered by mcp-bound.
     pub in_flight_at_exit: u64,
     /// Those requests (the first 32).
+    #[serde(deserialize_with = "interrupted_read_back")]
     pub interrupted: Vec<Interrupted>,
     /// The era it was spoken to in: an `initialize` (whenever it came)
     /// or the first request's `_meta` showed it; null: neither did.
@@ -254,3 +283,52 @@ pub struct Runs {
 
 /// Most interrupted requests listed by id.
 pub const MAX_INTERRUPTED_LISTED: usize = 32;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The facts a watchdog is told at a restart read back whole: a
+    /// request a crash cut off, listed in its incarnation (inside the
+    /// flattened runs), keeps its id.
+    #[test]
+    fn facts_with_a_crash_s_interrupted_request_read_back() {
+        let interrupted = Interrupted {
+            id: crate::request_id::RequestId::new(r#""a\"b""#).unwrap(),
+            method: "tools/call".into(),
+            name: Some("crash".into()),
+        };
+        let mut facts = McpFacts::default();
+        facts.runs.restarts = 1;
+        facts.runs.incarnations.push(Incarnation {
+            pid: 7,
+            dispatched_t_ms: 1,
+            exited_t_ms: Some(2),
+            exit: Some(super::super::Exit::Code {
+                code: 3,
+                ntstatus: None,
+            }),
+            stderr_bytes_seen: 4,
+            in_flight_at_exit: 1,
+            interrupted: vec![interrupted.clone()],
+            era: Some(Era::Legacy),
+            protocol_version: Some("2025-06-18".into()),
+        });
+        facts.interrupted.push(interrupted);
+        let text = serde_json::to_string(&facts).unwrap();
+        let read: McpFacts = serde_json::from_str(&text).unwrap();
+        assert_eq!(serde_json::to_string(&read).unwrap(), text);
+        assert!(text.contains(r#""id":"a\"b""#), "{text}");
+        // A number not written as an integer comes back as the same value.
+        let written = text.replace(r#""id":"a\"b""#, r#""id":1e0"#);
+        let read: McpFacts = serde_json::from_str(&written).unwrap();
+        let ids = |facts: &McpFacts| {
+            let run = &facts.runs.incarnations[0].interrupted[0];
+            (
+                run.id.get().to_string(),
+                facts.interrupted[0].id.get().to_string(),
+            )
+        };
+        assert_eq!(ids(&read), ("1.0".to_string(), "1e0".to_string()));
+    }
+}

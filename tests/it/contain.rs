@@ -562,6 +562,42 @@ fn running(pid: u32) -> bool {
         .unwrap_or(false)
 }
 
+/// A crash cuts a request off, the server is started again, then
+/// mcp-bound is SIGKILLed: the watchdog's record carries what the restart
+/// knew (the first run and the request its crash cut off, the second
+/// run's dispatch), not the facts from before dispatch.
+#[test]
+fn a_killed_mcp_bound_s_record_keeps_what_a_restart_knew() {
+    let call = util::server(&[]).opt(&[
+        "--mcp",
+        "--restart",
+        "on-failure",
+        "--restart-backoff",
+        "10ms",
+    ]);
+    let record = call.record_path();
+    let mut run = call.start();
+    run.send(&util::rpc_request(1, "crash", json!({"code": 1})));
+    assert_eq!(
+        util::parse_message(&run.read_line())["error"]["code"],
+        -32000
+    );
+    run.send(&util::rpc_request(2, "pid", json!({})));
+    util::parse_message(&run.read_line());
+    let watchdog = util::watchdog_of(&record);
+    run.signal("KILL");
+    util::wait_gone(watchdog);
+    let done = run.finish();
+    done.expect("/state", json!("supervisor_killed"))
+        .expect("/mcp/restarts", json!(1))
+        .expect("/mcp/incarnations/0/interrupted/0/id", json!(1))
+        .expect("/mcp/incarnations/0/exit", json!({"code": 1}));
+    done.check(
+        done.events("dispatched").len() == 2,
+        "both runs' dispatch events",
+    );
+}
+
 /// In group containment with --restart, the first server is reaped at the
 /// restart and its number is free: a stranger may then own that process
 /// group. The watchdog must know each new server, and never signal a group
