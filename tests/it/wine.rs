@@ -449,10 +449,7 @@ fn kill_mcp_bound_mid_call(exe: &Path, dir: &Path, tag: &str, args: &[&str]) {
         .unwrap();
     // The handshake: "up" comes once the grandchild was started.
     wait_for_text(&dir.join("out.txt"), "up");
-    let ours = crate::util::tagged_processes(tag)
-        .into_iter()
-        .find(|(_, cmdline)| cmdline.starts_with(&*exe.to_string_lossy()))
-        .expect("mcp-bound.exe runs");
+    let ours = mcp_bound_process(exe, tag);
     let pings = || {
         crate::util::tagged_processes(tag)
             .into_iter()
@@ -460,12 +457,86 @@ fn kill_mcp_bound_mid_call(exe: &Path, dir: &Path, tag: &str, args: &[&str]) {
             .count()
     };
     assert!(pings() >= 2, "the child's and the grandchild's pings run");
+    kill_9(ours);
+    let _ = wine.wait();
+}
+
+/// mcp-bound.exe's Linux pid (Wine's processes are Linux processes), not
+/// its watchdog's (`mcp-bound-watchdog heir`).
+fn mcp_bound_process(exe: &Path, tag: &str) -> u32 {
+    crate::util::tagged_processes(tag)
+        .into_iter()
+        .find(|(_, cmdline)| {
+            cmdline.starts_with(&*exe.to_string_lossy()) && !cmdline.contains("heir")
+        })
+        .expect("mcp-bound.exe runs")
+        .0
+}
+
+/// Kill a process as TerminateProcess or taskkill /F would: no handler,
+/// no clean-up.
+fn kill_9(pid: u32) {
     let killed = Command::new("kill")
-        .args(["-9", &ours.0.to_string()])
+        .args(["-9", &pid.to_string()])
         .status()
         .unwrap();
     assert!(killed.success());
+}
+
+/// The watchdog is handed each server's job: after a crash and a restart
+/// it holds the new one, which it ends when mcp-bound is killed, and its
+/// record carries what the last milestone (the restart) knew, the request
+/// the crash cut off included.
+#[test]
+fn a_killed_mcp_bound_s_watchdog_ends_the_restarted_server() {
+    let Some(exe) = windows_exe() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "--record",
+        "record.json",
+        "--journal",
+        "audit.jsonl",
+        "--restart",
+        "on-failure",
+        "--restart-backoff",
+        "10ms",
+    ];
+    let (mut wine, mut client, out, tag) = mcp_session(&exe, dir.path(), &args);
+    send(
+        &mut client,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"crash","arguments":{}}}"#,
+    );
+    wait_for_text(&out, r#""id":2,"error""#);
+    // The restarted server answers: it runs, in a job of its own.
+    send(
+        &mut client,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{}}}"#,
+    );
+    wait_for_text(&out, r#""id":3,"result""#);
+    kill_9(mcp_bound_process(&exe, &tag));
     let _ = wine.wait();
+    let text = wait_for_text(
+        &dir.path().join("record.json"),
+        r#""state":"supervisor_killed""#,
+    );
+    eprintln!("--- record\n{text}");
+    let record: serde_json::Value = serde_json::from_str(&text).unwrap();
+    schema_errors(&record).unwrap();
+    let mcp = &record["mcp"];
+    assert_eq!(mcp["restarts"], 1, "{mcp}");
+    assert_eq!(mcp["incarnations"][0]["exit"]["code"], 3, "{mcp}");
+    assert_eq!(mcp["incarnations"][0]["interrupted"][0]["id"], 2, "{mcp}");
+    let dispatched = record["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|event| event["event"] == "dispatched")
+        .count();
+    assert_eq!(dispatched, 2, "both runs' dispatch events");
+    let journal = dir.path().join("audit.jsonl");
+    wait_for_text(&journal, r#""state":"supervisor_killed""#);
+    crate::util::check_journal_schema(&journal);
+    assert_nothing_left(&tag);
 }
 
 #[test]
