@@ -32,13 +32,13 @@ use windows_sys::Win32::Foundation::{
 };
 use windows_sys::Win32::System::Pipes::CreatePipe;
 use windows_sys::Win32::System::Threading::{
-    CREATE_BREAKAWAY_FROM_JOB, CREATE_NEW_PROCESS_GROUP, CreateProcessW, DETACHED_PROCESS,
-    EXTENDED_STARTUPINFO_PRESENT, GetCurrentProcess, INFINITE, PROCESS_INFORMATION,
-    STARTF_USESTDHANDLES, STARTUPINFOEXW, WaitForSingleObject,
+    CREATE_BREAKAWAY_FROM_JOB, CREATE_NEW_PROCESS_GROUP, DETACHED_PROCESS, GetCurrentProcess,
+    INFINITE, WaitForSingleObject,
 };
 
+use super::create::{Start, create_process};
 use super::handle::check;
-use super::job::{HandleList, Job};
+use super::job::Job;
 
 /// The pipe's buffer: the brief (a record before dispatch) and each
 /// milestone fit, so a write blocks only while the heir is starting.
@@ -60,13 +60,21 @@ impl Heir {
         // SAFETY: our open handle; the list below still limits this one
         // start to it.
         check(unsafe { SetHandleInformation(raw, HANDLE_FLAG_INHERIT, HANDLE_FLAG_INHERIT) })?;
-        let line = format!("{argv0} heir {}", raw as usize);
+        let line: Vec<u16> = format!("{argv0} heir {}", raw as usize)
+            .encode_utf16()
+            .collect();
         let application: Vec<u16> = exe.as_os_str().encode_wide().chain([0]).collect();
-        let flags = DETACHED_PROCESS | CREATE_NEW_PROCESS_GROUP;
-        let info = match create(&application, &line, raw, flags | CREATE_BREAKAWAY_FROM_JOB) {
+        let start = |flags: u32| Start {
+            application: &application,
+            line: &line,
+            flags: flags | DETACHED_PROCESS | CREATE_NEW_PROCESS_GROUP,
+            environment: None,
+            standard: [ptr::null_mut(); 3],
+        };
+        let info = match create_process(&start(CREATE_BREAKAWAY_FROM_JOB), &[raw]) {
             // Our job forbids breakaway: the heir shares its fate.
             Err(err) if err.raw_os_error() == Some(ERROR_ACCESS_DENIED as i32) => {
-                create(&application, &line, raw, flags)?
+                create_process(&start(0), &[raw])?
             }
             other => other?,
         };
@@ -184,41 +192,4 @@ fn line_pipe() -> io::Result<(File, File)> {
     check(unsafe { CreatePipe(&mut read, &mut write, ptr::null(), LINE_BYTES) })?;
     // SAFETY: fresh handles, owned by nothing else.
     Ok(unsafe { (File::from_raw_handle(read), File::from_raw_handle(write)) })
-}
-
-/// CreateProcessW with `inherited` the only handle passed on, and null
-/// standard handles.
-fn create(
-    application: &[u16],
-    line: &str,
-    inherited: HANDLE,
-    flags: u32,
-) -> io::Result<PROCESS_INFORMATION> {
-    let mut line: Vec<u16> = line.encode_utf16().chain([0]).collect();
-    let handles = [inherited];
-    let mut attributes = HandleList::new(&handles)?;
-    let mut startup = STARTUPINFOEXW::default();
-    startup.StartupInfo.cb = size_of::<STARTUPINFOEXW>() as u32;
-    startup.StartupInfo.dwFlags = STARTF_USESTDHANDLES;
-    startup.lpAttributeList = attributes.as_ptr();
-    // SAFETY: an all-zero process structure is valid.
-    let mut info: PROCESS_INFORMATION = unsafe { std::mem::zeroed() };
-    // SAFETY: a NUL-terminated application and writable command line;
-    // inheritance limited to the list's one handle, which outlives the
-    // call; our environment and directory.
-    check(unsafe {
-        CreateProcessW(
-            application.as_ptr(),
-            line.as_mut_ptr(),
-            ptr::null(),
-            ptr::null(),
-            1,
-            flags | EXTENDED_STARTUPINFO_PRESENT,
-            ptr::null(),
-            ptr::null(),
-            &startup.StartupInfo,
-            &mut info,
-        )
-    })?;
-    Ok(info)
 }

@@ -28,12 +28,10 @@ use windows_sys::Win32::System::JobObjects::{
     QueryInformationJobObject, SetInformationJobObject, TerminateJobObject,
 };
 use windows_sys::Win32::System::Threading::{
-    CREATE_SUSPENDED, CREATE_UNICODE_ENVIRONMENT, CreateProcessW, DeleteProcThreadAttributeList,
-    EXTENDED_STARTUPINFO_PRESENT, InitializeProcThreadAttributeList,
-    PROC_THREAD_ATTRIBUTE_HANDLE_LIST, PROCESS_INFORMATION, ResumeThread, STARTF_USESTDHANDLES,
-    STARTUPINFOEXW, TerminateProcess, UpdateProcThreadAttribute,
+    CREATE_SUSPENDED, CREATE_UNICODE_ENVIRONMENT, ResumeThread, TerminateProcess,
 };
 
+use super::create::{Start, create_process};
 use super::handle::{check, owned};
 use super::port::{Completion, Port};
 
@@ -116,53 +114,6 @@ impl Stdio<'_> {
             }
         }
         Ok(handles)
-    }
-}
-
-/// A process attribute list that names the only handles a start passes
-/// on (`PROC_THREAD_ATTRIBUTE_HANDLE_LIST`), so that no other handle of
-/// ours, inheritable or not, reaches the helper.
-pub(super) struct HandleList<'h> {
-    /// The list's opaque bytes, in words for their alignment.
-    words: Vec<usize>,
-    handles: &'h [HANDLE],
-}
-
-impl<'h> HandleList<'h> {
-    pub(super) fn new(handles: &'h [HANDLE]) -> io::Result<HandleList<'h>> {
-        let mut size = 0usize;
-        // SAFETY: asking the size only; this call fails by design.
-        unsafe { InitializeProcThreadAttributeList(ptr::null_mut(), 1, 0, &mut size) };
-        let mut words = vec![0usize; size.div_ceil(size_of::<usize>())];
-        // SAFETY: a buffer of the size asked for, for one attribute.
-        check(unsafe {
-            InitializeProcThreadAttributeList(words.as_mut_ptr().cast(), 1, 0, &mut size)
-        })?;
-        let mut list = HandleList { words, handles };
-        // SAFETY: the list is initialised; `handles` outlives it.
-        check(unsafe {
-            UpdateProcThreadAttribute(
-                list.as_ptr(),
-                0,
-                PROC_THREAD_ATTRIBUTE_HANDLE_LIST as usize,
-                list.handles.as_ptr().cast(),
-                size_of_val(list.handles),
-                ptr::null_mut(),
-                ptr::null(),
-            )
-        })?;
-        Ok(list)
-    }
-
-    pub(super) fn as_ptr(&mut self) -> *mut std::ffi::c_void {
-        self.words.as_mut_ptr().cast()
-    }
-}
-
-impl Drop for HandleList<'_> {
-    fn drop(&mut self) {
-        // SAFETY: initialised in `new` before the value existed.
-        unsafe { DeleteProcThreadAttributeList(self.as_ptr()) };
     }
 }
 
@@ -250,42 +201,18 @@ impl Job {
         environment: Option<&[u16]>,
         stdio: &Stdio<'_>,
     ) -> io::Result<Started> {
-        let mut line: Vec<u16> = line.iter().copied().chain([0]).collect();
         let handles = stdio.inherited()?;
-        let mut attributes = HandleList::new(&handles)?;
-        let mut startup = STARTUPINFOEXW::default();
-        startup.StartupInfo.cb = size_of::<STARTUPINFOEXW>() as u32;
-        startup.StartupInfo.dwFlags = STARTF_USESTDHANDLES;
-        startup.StartupInfo.hStdInput = stdio.input.as_raw_handle();
-        startup.StartupInfo.hStdOutput = stdio.output.as_raw_handle();
-        startup.StartupInfo.hStdError = stdio.error.as_raw_handle();
-        startup.lpAttributeList = attributes.as_ptr();
-        // SAFETY: an all-zero process structure is valid.
-        let mut info: PROCESS_INFORMATION = unsafe { std::mem::zeroed() };
-        // SAFETY: a NUL-terminated, writable command line; inheritance
-        // limited to the attribute list's handles, which outlive the call;
-        // our environment and directory.
-        check(unsafe {
-            CreateProcessW(
-                if application.is_empty() {
-                    ptr::null()
-                } else {
-                    application.as_ptr()
-                },
-                line.as_mut_ptr(),
-                ptr::null(),
-                ptr::null(),
-                1,
-                flags
-                    | CREATE_SUSPENDED
-                    | CREATE_UNICODE_ENVIRONMENT
-                    | EXTENDED_STARTUPINFO_PRESENT,
-                environment.map_or(ptr::null(), |block| block.as_ptr().cast()),
-                ptr::null(),
-                &startup.StartupInfo,
-                &mut info,
-            )
-        })?;
+        let standard = [stdio.input, stdio.output, stdio.error].map(|h| h.as_raw_handle());
+        let info = create_process(
+            &Start {
+                application,
+                line,
+                flags: flags | CREATE_SUSPENDED | CREATE_UNICODE_ENVIRONMENT,
+                environment,
+                standard,
+            },
+            &handles,
+        )?;
         // SAFETY: the handles CreateProcessW gave us, owned by nothing else.
         let process = unsafe { OwnedHandle::from_raw_handle(info.hProcess) };
         // SAFETY: as above.

@@ -1,5 +1,7 @@
 //! Windows: a Job Object for each helper's tree, one completion port for
 //! the loop. What each file holds:
+//! - `create.rs`: the one way a process is started (`CreateProcessW`,
+//!   passing on only the handles it names);
 //! - `job.rs`: the job (started suspended, assigned, resumed; ended on
 //!   the close of our handle, whatever ended us), its news and accounting;
 //! - `process.rs`: finding, quoting (`cmdline.rs`), starting, waiting
@@ -19,6 +21,7 @@
 
 mod cmdline;
 mod console;
+mod create;
 mod files;
 mod handle;
 mod heir;
