@@ -112,7 +112,7 @@ final record overwritten). It is told each server's process group, a restart's t
 each reap that the number is no longer the call's: a reaped group's number is never signalled. \
 The record it writes for a killed call carries what mcp-bound last knew, told at milestones (the \
 dispatch, each restart, the host's signal or hang-up): pid, events, cancel_reason, stdout, \
-stderr.bytes_seen, and mcp with the requests then in flight as interrupted; a supervisor_killed \
+stderr.bytes_seen, and mcp with the requests then in flight as interrupted and the server then running listed last in incarnations (exited_t_ms and exit null); a supervisor_killed \
 event gives facts_t_ms, when that was known. \
 With --journal or --record it is a fork of mcp-bound; without, a waiter that shares \
 mcp-bound's memory and costs next to nothing, and which on mcp-bound's death strikes once and execs \

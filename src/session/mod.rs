@@ -283,6 +283,12 @@ impl Session {
         line
     }
 
+    /// What the incarnation that runs was spoken to in, so far.
+    pub fn spoken(&self) -> (Option<Era>, Option<String>) {
+        let spoken = &self.opening.spoken;
+        (spoken.era, spoken.protocol_version.clone())
+    }
+
     /// What the incarnation that went away was spoken to in; the next
     /// one starts unknown.
     pub fn take_spoken(&mut self) -> (Option<Era>, Option<String>) {

@@ -7,6 +7,7 @@
 use std::time::Instant;
 
 use super::Loop;
+use crate::record::mcp::{Incarnation, McpFacts};
 use crate::record::{CancelReason, EventKind, Milestone};
 use crate::signals;
 use crate::termination::Cancellation;
@@ -25,6 +26,9 @@ impl Loop<'_> {
             let mut facts = self.session_facts(session);
             facts.interrupted = session.table.in_flight_now();
             facts.in_flight_at_exit = session.table.in_flight() as u64;
+            if let Some(running) = self.running_incarnation(session, &facts) {
+                facts.runs.incarnations.push(running);
+            }
             facts
         });
         let milestone = Milestone {
@@ -42,5 +46,35 @@ impl Loop<'_> {
         if let Ok(json) = serde_json::to_string(&milestone) {
             link.milestone(&json);
         }
+    }
+
+    /// The run going now, listed as a killed session's last: no end seen,
+    /// and what a kill would cut off is its. None for one that ended (a
+    /// restart pending), which `facts` lists already.
+    fn running_incarnation(
+        &self,
+        session: &super::session::SessionParts<'_>,
+        facts: &McpFacts,
+    ) -> Option<Incarnation> {
+        let current = &session.current;
+        let ended = facts.runs.incarnations.last().is_some_and(|last| {
+            (last.pid, last.dispatched_t_ms) == (current.pid, current.dispatched_t_ms)
+        });
+        if ended {
+            return None;
+        }
+        let (era, protocol_version) = session.table.spoken();
+        let stderr_seen = self.intake.diagnostics.bytes_seen();
+        Some(Incarnation {
+            pid: current.pid,
+            dispatched_t_ms: current.dispatched_t_ms,
+            exited_t_ms: None,
+            exit: None,
+            stderr_bytes_seen: stderr_seen.saturating_sub(current.stderr_seen_at_start),
+            in_flight_at_exit: facts.in_flight_at_exit,
+            interrupted: facts.interrupted.clone(),
+            era,
+            protocol_version,
+        })
     }
 }

@@ -564,8 +564,8 @@ fn running(pid: u32) -> bool {
 
 /// A crash cuts a request off, the server is started again, then
 /// mcp-bound is SIGKILLed: the watchdog's record carries what the restart
-/// knew (the first run and the request its crash cut off, the second
-/// run's dispatch), not the facts from before dispatch.
+/// knew (the first run and the request its crash cut off, the second run
+/// going), not the facts from before dispatch.
 #[test]
 fn a_killed_mcp_bound_s_record_keeps_what_a_restart_knew() {
     let call = util::server(&[]).opt(&[
@@ -596,6 +596,13 @@ fn a_killed_mcp_bound_s_record_keeps_what_a_restart_knew() {
         done.events("dispatched").len() == 2,
         "both runs' dispatch events",
     );
+    // The run the kill found going: listed, with no end seen.
+    done.check(
+        done.field("/mcp/incarnations/1/pid").as_u64().is_some(),
+        "the second run is listed",
+    );
+    done.expect("/mcp/incarnations/1/exit", Value::Null)
+        .expect("/mcp/incarnations/1/exited_t_ms", Value::Null);
 }
 
 /// In group containment with --restart, the first server is reaped at the

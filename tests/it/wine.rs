@@ -526,6 +526,9 @@ fn a_killed_mcp_bound_s_watchdog_ends_the_restarted_server() {
     assert_eq!(mcp["restarts"], 1, "{mcp}");
     assert_eq!(mcp["incarnations"][0]["exit"]["code"], 3, "{mcp}");
     assert_eq!(mcp["incarnations"][0]["interrupted"][0]["id"], 2, "{mcp}");
+    let running = &mcp["incarnations"][1];
+    assert!(running["pid"].as_u64().is_some(), "the run going: {mcp}");
+    assert!(running["exit"].is_null() && running["exited_t_ms"].is_null());
     let dispatched = record["events"]
         .as_array()
         .unwrap()
