@@ -45,13 +45,17 @@ pub enum ContainMode {
     Job,
 }
 
-/// The record's `contain.method`: cgroup, group (with a subreaper),
-/// group+mark (without), job (Windows).
-pub const METHODS: [&str; 4] = ["cgroup", "group", "group+mark", "job"];
-
 /// A `contain.method`, one of [`METHODS`]. (Spelt as an alias, so that
 /// serde's derive does not take the field for one borrowed from its input.)
 pub type Method = &'static str;
+
+/// The record's `contain.method`: a cgroup, the group with a subreaper,
+/// the group and the tree's mark without one, a job (Windows).
+pub const CGROUP: Method = "cgroup";
+pub const GROUP: Method = "group";
+pub const GROUP_MARK: Method = "group+mark";
+pub const JOB: Method = "job";
+pub const METHODS: [Method; 4] = [CGROUP, GROUP, GROUP_MARK, JOB];
 
 /// `contain.method` read back from a record's JSON: one of [`METHODS`].
 fn method<'de, D: serde::Deserializer<'de>>(from: D) -> Result<Method, D::Error> {
@@ -180,10 +184,10 @@ impl Contain {
             mark: format!("{}-{nonce:x}", std::process::id()),
             facts: ContainFacts {
                 method: match (&cgroup, sys::BACKEND.subreaper) {
-                    _ if sys::BACKEND.job => METHODS[3],
-                    (Some(_), _) => METHODS[0],
-                    (None, true) => METHODS[1],
-                    (None, false) => METHODS[2],
+                    _ if sys::BACKEND.job => JOB,
+                    (Some(_), _) => CGROUP,
+                    (None, true) => GROUP,
+                    (None, false) => GROUP_MARK,
                 },
                 cgroup: cgroup
                     .as_ref()

@@ -359,7 +359,7 @@ mod tests {
     fn a_record_reads_back_as_itself() {
         let mut base = received().validated().authorized().into_record();
         base.contain = Some(crate::contain::ContainFacts {
-            method: crate::contain::METHODS[3],
+            method: crate::contain::JOB,
             cgroup: Some("/sys/fs/cgroup/x".into()),
             fallback: Some("why".into()),
             watchdog_pid: Some(9),
