@@ -26,7 +26,7 @@ _mcp__bound() {
 
     case "${cmd}" in
         mcp__bound)
-            opts="-s -k -h -V --timeout --signal --kill-after --grace --wait-delay --preserve-status --rlimit --contain --memory-max --pids-max --cpu-max --limits --head-bytes --tail-bytes --excerpt-bytes --echo --flood-path --redact --stderr-log --stderr-log-size --stderr-log-keep --stderr-log-timestamps --stderr-log-optional --record --record-keep --record-fd --call-id --session-id --mcp --stdout-guard --max-message-bytes --live --live-rate --live-burst --stdin-close-grace --session --request-timeout --request-timeout-resets-on-progress --agent-excerpt-bytes --max-in-flight --restart --max-restarts --restart-window --restart-backoff --debug-window --debug-window-bytes --approve-cmd --approve --approval-timeout --tool-allow --tool-deny --tool-approve-cmd --tool-approve --tool-approval-timeout --max-pending-approvals --journal --journal-excerpt-bytes --journal-key --journal-requests --otel --otel-flush-timeout --otel-propagate --generate --help --version verify"
+            opts="-s -k -h -V --timeout --signal --kill-after --grace --wait-delay --preserve-status --rlimit --contain --memory-max --pids-max --cpu-max --limits --head-bytes --tail-bytes --excerpt-bytes --echo --flood-path --redact --stderr-log --stderr-log-size --stderr-log-keep --stderr-log-timestamps --stderr-log-optional --record --record-keep --record-fd --call-id --session-id --mcp --stdout-guard --max-message-bytes --live --live-rate --live-burst --stdin-close-grace --session --request-timeout --request-timeout-resets-on-progress --agent-excerpt-bytes --max-in-flight --restart --max-restarts --restart-window --restart-backoff --debug-window --debug-window-bytes --approve-cmd --approve --approval-timeout --tool-allow --tool-deny --tool-approve-cmd --tool-approve-via --tool-approve --tool-approval-timeout --max-pending-approvals --journal --journal-excerpt-bytes --journal-key --journal-requests --otel --otel-flush-timeout --otel-propagate --generate --help --version verify"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -226,6 +226,10 @@ _mcp__bound() {
                     ;;
                 --tool-approve-cmd)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tool-approve-via)
+                    COMPREPLY=($(compgen -W "command host" -- "${cur}"))
                     return 0
                     ;;
                 --tool-approve)

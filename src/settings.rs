@@ -283,9 +283,11 @@ fn tool_gate(cli: &Cli) -> Option<crate::session::ToolGate> {
             .as_ref()
             .map(|command| crate::session::ApproverCommand {
                 argv: command.0.clone(),
-                timeout: args.tool_approval_timeout,
-                max_pending: args.max_pending_approvals as usize,
             }),
+        ask_host: args.tool_approve_via == Some(crate::cli::ApproveVia::Host),
+        timeout: args.tool_approval_timeout,
+        max_pending: args.max_pending_approvals as usize,
+        redact: cli.capture.redact.clone(),
         session_id: cli.record.session_id.clone(),
         server_argv: cli
             .command

@@ -59,7 +59,20 @@ pub struct ToolGateArgs {
     #[arg(long, value_name = "COMMAND", env = "MCP_BOUND_TOOL_APPROVE_CMD", value_parser = parse_command_line, help_heading = "Tool call gate options")]
     pub tool_approve_cmd: Option<CommandLine>,
 
-    /// Which tools --tool-approve-cmd decides (globs, comma-separated, repeatable) [default: *].
+    /// Who decides the calls --tool-approve matches: command (--tool-approve-cmd) or host (the
+    /// person, asked through the client with an MCP elicitation, 2025 eras; when the client cannot
+    /// be asked, --tool-approve-cmd decides if given, else the call is denied) [default: command].
+    #[arg(
+        long,
+        value_name = "WHO",
+        env = "MCP_BOUND_TOOL_APPROVE_VIA",
+        value_enum,
+        help_heading = "Tool call gate options"
+    )]
+    pub tool_approve_via: Option<ApproveVia>,
+
+    /// Which tools are asked about (--tool-approve-cmd or --tool-approve-via host; globs,
+    /// comma-separated, repeatable) [default: *].
     #[arg(long, value_name = "PATTERNS", env = "MCP_BOUND_TOOL_APPROVE", value_delimiter = ',', value_parser = parse_pattern, help_heading = "Tool call gate options")]
     pub tool_approve: Vec<String>,
 
@@ -75,10 +88,27 @@ pub struct ToolGateArgs {
     pub max_pending_approvals: u32,
 }
 
+/// Who decides a tool call `--tool-approve` matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ApproveVia {
+    /// `--tool-approve-cmd`.
+    Command,
+    /// The person, through the client (MCP elicitation).
+    Host,
+}
+
 impl ToolGateArgs {
     /// Any part of a gate is set.
     pub fn any(&self) -> bool {
-        !self.tool_allow.is_empty() || !self.tool_deny.is_empty() || self.tool_approve_cmd.is_some()
+        !self.tool_allow.is_empty()
+            || !self.tool_deny.is_empty()
+            || self.tool_approve_cmd.is_some()
+            || self.asks_host()
+    }
+
+    /// `--tool-approve-via host`.
+    pub fn asks_host(&self) -> bool {
+        self.tool_approve_via == Some(ApproveVia::Host)
     }
 }
 

@@ -6,7 +6,7 @@
 //! and it is then ignored.
 //!
 //! The exception is a tool policy (`--tool-allow`, `--tool-deny`,
-//! `--tool-approve-cmd`, `--tool-approve`): one that cannot be applied is
+//! `--tool-approve-cmd`, `--tool-approve-via`, `--tool-approve`): one that cannot be applied is
 //! a usage error from any source, its variable named, since a security
 //! policy must never be dropped in silence.
 
@@ -68,7 +68,7 @@ const RESTART: &str = "tunes --restart, which is never: it needs --restart on-fa
 const SESSION: &str = "needs the session layer (--mcp, or --session jsonrpc)";
 const GUARD: &str = "needs the stdout guard (--mcp, or --stdout-guard jsonrpc)";
 const APPROVER: &str = "needs --approve-cmd or --approve";
-const TOOL_APPROVER: &str = "needs --tool-approve-cmd";
+const TOOL_APPROVER: &str = "needs --tool-approve-cmd or --tool-approve-via host";
 const OTEL: &str =
     "tunes span export, which is off: it needs --otel on or OTEL_EXPORTER_OTLP_ENDPOINT";
 
@@ -226,6 +226,12 @@ const DEPENDENT: &[Needs] = &[
         policy: true,
     },
     Needs {
+        option: "tool_approve_via",
+        on: session,
+        needs: SESSION,
+        policy: true,
+    },
+    Needs {
         option: "tool_approve",
         on: tool_approver,
         needs: TOOL_APPROVER,
@@ -292,7 +298,7 @@ pub(crate) fn session(cli: &Cli) -> bool {
 }
 
 fn tool_approver(cli: &Cli) -> bool {
-    cli.tool_gate.tool_approve_cmd.is_some()
+    cli.tool_gate.tool_approve_cmd.is_some() || cli.tool_gate.asks_host()
 }
 
 fn approver(cli: &Cli) -> bool {
@@ -368,6 +374,11 @@ pub(super) fn check(cli: &Cli, given: &Given) -> Result<(), String> {
     }
     if cli.mcp_mode.session == Some(SessionMode::Jsonrpc) && !guard(cli) {
         return Err("--session jsonrpc reads the server's responses through the stdout guard; it cannot run with --stdout-guard off".into());
+    }
+    let gate = &cli.tool_gate;
+    if gate.tool_approve_via == Some(super::ApproveVia::Command) && gate.tool_approve_cmd.is_none()
+    {
+        return Err("--tool-approve-via command asks --tool-approve-cmd, which is not given: give it, or --tool-approve-via host".into());
     }
     let flag = |each: &Needs| format!("--{}", each.option.replace('_', "-"));
     if let Some(each) = DEPENDENT

@@ -23,7 +23,7 @@ mod otel;
 mod texts;
 mod usage_error;
 
-pub use audit::{ApprovalArgs, ApproveOn, CommandLine, JournalArgs, Sub, VerifyArgs};
+pub use audit::{ApprovalArgs, ApproveOn, ApproveVia, CommandLine, JournalArgs, Sub, VerifyArgs};
 pub use check::dependent_options;
 pub(crate) use check::session as session_layer;
 pub use deadline::{DeadlineArgs, LimitsMode};

@@ -329,8 +329,16 @@ notification; params_not_object; name_not_string, never decided as the empty nam
 arguments for an approver that strict JSON cannot carry; over_max_message_bytes). The approver gets \
 the arguments the server runs; it carries the call's mark as MCP_BOUND_APPROVER, so what it leaves \
 behind (a setsid grandchild, outside the server's cgroup) is killed when the approvers stop, and by \
-the watchdog if mcp-bound dies. A tool policy that cannot be applied (no session layer, or \
---tool-approve without --tool-approve-cmd) is exit 125 from any source, its variable named.",
+the watchdog if mcp-bound dies. With --tool-approve-via host the person is asked instead, through \
+the client: an elicitation/create of mcp-bound's own (ids mcp-bound-approval-NONCE-N, never the \
+server's), a form with one boolean field, approve, whose message names the server, the tool, the \
+masked arguments and params_sha256; accept with approve true sends the call's exact bytes, any \
+other answer denies it, and at the deadline the request is withdrawn with notifications/cancelled. \
+A client that declared no form elicitation, or speaks 2026-07-28, cannot be asked: \
+--tool-approve-cmd decides if given, else the call is denied (tool_approval_unavailable). An answer \
+through a host is a user interface, not proof that a person saw it. A tool policy that cannot be \
+applied (no session layer, --tool-approve without a way to ask, or --tool-approve-via command \
+without --tool-approve-cmd) is exit 125 from any source, its variable named.",
     ),
     (
         "JOURNAL",
@@ -468,8 +476,8 @@ pub(crate) const AFTER_HELP: &str = "\
 Every option also reads an environment variable, named in brackets. An option that
 only tunes a feature that is off (--stderr-log-keep without --stderr-log) is refused
 on the command line, and ignored from its variable; a tool policy (--tool-allow,
---tool-deny, --tool-approve-cmd, --tool-approve) that cannot be applied is refused
-from its variable too.
+--tool-deny, --tool-approve-cmd, --tool-approve-via, --tool-approve) that cannot be
+applied is refused from its variable too.
 
 A DURATION is GNU timeout's: a number of seconds (10, 1.5, 1e-3, 0x1p-3) or one with a
 unit ms, s, m, h or d; it is never negative. A size (BYTES) is {sizes}.

@@ -36,6 +36,8 @@ pub struct IntentGate {
     pub approve: Vec<String>,
     /// SHA-256 of the approver's argv as JSON; null without one.
     pub approver_sha256: Option<String>,
+    /// Who is asked: `command` or `host`.
+    pub via: &'static str,
 }
 
 impl From<&crate::session::ToolGate> for IntentGate {
@@ -49,6 +51,7 @@ impl From<&crate::session::ToolGate> for IntentGate {
                 let argv = serde_json::to_vec(&a.argv).expect("strings serialize");
                 crate::ids::hex(&sha2::Sha256::digest(argv))
             }),
+            via: if gate.ask_host { "host" } else { "command" },
         }
     }
 }

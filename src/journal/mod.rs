@@ -409,6 +409,18 @@ mod tests {
                     code: 0,
                     ntstatus: None,
                 }),
+                action: None,
+            }),
+            Audit::Decision(McpDecision {
+                call_id: "c".into(),
+                request_id: id(),
+                tool: "t".into(),
+                params_sha256: Some("a".repeat(64)),
+                decision: crate::record::Decision::Denied,
+                by: crate::session::DecidedBy::Host,
+                waited_ms: 1,
+                approver_exit: None,
+                action: Some(crate::record::mcp::HostAction::Decline),
             }),
             Audit::Task(McpTask {
                 call_id: "c".into(),

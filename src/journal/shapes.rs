@@ -199,6 +199,9 @@ pub(crate) struct McpDecision<'a> {
     waited_ms: u64,
     #[serde(default)]
     approver_exit: Ignored,
+    /// By the host: the client's answer (absent before it was written).
+    #[serde(default)]
+    action: Ignored,
     h: Hash,
 }
 

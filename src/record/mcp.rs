@@ -200,6 +200,43 @@ impl DecisionCounts {
     }
 }
 
+/// What the client answered when mcp-bound asked the person through it
+/// (an MCP elicitation): its `action`, or `timeout` (no answer by the
+/// approval's deadline) or `error` (an error response, or an answer
+/// that says none of these).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HostAction {
+    Accept,
+    Decline,
+    Cancel,
+    Timeout,
+    Error,
+}
+
+/// The client's answers, by action.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HostActionCounts {
+    pub accept: u64,
+    pub decline: u64,
+    pub cancel: u64,
+    pub timeout: u64,
+    pub error: u64,
+}
+
+impl HostActionCounts {
+    pub fn count(&mut self, action: HostAction) {
+        let slot = match action {
+            HostAction::Accept => &mut self.accept,
+            HostAction::Decline => &mut self.decline,
+            HostAction::Cancel => &mut self.cancel,
+            HostAction::Timeout => &mut self.timeout,
+            HostAction::Error => &mut self.error,
+        };
+        *slot += 1;
+    }
+}
+
 /// CPU time, user and system.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Cpu {
@@ -208,7 +245,7 @@ pub struct Cpu {
 }
 
 /// The per-tool-call gate's facts (null without --tool-allow,
-/// --tool-deny or --tool-approve-cmd).
+/// --tool-deny, --tool-approve-cmd or --tool-approve-via host).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolGateFacts {
     /// Every `tools/call` decided, by outcome (by the policy or the
@@ -216,6 +253,14 @@ pub struct ToolGateFacts {
     pub decisions: DecisionCounts,
     /// Approvers asked (one per call the approver decides).
     pub approvers_asked: u64,
+    /// Calls the person was asked about through the client
+    /// (--tool-approve-via host), and the client's answers.
+    pub host_asked: u64,
+    pub host_actions: HostActionCounts,
+    /// Calls for which the client could not be asked (it declared no
+    /// form elicitation, or speaks an era mcp-bound cannot ask in): the
+    /// command decided them, or they were denied.
+    pub host_unavailable: u64,
     /// CPU the approvers used, kept apart from the server's `usage`.
     pub approver_cpu: Cpu,
     /// Tools removed from `tools/list` results: the only change made to

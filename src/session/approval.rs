@@ -12,23 +12,15 @@
 
 use std::time::Instant;
 
-use super::gate::{Ask, DecidedBy, Held, Pending, Verdict};
+use super::gate::{Ask, Asked, DecidedBy, Held, Pending, Verdict};
 use super::message::join_batch;
+use super::ruling::refusal_of;
+pub(super) use super::ruling::{Call, Ruling, Said};
 use super::{End, InFlight, Key, RequestOutcome, Session, answer};
+use crate::record::mcp::HostAction;
 use crate::record::{Decision, Exit};
 use crate::request_id::RequestId;
 use crate::units::millis;
-
-/// A call's facts the gate needs, as the client line gave them.
-pub(super) struct Call<'a> {
-    pub(super) id: &'a str,
-    pub(super) tool: String,
-    pub(super) params: Option<&'a str>,
-    /// `params.arguments`, its exact text, as the permissive reading
-    /// found it (the last one; strict JSON when the approver is asked).
-    pub(super) arguments: Option<&'a str>,
-    pub(super) params_sha256: Option<String>,
-}
 
 impl Session {
     /// The gate's word on a request: None without a gate, or for a
@@ -45,7 +37,7 @@ impl Session {
         } else {
             Decision::Denied
         };
-        self.decision(call, decision, DecidedBy::Policy, 0, None);
+        self.decision(call, Ruling::at_once(decision, DecidedBy::Policy));
         if !approved {
             let message = format!(
                 "Tool \"{}\" denied by mcp-bound's policy (--tool-allow, --tool-deny)",
@@ -56,8 +48,8 @@ impl Session {
     }
 
     /// Hold a call for its approver (`entry`: its table entry, entered
-    /// once it is sent): true. Past --max-pending-approvals, answered at
-    /// once: false.
+    /// once it is sent): true. Past --max-pending-approvals, or when no
+    /// one can be asked, answered at once: false.
     pub(super) fn hold(
         &mut self,
         now: Instant,
@@ -69,22 +61,59 @@ impl Session {
             return false;
         };
         if gate.is_full() {
-            let limit = gate.settings.approver.as_ref().map_or(0, |a| a.max_pending);
-            self.decision(call, Decision::Error, DecidedBy::Command, 0, None);
+            let limit = gate.settings.max_pending;
+            let by = match gate.settings.ask_host {
+                true => DecidedBy::Host,
+                false => DecidedBy::Command,
+            };
+            self.decision(call, Ruling::at_once(Decision::Error, by));
             let message = format!(
                 "Tool \"{}\" not run: {limit} calls already wait for approval (mcp-bound --max-pending-approvals)",
                 call.tool
             );
-            self.refuse_call(
-                now,
-                call,
-                "too_many_pending_approvals",
-                &message,
-                DecidedBy::Command,
-            );
+            self.refuse_call(now, call, "too_many_pending_approvals", &message, by);
             return false;
         }
-        let ticket = gate.ticket();
+        let ticket = self.gate.as_mut().map_or(0, |g| g.ticket());
+        let by = match self.ask_route(ticket) {
+            Some(Asked::Host { id }) => {
+                self.ask_host(call, &id);
+                Asked::Host { id }
+            }
+            Some(Asked::Command) => {
+                self.ask_command(ticket, call);
+                Asked::Command
+            }
+            None => {
+                self.cannot_ask_host(now, call);
+                return false;
+            }
+        };
+        let Some(gate) = self.gate.as_mut() else {
+            return false;
+        };
+        gate.pending.insert(
+            ticket,
+            Pending {
+                key,
+                tool: call.tool.clone(),
+                params_sha256: call.params_sha256.clone(),
+                by,
+                asked: now,
+                deadline: now + gate.timeout(),
+                entry,
+                line: 0,
+            },
+        );
+        self.current_line.held.push(ticket);
+        true
+    }
+
+    /// The approver command for `ticket`, told the call on its stdin.
+    fn ask_command(&mut self, ticket: u64, call: &Call<'_>) {
+        let Some(gate) = self.gate.as_mut() else {
+            return;
+        };
         let arguments = super::gate::arguments_of(call.arguments);
         let request_id = serde_json::value::RawValue::from_string(call.id.to_string())
             .unwrap_or_else(|_| serde_json::value::RawValue::from_string("null".into()).unwrap());
@@ -100,21 +129,7 @@ impl Session {
         let mut stdin = serde_json::to_vec(&request).expect("a request serializes");
         stdin.push(b'\n');
         gate.asks.push(Ask { ticket, stdin });
-        gate.pending.insert(
-            ticket,
-            Pending {
-                key,
-                tool: call.tool.clone(),
-                params_sha256: call.params_sha256.clone(),
-                asked: now,
-                deadline: now + gate.timeout(),
-                entry,
-                line: 0,
-            },
-        );
-        self.current_line.held.push(ticket);
         self.facts.tool_gate_mut().approvers_asked += 1;
-        true
     }
 
     /// After a client line: if calls in it wait, the line (or the
@@ -184,16 +199,22 @@ impl Session {
             Some(Exit::Code { code: 0, .. }) => Decision::Approved,
             _ => Decision::Denied,
         };
-        self.decide(now, ticket, decision, exit, reason);
+        let said = Said {
+            exit,
+            reason,
+            action: None,
+        };
+        self.decide(now, ticket, decision, said);
     }
 
     /// The approver for `ticket` could not be started.
     pub fn on_approver_failed(&mut self, now: Instant, ticket: u64, error: String) {
-        self.decide(now, ticket, Decision::Error, None, Some(error));
+        self.decide(now, ticket, Decision::Error, Said::why(error));
     }
 
     /// Approvals whose deadline `now` reached: expired, their approvers
-    /// ended (TERM and KILL together: nothing they do stretches it).
+    /// ended (TERM and KILL together: nothing they do stretches it), or
+    /// the request to the client withdrawn.
     pub(super) fn tick_gate(&mut self, now: Instant) {
         let expired = self
             .gate
@@ -201,8 +222,12 @@ impl Session {
             .map(|g| g.expired(now))
             .unwrap_or_default();
         for ticket in expired {
-            self.end_approver(ticket);
-            self.decide(now, ticket, Decision::Expired, None, None);
+            self.end_approver(ticket, "the approval's deadline passed");
+            let said = Said {
+                action: Some(HostAction::Timeout),
+                ..Said::default()
+            };
+            self.decide(now, ticket, Decision::Expired, said);
         }
     }
 
@@ -212,8 +237,8 @@ impl Session {
         let Some(ticket) = self.gate.as_ref().and_then(|g| g.ticket_of(key)) else {
             return false;
         };
-        self.end_approver(ticket);
-        self.decide(now, ticket, Decision::Cancelled, None, None);
+        self.end_approver(ticket, "the client cancelled the tool call");
+        self.decide(now, ticket, Decision::Cancelled, Said::default());
         true
     }
 
@@ -226,34 +251,32 @@ impl Session {
             .map(|g| g.pending.keys().copied().collect())
             .unwrap_or_default();
         for ticket in tickets {
-            self.end_approver(ticket);
-            self.decide(
-                now,
-                ticket,
-                Decision::Cancelled,
-                None,
-                Some("the session ended while it waited for approval".into()),
-            );
+            self.end_approver(ticket, "the session ended");
+            let said = Said::why("the session ended while it waited for approval".into());
+            self.decide(now, ticket, Decision::Cancelled, said);
         }
     }
 
-    fn end_approver(&mut self, ticket: u64) {
-        if let Some(gate) = self.gate.as_mut() {
-            gate.ends.push(ticket);
+    /// Nothing more is asked of whoever decides `ticket`: its approver is
+    /// ended, or the request to the client withdrawn (`why`).
+    fn end_approver(&mut self, ticket: u64, why: &str) {
+        let Some(gate) = self.gate.as_mut() else {
+            return;
+        };
+        match gate.pending.get(&ticket).map(|p| &p.by) {
+            Some(Asked::Host { id }) => {
+                let line = super::host_ask::withdrawal(id, &format!("mcp-bound: {why}"));
+                self.to_client.extend(line);
+            }
+            Some(Asked::Command) => gate.ends.push(ticket),
+            None => {}
         }
     }
 
     /// One decision on a waiting call: journaled; approved, it goes with
     /// its line once the line's last decision is made; otherwise it is
     /// answered (a call the client cancelled is not: it no longer waits).
-    fn decide(
-        &mut self,
-        now: Instant,
-        ticket: u64,
-        decision: Decision,
-        exit: Option<Exit>,
-        reason: Option<String>,
-    ) {
+    pub(super) fn decide(&mut self, now: Instant, ticket: u64, decision: Decision, said: Said) {
         let Some(gate) = self.gate.as_mut() else {
             return;
         };
@@ -269,8 +292,18 @@ impl Session {
             arguments: None,
             params_sha256: pending.params_sha256.clone(),
         };
-        let waited = millis(now.saturating_duration_since(pending.asked));
-        self.decision(&call, decision, DecidedBy::Command, waited, exit.clone());
+        let by = match pending.by {
+            Asked::Command => DecidedBy::Command,
+            Asked::Host { .. } => DecidedBy::Host,
+        };
+        let ruling = Ruling {
+            decision,
+            by,
+            waited_ms: millis(now.saturating_duration_since(pending.asked)),
+            approver_exit: said.exit.clone(),
+            action: said.action.filter(|_| by == DecidedBy::Host),
+        };
+        self.decision(&call, ruling);
         let tool = pending.tool.clone();
         let line_id = pending.line;
         let approved = decision == Decision::Approved;
@@ -284,31 +317,7 @@ impl Session {
             }
         }
         if !approved {
-            let (reason_word, message) = match decision {
-                Decision::Expired => (
-                    "tool_approval_expired",
-                    format!(
-                        "Tool \"{tool}\" not run: its approval expired after {} (mcp-bound --tool-approval-timeout)",
-                        humantime::format_duration(timeout)
-                    ),
-                ),
-                Decision::Cancelled => (
-                    "tool_approval_cancelled",
-                    format!("Tool \"{tool}\" not run"),
-                ),
-                Decision::Error => (
-                    "tool_denied",
-                    format!("Tool \"{tool}\" not run: the approver could not decide"),
-                ),
-                Decision::Denied | Decision::Approved => (
-                    "tool_denied",
-                    format!(
-                        "Tool \"{tool}\" denied by mcp-bound's approver ({})",
-                        answer::ended(exit.as_ref())
-                    ),
-                ),
-            };
-            let by_client = decision == Decision::Cancelled && reason.is_none();
+            let by_client = decision == Decision::Cancelled && said.reason.is_none();
             if by_client {
                 self.audit_not_run(
                     now,
@@ -318,13 +327,14 @@ impl Session {
                     0,
                 );
             } else {
+                let (reason_word, message) = refusal_of(&tool, decision, by, &said, timeout);
                 let line = answer::tool_not_run(
                     &id,
                     &tool,
                     reason_word,
                     &message,
-                    DecidedBy::Command,
-                    reason.as_deref(),
+                    by,
+                    said.reason.as_deref(),
                 );
                 self.not_run(now, (&id, &tool), pending.asked, line);
             }
@@ -396,42 +406,8 @@ impl Session {
         }
     }
 
-    /// The decision, as an audit fact and a count.
-    fn decision(
-        &mut self,
-        call: &Call<'_>,
-        decision: Decision,
-        by: DecidedBy,
-        waited_ms: u64,
-        approver_exit: Option<Exit>,
-    ) {
-        self.facts.tool_gate_mut().decisions.count(decision);
-        if let Some(tracing) = &mut self.out.tracing {
-            let decided = super::Decided {
-                decision,
-                by,
-                waited_ms,
-            };
-            tracing.decided(call.id, decided);
-        }
-        if let Some(request_id) = RequestId::new(call.id) {
-            self.out
-                .audit
-                .push(super::Audit::Decision(super::McpDecision {
-                    call_id: self.call_id.clone(),
-                    request_id,
-                    tool: call.tool.to_string(),
-                    params_sha256: call.params_sha256.clone(),
-                    decision,
-                    by,
-                    waited_ms,
-                    approver_exit,
-                }));
-        }
-    }
-
     /// A call refused as it came: answered at once, and ended.
-    fn refuse_call(
+    pub(super) fn refuse_call(
         &mut self,
         now: Instant,
         call: &Call<'_>,
@@ -516,9 +492,9 @@ mod tests {
                 approve: vec!["w*".into()],
                 approver: Some(ApproverCommand {
                     argv: vec!["approver".into()],
-                    timeout: Duration::from_secs(60),
-                    max_pending: 4,
                 }),
+                timeout: Duration::from_secs(60),
+                max_pending: 4,
                 ..ToolGate::default()
             }),
             restart: RestartPolicy {

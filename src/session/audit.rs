@@ -219,10 +219,14 @@ pub struct McpDecision {
     /// As the request's own entry has it.
     pub params_sha256: Option<String>,
     pub decision: crate::record::Decision,
-    /// `policy` (--tool-allow, --tool-deny) or `command` (the approver).
+    /// `policy` (--tool-allow, --tool-deny), `command` (the approver) or
+    /// `host` (the person, asked through the client).
     pub by: super::gate::DecidedBy,
     pub waited_ms: u64,
     pub approver_exit: Option<crate::record::Exit>,
+    /// By `host`: what the client answered (null otherwise, and when the
+    /// call ended before any answer or the client could not be asked).
+    pub action: Option<crate::record::mcp::HostAction>,
 }
 
 #[cfg(test)]

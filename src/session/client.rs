@@ -261,9 +261,12 @@ impl Session {
                 params,
                 null_id,
             } => self.client_notification(now, &method, params, null_id, form),
-            Message::Response { .. } => {
+            Message::Response { id, result, error } => {
                 self.facts.client.responses += 1;
-                Disposition::Forward
+                match self.on_host_answer(now, id, result, error.is_some()) {
+                    true => Disposition::Answered,
+                    false => Disposition::Forward,
+                }
             }
             Message::Invalid => {
                 self.facts.client.non_jsonrpc_lines += 1;

@@ -10,8 +10,10 @@
 //!   given, a tool matching none is denied. Globs (`*`, `?`) match the
 //!   name as the server knows it (`params.name`).
 //! - **An approver per call:** a tool the policy allows and
-//!   `--tool-approve` matches waits for `--tool-approve-cmd`, on a
-//!   wall-clock deadline, at most `max_pending` at once.
+//!   `--tool-approve` matches waits for a decision, on a wall-clock
+//!   deadline, at most `max_pending` at once: from `--tool-approve-cmd`,
+//!   or, with `--tool-approve-via host`, from the person, asked through
+//!   the client (`session/host_ask.rs`).
 //!
 //! This module holds the patterns and the calls waiting for a decision;
 //! `session/approval.rs` moves calls through it, and the loop's
@@ -33,17 +35,24 @@ pub struct ToolGate {
     /// Which allowed tools the approver is asked about (default `*`).
     pub approve: Vec<String>,
     pub approver: Option<ApproverCommand>,
+    /// `--tool-approve-via host`: the person is asked through the client
+    /// (the command, if any, when the client cannot be asked).
+    pub ask_host: bool,
+    /// `--tool-approval-timeout`: one call's approval, from its arrival.
+    pub timeout: Duration,
+    /// `--max-pending-approvals`.
+    pub max_pending: usize,
+    /// `--redact` patterns, for the arguments the person is shown.
+    pub redact: Vec<String>,
     /// What the approver is told about the server.
     pub session_id: Option<String>,
     pub server_argv: Vec<String>,
 }
 
-/// `--tool-approve-cmd`, split like a shell, and its bounds.
+/// `--tool-approve-cmd`, split like a shell.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ApproverCommand {
     pub argv: Vec<String>,
-    pub timeout: Duration,
-    pub max_pending: usize,
 }
 
 /// Who decided.
@@ -52,6 +61,18 @@ pub struct ApproverCommand {
 pub enum DecidedBy {
     Policy,
     Command,
+    /// The person, asked through the client (MCP elicitation), or the
+    /// client's inability to ask.
+    Host,
+}
+
+/// Who a held call waits for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Asked {
+    /// `--tool-approve-cmd`, started by the loop.
+    Command,
+    /// The client, under mcp-bound's own request id (its JSON text).
+    Host { id: String },
 }
 
 /// What the gate says of a tool, before any approver is asked.
@@ -97,6 +118,7 @@ pub(super) struct Pending {
     pub(super) key: Key,
     pub(super) tool: String,
     pub(super) params_sha256: Option<String>,
+    pub(super) by: Asked,
     pub(super) asked: Instant,
     pub(super) deadline: Instant,
     /// Its table entry, made when it came and entered once it is sent.
@@ -164,6 +186,10 @@ pub(super) struct Gate {
     /// Approvers to start, and tickets whose approver is to be ended.
     pub(super) asks: Vec<Ask>,
     pub(super) ends: Vec<u64>,
+    /// What makes mcp-bound's own request ids to the client its own.
+    pub(super) nonce: String,
+    /// Masks the arguments the person is shown.
+    pub(super) redactor: crate::redact::Redactor,
 }
 
 impl Gate {
@@ -173,6 +199,8 @@ impl Gate {
             deny: set(&settings.deny),
             approve: set(&settings.approve),
         };
+        // The patterns were checked when the settings were made.
+        let redactor = crate::redact::Redactor::new(&settings.redact).unwrap_or_default();
         Gate {
             patterns,
             settings,
@@ -181,6 +209,8 @@ impl Gate {
             next: 0,
             asks: Vec::new(),
             ends: Vec::new(),
+            nonce: crate::ids::random_hex(8),
+            redactor,
         }
     }
 
@@ -191,11 +221,16 @@ impl Gate {
             || patterns.allow.as_ref().is_some_and(|a| !a.is_match(tool))
         {
             Verdict::Denied
-        } else if self.settings.approver.is_some() && patterns.approve.is_match(tool) {
+        } else if self.asks_someone() && patterns.approve.is_match(tool) {
             Verdict::Ask
         } else {
             Verdict::Allowed
         }
+    }
+
+    /// Someone is asked about the calls `--tool-approve` matches.
+    pub(crate) fn asks_someone(&self) -> bool {
+        self.settings.approver.is_some() || self.settings.ask_host
     }
 
     /// A tool a `tools/list` result may show.
@@ -215,10 +250,7 @@ impl Gate {
     }
 
     pub(super) fn is_full(&self) -> bool {
-        self.settings
-            .approver
-            .as_ref()
-            .is_none_or(|a| self.pending.len() >= a.max_pending)
+        !self.asks_someone() || self.pending.len() >= self.settings.max_pending
     }
 
     pub(super) fn ticket_of(&self, key: &str) -> Option<u64> {
@@ -243,10 +275,16 @@ impl Gate {
     }
 
     pub(super) fn timeout(&self) -> Duration {
-        self.settings
-            .approver
-            .as_ref()
-            .map_or(Duration::ZERO, |a| a.timeout)
+        self.settings.timeout
+    }
+
+    /// The call waiting for the client's answer to mcp-bound's request
+    /// `id` (its JSON text).
+    pub(super) fn asked_host(&self, id: &str) -> Option<u64> {
+        self.pending
+            .iter()
+            .find(|(_, p)| matches!(&p.by, Asked::Host { id: ours } if ours == id))
+            .map(|(t, _)| *t)
     }
 }
 
@@ -277,9 +315,9 @@ mod tests {
             approve: approve.map_or_else(|| vec!["*".into()], list),
             approver: approve.map(|_| ApproverCommand {
                 argv: vec!["true".into()],
-                timeout: Duration::from_secs(1),
-                max_pending: 2,
             }),
+            timeout: Duration::from_secs(1),
+            max_pending: 2,
             ..ToolGate::default()
         })
     }

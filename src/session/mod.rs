@@ -25,6 +25,7 @@ mod form;
 #[cfg(feature = "fuzzing")]
 mod fuzz;
 mod gate;
+mod host_ask;
 mod kind;
 mod late;
 mod lenient;
@@ -36,6 +37,7 @@ mod replay;
 mod request;
 mod restart;
 mod results;
+mod ruling;
 mod scan;
 mod server;
 mod tasks;

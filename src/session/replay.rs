@@ -17,6 +17,14 @@ struct ServerInit {
     protocol_version: Value,
     #[serde(default)]
     capabilities: Value,
+    #[serde(rename = "serverInfo", default)]
+    server_info: Option<ServerInfo>,
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+struct ServerInfo {
+    #[serde(default)]
+    name: Option<String>,
 }
 
 /// What a restarted server's answer to the replayed `initialize` means.
@@ -89,6 +97,14 @@ impl Replay {
         self.client
             .as_ref()
             .and_then(|(_, params)| params.as_deref())
+    }
+
+    /// The first server's `serverInfo.name`, if it gave one.
+    pub fn server_name(&self) -> Option<&str> {
+        self.first
+            .as_ref()
+            .and_then(|f| f.server_info.as_ref())
+            .and_then(|i| i.name.as_deref())
     }
 
     pub fn waiting(&self) -> bool {

@@ -7,7 +7,7 @@ use crate::request_id::RequestId;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
-fn policy() -> SessionPolicy {
+pub(super) fn policy() -> SessionPolicy {
     SessionPolicy {
         default_timeout: None,
         method_timeouts: Vec::new(),

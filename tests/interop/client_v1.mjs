@@ -5,7 +5,7 @@
 // direct run and a run through mcp-bound can be compared.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { CallToolResultSchema, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, ElicitRequestSchema, McpError, ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { crash, outcome, parseArgs, within } from './common.mjs';
 
 const scenarios = {
@@ -42,8 +42,39 @@ const scenarios = {
   },
 };
 
+// How the person answers mcp-bound's approval card (INTEROP_ELICIT):
+// accept, accept-false, decline, cancel, error, never (no answer; the
+// card's withdrawal is seen), or none (no elicitation declared).
+const elicit = process.env.INTEROP_ELICIT ?? 'none';
+const asked = [];
+let withdrawn;
+const withdrawal = new Promise((resolve) => { withdrawn = resolve; });
+const answers = {
+  accept: { action: 'accept', content: { approve: true } },
+  'accept-false': { action: 'accept', content: { approve: false } },
+  decline: { action: 'decline' },
+  cancel: { action: 'cancel' },
+};
+function answer(request, extra) {
+  const seen = { message: request.params.message, fields: Object.keys(request.params.requestedSchema.properties), withdrawn: false };
+  asked.push(seen);
+  if (elicit === 'error') throw new McpError(-32603, 'the interop client fails on purpose');
+  if (elicit === 'never') {
+    return new Promise(() => extra.signal.addEventListener('abort', () => { seen.withdrawn = true; withdrawn(); }));
+  }
+  return answers[elicit];
+}
+scenarios.approve = async (client) => {
+  const call = await outcome(client.callTool({ name: 'echo', arguments: { text: 'approved <b>' } }));
+  // mcp-bound withdraws the card before it answers the call.
+  if (elicit === 'never') await within(withdrawal, 5000);
+  return { call, asked };
+};
+
 const { scenario, command, args } = parseArgs('client_v1.mjs', scenarios);
-const client = new Client({ name: 'interop-v1-client', version: '1.0.0' }, { capabilities: {} });
+const capabilities = elicit === 'none' ? {} : { elicitation: {} };
+const client = new Client({ name: 'interop-v1-client', version: '1.0.0' }, { capabilities });
+if (elicit !== 'none') client.setRequestHandler(ElicitRequestSchema, answer);
 await client.connect(new StdioClientTransport({ command, args, stderr: 'inherit' }));
 const seen = await scenarios[scenario](client);
 await client.close();

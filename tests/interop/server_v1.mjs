@@ -12,7 +12,11 @@ const server = new McpServer({ name: 'interop-v1', version: '1.0.0' }, {
   taskMessageQueue: new InMemoryTaskMessageQueue(),
 });
 const text = (t) => ({ content: [{ type: 'text', text: t }] });
-server.registerTool('echo', { inputSchema: { text: z.string() } }, async ({ text: t }) => text(t));
+// Each call says what it got, on stderr, so a test sees what ran.
+server.registerTool('echo', { inputSchema: { text: z.string() } }, async (args) => {
+  process.stderr.write(`interop server: echo ${JSON.stringify(args)}\n`);
+  return text(args.text);
+});
 server.registerTool('pid', {}, async () => text(String(process.pid)));
 server.registerTool('crash', { inputSchema: { code: z.number() } }, async ({ code }) => {
   process.stderr.write('interop server: crashing on purpose\n');
@@ -33,5 +37,10 @@ server.experimental.tasks.registerToolTask('delay', { inputSchema: { ms: z.numbe
     return await taskStore.getTaskResult(taskId);
   },
 });
+// INTEROP_FLOOD: stderr floods, 64 KiB at a time, for as long as it runs.
+if (process.env.INTEROP_FLOOD) {
+  const chunk = 'flood '.repeat(10922) + '\n';
+  setInterval(() => process.stderr.write(chunk), 1);
+}
 await server.connect(new StdioServerTransport());
 process.stderr.write('READY\n');

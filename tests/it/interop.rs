@@ -73,7 +73,7 @@ fn python() -> PathBuf {
 
 /// Whether the suite can run: without the SDKs it says why and skips,
 /// unless MCP_BOUND_INTEROP=require.
-fn ready() -> bool {
+pub(crate) fn ready() -> bool {
     let Some(why) = missing() else {
         return true;
     };
@@ -107,26 +107,26 @@ fn server(sdk: &str) -> Vec<String> {
 }
 
 /// One client run.
-struct Played {
-    command: Vec<String>,
-    output: Output,
+pub(crate) struct Played {
+    pub(crate) command: Vec<String>,
+    pub(crate) output: Output,
     /// What the client saw.
-    seen: Value,
+    pub(crate) seen: Value,
     /// Through mcp-bound: its records (by file name) and journal.
-    records: Vec<(String, Value)>,
-    journal: Vec<Value>,
+    pub(crate) records: Vec<(String, Value)>,
+    pub(crate) journal: Vec<Value>,
 }
 
 impl Played {
     #[track_caller]
-    fn check(&self, ok: bool, what: &str) {
+    pub(crate) fn check(&self, ok: bool, what: &str) {
         if !ok {
             panic!("{what}\n{self}");
         }
     }
 
     /// The record of the run whose requests were more than the probe's.
-    fn record(&self) -> &Value {
+    pub(crate) fn record(&self) -> &Value {
         let probes = self.probe_calls();
         let real: Vec<&(String, Value)> = self
             .records
@@ -156,7 +156,7 @@ impl Played {
     }
 
     /// The journal's `kind` entries of the real run (not the probe's).
-    fn entries(&self, kind: &str) -> Vec<Value> {
+    pub(crate) fn entries(&self, kind: &str) -> Vec<Value> {
         let probes = self.probe_calls();
         self.journal
             .iter()
@@ -200,10 +200,24 @@ fn play(
     wrap: Option<&[&str]>,
     env: &[(&str, &str)],
 ) -> Played {
+    play_with(client, scenario, (sdk, &[]), wrap, env)
+}
+
+/// As [`play`], the server started with these variables too
+/// (`server`: its SDK, and its environment), and `client` "py" for the
+/// Python SDK's client (tests/interop/client.py).
+pub(crate) fn play_with(
+    client: &str,
+    scenario: &str,
+    (sdk, server_env): (&str, &[(&str, &str)]),
+    wrap: Option<&[&str]>,
+    env: &[(&str, &str)],
+) -> Played {
     let tag = util::unique_tag();
     // The SDKs start a server with a filtered environment: the tag is
     // given on the command line, through env(1).
     let mut command: Vec<String> = vec!["env".into(), format!("{}={tag}", util::TAG_VAR)];
+    command.extend(server_env.iter().map(|(k, v)| format!("{k}={v}")));
     let dir = wrap.map(|_| tempfile::tempdir().expect("temp dir"));
     if let (Some(options), Some(dir)) = (wrap, &dir) {
         command.push(util::BIN.into());
@@ -216,10 +230,19 @@ fn play(
         command.push("--".into());
     }
     command.extend(server(sdk));
-    let script = Path::new(DIR).join(format!("client_{client}.mjs"));
-    let mut child = Command::new("node");
+    let mut child = match client {
+        "py" => {
+            let mut child = Command::new(python());
+            child.arg(Path::new(DIR).join("client.py"));
+            child
+        }
+        _ => {
+            let mut child = Command::new("node");
+            child.arg(Path::new(DIR).join(format!("client_{client}.mjs")));
+            child
+        }
+    };
     child
-        .arg(&script)
         .arg(scenario)
         .arg("--")
         .args(&command)

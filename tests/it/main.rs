@@ -17,6 +17,7 @@ mod debug_window;
 mod gate_parsers;
 mod generated_docs;
 mod hardening;
+mod host_approval;
 mod interop;
 mod journal;
 mod kinds;

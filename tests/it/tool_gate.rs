@@ -693,3 +693,14 @@ fn an_approvers_escaped_grandchild_does_not_outlive_mcp_bound() {
         util::wait_gone(pid);
     }
 }
+
+/// `--tool-approve-via command` names a command that must be given: one
+/// line, exit 125, nothing started.
+#[test]
+fn approving_via_a_command_that_is_not_given_is_refused() {
+    let stderr = util::refused(&["--mcp", "--tool-approve-via", "command"]);
+    assert_eq!(
+        stderr,
+        "mcp-bound: --tool-approve-via command asks --tool-approve-cmd, which is not given: give it, or --tool-approve-via host\n"
+    );
+}

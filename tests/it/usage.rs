@@ -27,6 +27,7 @@ fn sample(option: &str) -> Option<&'static str> {
         "--max-in-flight" | "--max-pending-approvals" => "3",
         "--tool-allow" | "--tool-deny" | "--tool-approve" => "echo",
         "--tool-approve-cmd" => "true",
+        "--tool-approve-via" => "host",
         "--stderr-log-timestamps"
         | "--stderr-log-optional"
         | "--request-timeout-resets-on-progress"
