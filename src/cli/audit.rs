@@ -60,8 +60,9 @@ pub struct ToolGateArgs {
     pub tool_approve_cmd: Option<CommandLine>,
 
     /// Who decides the calls --tool-approve matches: command (--tool-approve-cmd) or host (the
-    /// person, asked through the client with an MCP elicitation, 2025 eras; when the client cannot
-    /// be asked, --tool-approve-cmd decides if given, else the call is denied) [default: command].
+    /// person, asked through the client with an MCP elicitation, or in 2026-07-28 an input_required
+    /// answer with a sealed requestState; when the client cannot be asked, --tool-approve-cmd
+    /// decides if given, else the call is denied) [default: command].
     #[arg(
         long,
         value_name = "WHO",

@@ -334,8 +334,12 @@ the client: an elicitation/create of mcp-bound's own (ids mcp-bound-approval-NON
 server's), a form with one boolean field, approve, whose message names the server, the tool, the \
 masked arguments and params_sha256; accept with approve true sends the call's exact bytes, any \
 other answer denies it, and at the deadline the request is withdrawn with notifications/cancelled. \
-A client that declared no form elicitation, or speaks 2026-07-28, cannot be asked: \
---tool-approve-cmd decides if given, else the call is denied (tool_approval_unavailable). An answer \
+A 2026-07-28 client is answered input_required with the card and a requestState sealed with a \
+per-run HMAC key (tool, params_sha256, request id, deadline); its retry's answer decides, an \
+approved retry sends the original params under the retry's id, and a state changed, used twice \
+or late is refused (request_state_invalid, request_state_replayed, tool_approval_expired). A \
+client that declares no form elicitation cannot be asked: --tool-approve-cmd decides if given, \
+else the call is denied (tool_approval_unavailable). An answer \
 through a host is a user interface, not proof that a person saw it. A tool policy that cannot be \
 applied (no session layer, --tool-approve without a way to ask, or --tool-approve-via command \
 without --tool-approve-cmd) is exit 125 from any source, its variable named.",

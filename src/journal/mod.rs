@@ -410,6 +410,7 @@ mod tests {
                     ntstatus: None,
                 }),
                 action: None,
+                covered_by: None,
             }),
             Audit::Decision(McpDecision {
                 call_id: "c".into(),
@@ -420,7 +421,8 @@ mod tests {
                 by: crate::session::DecidedBy::Host,
                 waited_ms: 1,
                 approver_exit: None,
-                action: Some(crate::record::mcp::HostAction::Decline),
+                action: Some(crate::record::mcp::HostAction::Accept),
+                covered_by: Some(id()),
             }),
             Audit::Task(McpTask {
                 call_id: "c".into(),

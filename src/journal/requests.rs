@@ -251,7 +251,9 @@ impl OpenRequests {
 
 /// A gated tools/call's end: one that reached the server needs an
 /// `approved` decision; one not approved ends `denied`, or `cancelled`
-/// (the client's cancel while it waited).
+/// (the client's cancel while it waited). One mcp-bound answered
+/// `input_required` to ask the person (`asked`) has no decision yet: its
+/// retry, a request of its own, carries it.
 fn check_gate(request: &UnfinishedRequest, outcome: &str) -> Result<(), (BreakKind, String)> {
     use crate::record::Decision;
     let id = &request.request_id;
@@ -261,7 +263,9 @@ fn check_gate(request: &UnfinishedRequest, outcome: &str) -> Result<(), (BreakKi
             BreakKind::Unapproved,
             format!("request {id} of call {call} was approved, yet its response says denied"),
         )),
-        (Some(Decision::Approved), _) | (Some(_), "denied" | "cancelled") => Ok(()),
+        (Some(Decision::Approved), _) | (Some(_), "denied" | "cancelled") | (None, "asked") => {
+            Ok(())
+        }
         (None, _) => Err((
             BreakKind::Unapproved,
             format!(

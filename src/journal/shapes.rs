@@ -202,6 +202,9 @@ pub(crate) struct McpDecision<'a> {
     /// By the host: the client's answer (absent before it was written).
     #[serde(default)]
     action: Ignored,
+    /// A later round an approval covered (absent before it was written).
+    #[serde(default)]
+    covered_by: Ignored,
     h: Hash,
 }
 

@@ -208,7 +208,8 @@ fn error_of(outcome: RequestOutcome, code: Option<i64>) -> Option<(Value, String
         RequestOutcome::Result
         | RequestOutcome::Cancelled
         | RequestOutcome::Ended
-        | RequestOutcome::ShutDown => None,
+        | RequestOutcome::ShutDown
+        | RequestOutcome::Asked => None,
     }
 }
 

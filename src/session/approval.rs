@@ -13,6 +13,7 @@
 use std::time::Instant;
 
 use super::gate::{Ask, Asked, DecidedBy, Held, Pending, Verdict};
+use super::host_ask::Route;
 use super::message::join_batch;
 use super::ruling::refusal_of;
 pub(super) use super::ruling::{Call, Ruling, Said};
@@ -75,16 +76,20 @@ impl Session {
             return false;
         }
         let ticket = self.gate.as_mut().map_or(0, |g| g.ticket());
-        let by = match self.ask_route(ticket) {
-            Some(Asked::Host { id }) => {
+        let by = match self.ask_route(ticket, call) {
+            Route::Host { id } => {
                 self.ask_host(call, &id);
                 Asked::Host { id }
             }
-            Some(Asked::Command) => {
+            Route::Command => {
                 self.ask_command(ticket, call);
                 Asked::Command
             }
-            None => {
+            Route::Sealed => {
+                self.ask_sealed(now, call);
+                return false;
+            }
+            Route::Nobody => {
                 self.cannot_ask_host(now, call);
                 return false;
             }
@@ -302,6 +307,7 @@ impl Session {
             waited_ms: millis(now.saturating_duration_since(pending.asked)),
             approver_exit: said.exit.clone(),
             action: said.action.filter(|_| by == DecidedBy::Host),
+            covered_by: None,
         };
         self.decision(&call, ruling);
         let tool = pending.tool.clone();
@@ -420,14 +426,20 @@ impl Session {
     }
 
     /// A call not sent: its answer to the client, and its end.
-    fn not_run(&mut self, now: Instant, call: (&str, &str), since: Instant, line: Vec<u8>) {
+    pub(super) fn not_run(
+        &mut self,
+        now: Instant,
+        call: (&str, &str),
+        since: Instant,
+        line: Vec<u8>,
+    ) {
         let bytes = line.len() as u64;
         self.to_client.extend(line);
         self.audit_not_run(now, call, since, RequestOutcome::Denied, bytes);
     }
 
     /// A call (id, tool) that ended before it reached the server.
-    fn audit_not_run(
+    pub(super) fn audit_not_run(
         &mut self,
         now: Instant,
         (id, tool): (&str, &str),

@@ -24,6 +24,10 @@ pub enum RequestOutcome {
     /// Refused as it came, answered -32600 (the entry's `reason` says
     /// why): nothing of it reached the server.
     Refused,
+    /// A `tools/call` mcp-bound answered `input_required` itself, to ask
+    /// the person through a 2026-07-28 client: it never reached the
+    /// server; the client's retry, a new request, carries the answer.
+    Asked,
 }
 
 impl RequestOutcome {
@@ -39,6 +43,7 @@ impl RequestOutcome {
             RequestOutcome::ShutDown => "shut_down",
             RequestOutcome::Denied => "denied",
             RequestOutcome::Refused => "refused",
+            RequestOutcome::Asked => "asked",
         }
     }
 }
@@ -227,6 +232,45 @@ pub struct McpDecision {
     /// By `host`: what the client answered (null otherwise, and when the
     /// call ended before any answer or the client could not be asked).
     pub action: Option<crate::record::mcp::HostAction>,
+    /// By `host` in 2026-07-28: the approved retry whose approval covers
+    /// this later round of the same call (the server asked for input of
+    /// its own), so the person was not asked again; null otherwise.
+    pub covered_by: Option<RequestId>,
+}
+
+/// How a tracked request ended, for its audit.
+pub(super) struct End {
+    pub(super) outcome: RequestOutcome,
+    pub(super) error_code: Option<i64>,
+    pub(super) result_type: Option<ResultType>,
+    /// Cut off by the host's end of the session (answered as the server
+    /// gone): it may have acted, and did not fail.
+    pub(super) interrupted: bool,
+}
+
+impl End {
+    /// Ended by mcp-bound or the client, with this code (if an error).
+    pub(super) fn by(outcome: RequestOutcome, error_code: Option<i64>) -> End {
+        End {
+            outcome,
+            error_code,
+            result_type: None,
+            interrupted: false,
+        }
+    }
+
+    pub(super) fn result(result_type: ResultType) -> End {
+        End {
+            outcome: RequestOutcome::Result,
+            error_code: None,
+            result_type: Some(result_type),
+            interrupted: false,
+        }
+    }
+
+    pub(super) fn error(code: Option<i64>) -> End {
+        End::by(RequestOutcome::Error, code)
+    }
 }
 
 #[cfg(test)]
@@ -247,6 +291,7 @@ mod tests {
             ShutDown,
             Denied,
             Refused,
+            Asked,
         ] {
             assert_eq!(serde_json::to_value(outcome).unwrap(), outcome.word());
         }

@@ -84,6 +84,23 @@ pub(crate) enum Verdict {
     Denied,
     /// The approver decides.
     Ask,
+    /// A 2026-07-28 client's retry carried the state mcp-bound sealed
+    /// when it asked the person: decided by the answer it carries.
+    Sealed(Sealed),
+}
+
+/// A retry's decision, read from the answer it carried and its state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Sealed {
+    pub(crate) decision: crate::record::Decision,
+    pub(crate) action: Option<crate::record::mcp::HostAction>,
+    pub(crate) waited_ms: u64,
+    /// The state was refused: why.
+    pub(crate) broken: Option<super::seal::Broken>,
+    /// Until when an approval covers the call's later rounds.
+    pub(crate) until: Option<Instant>,
+    /// A later round an approval covers: not asked again.
+    pub(crate) covered: bool,
 }
 
 /// A glob as an anchored regular expression: `*` any run, `?` one
@@ -190,6 +207,10 @@ pub(super) struct Gate {
     pub(super) nonce: String,
     /// Masks the arguments the person is shown.
     pub(super) redactor: crate::redact::Redactor,
+    /// The states sealed for 2026-07-28 clients, until their retry.
+    pub(super) seals: super::seal::Seals,
+    /// The approvals that cover a call's later rounds.
+    pub(super) grants: super::seal::Grants,
 }
 
 impl Gate {
@@ -201,6 +222,7 @@ impl Gate {
         };
         // The patterns were checked when the settings were made.
         let redactor = crate::redact::Redactor::new(&settings.redact).unwrap_or_default();
+        let max_pending = settings.max_pending;
         Gate {
             patterns,
             settings,
@@ -211,6 +233,12 @@ impl Gate {
             ends: Vec::new(),
             nonce: crate::ids::random_hex(8),
             redactor,
+            seals: super::seal::Seals::new(
+                crate::ids::random_hex(32).into_bytes(),
+                Instant::now(),
+                max_pending,
+            ),
+            grants: super::seal::Grants::new(max_pending),
         }
     }
 

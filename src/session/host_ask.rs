@@ -5,9 +5,10 @@
 //!
 //! - **Who can be asked:** a client whose `initialize` declared form
 //!   elicitation (`capabilities.elicitation` empty, as 2025-06-18 has
-//!   it, or naming `form`). A 2026-07-28 client cannot be asked this way
-//!   (server-to-client requests are gone), nor one that sent no
-//!   `initialize`.
+//!   it, or naming `form`). A 2026-07-28 client, which has no
+//!   server-to-client requests, is asked through an `input_required`
+//!   answer instead (`input_required.rs`), when its request's `_meta`
+//!   declares form elicitation.
 //! - **Whose ids:** mcp-bound's requests are strings with a prefix and a
 //!   per-run nonce of its own, so they cannot collide with the server's
 //!   requests to the client; the server's ids are never rewritten. A
@@ -28,7 +29,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::Session;
-use super::gate::{Asked, DecidedBy};
+use super::gate::DecidedBy;
 use super::ruling::{Call, Ruling, Said};
 use crate::record::Decision;
 use crate::record::mcp::{Era, HostAction};
@@ -87,12 +88,35 @@ pub(super) fn elicits_forms(initialize_params: Option<&str>) -> bool {
         #[serde(default)]
         elicitation: Option<Value>,
     }
-    let elicitation = initialize_params
+    let capabilities = initialize_params
         .and_then(|p| serde_json::from_str::<Params>(p).ok())
-        .and_then(|p| p.capabilities)
-        .and_then(|c| c.elicitation);
+        .and_then(|p| p.capabilities);
+    capabilities
+        .and_then(|c| c.elicitation)
+        .is_some_and(|e| form_elicitation(&e))
+}
+
+/// Whether a 2026-07-28 request's params declare form elicitation, in
+/// their `_meta` (each request carries the client's capabilities).
+pub(super) fn request_elicits_forms(params: Option<&str>) -> bool {
+    #[derive(Deserialize)]
+    struct Params {
+        #[serde(rename = "_meta", default)]
+        meta: Option<Value>,
+    }
+    params
+        .and_then(|p| serde_json::from_str::<Params>(p).ok())
+        .and_then(|p| p.meta)
+        .as_ref()
+        .and_then(|m| m.get("io.modelcontextprotocol/clientCapabilities"))
+        .and_then(|c| c.get("elicitation"))
+        .is_some_and(form_elicitation)
+}
+
+/// `capabilities.elicitation`: empty (2025-06-18: forms) or naming `form`.
+fn form_elicitation(elicitation: &Value) -> bool {
     match elicitation {
-        Some(Value::Object(modes)) => modes.is_empty() || modes.contains_key("form"),
+        Value::Object(modes) => modes.is_empty() || modes.contains_key("form"),
         _ => false,
     }
 }
@@ -162,7 +186,19 @@ impl Card<'_> {
 /// The `elicitation/create` request for the card, under `id` (its JSON
 /// text), as one line.
 pub(super) fn elicitation(id: &str, message: &str) -> Vec<u8> {
-    let params = json!({
+    let params = form_params(message, false);
+    let mut line = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"elicitation/create\",\"params\":{params}}}"
+    )
+    .into_bytes();
+    line.push(b'\n');
+    line
+}
+
+/// The card's `elicitation/create` params: the message and a form of one
+/// boolean field, `approve` (`mode` named where the era has it).
+pub(super) fn form_params(message: &str, mode: bool) -> Value {
+    let mut params = json!({
         "message": message,
         "requestedSchema": {
             "type": "object",
@@ -177,12 +213,10 @@ pub(super) fn elicitation(id: &str, message: &str) -> Vec<u8> {
             "required": ["approve"],
         },
     });
-    let mut line = format!(
-        "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"elicitation/create\",\"params\":{params}}}"
-    )
-    .into_bytes();
-    line.push(b'\n');
-    line
+    if mode {
+        params["mode"] = json!("form");
+    }
+    params
 }
 
 /// Withdraw mcp-bound's request `id` (its JSON text) from the client.
@@ -226,41 +260,54 @@ pub(super) fn read_answer(result: Option<&str>, error: bool) -> (Decision, HostA
     }
 }
 
+/// Who is asked about a call.
+pub(super) enum Route {
+    /// The client, under mcp-bound's own request id (2025 eras).
+    Host { id: String },
+    /// The client, through an `input_required` answer (2026-07-28).
+    Sealed,
+    /// `--tool-approve-cmd`.
+    Command,
+    /// No one: the call is denied.
+    Nobody,
+}
+
 impl Session {
-    /// Who is asked about `call`: the client when `--tool-approve-via
-    /// host` and it can be asked (a request id of ours made for it), else
-    /// the command if one is given; None: no one can be asked.
-    pub(super) fn ask_route(&mut self, ticket: u64) -> Option<Asked> {
-        let gate = self.gate.as_ref()?;
+    /// Who is asked about `call` (`ticket`: its ticket, for our request
+    /// id): the client when `--tool-approve-via host` and it can be
+    /// asked, else the command if one is given, else no one.
+    pub(super) fn ask_route(&mut self, ticket: u64, call: &Call<'_>) -> Route {
+        let Some(gate) = self.gate.as_ref() else {
+            return Route::Nobody;
+        };
         if !gate.settings.ask_host {
-            return Some(Asked::Command);
+            return Route::Command;
         }
-        let legacy = self.opening.spoken.era == Some(Era::Legacy);
-        if legacy && elicits_forms(self.opening.replay.client_params()) {
-            let id = request_id(&gate.nonce, ticket);
-            return Some(Asked::Host { id });
+        match self.opening.spoken.era {
+            Some(Era::Legacy) if elicits_forms(self.opening.replay.client_params()) => {
+                return Route::Host {
+                    id: request_id(&gate.nonce, ticket),
+                };
+            }
+            Some(Era::Modern) if request_elicits_forms(call.params) => {
+                return Route::Sealed;
+            }
+            _ => {}
         }
         self.facts.tool_gate_mut().host_unavailable += 1;
-        let gate = self.gate.as_ref()?;
-        gate.settings.approver.is_some().then_some(Asked::Command)
+        match self
+            .gate
+            .as_ref()
+            .is_some_and(|g| g.settings.approver.is_some())
+        {
+            true => Route::Command,
+            false => Route::Nobody,
+        }
     }
 
     /// The card for `call`, sent to the client under `id`.
     pub(super) fn ask_host(&mut self, call: &Call<'_>, id: &str) {
-        let Some(gate) = self.gate.as_ref() else {
-            return;
-        };
-        let command = gate.settings.server_argv.join(" ");
-        let command = gate.redactor.redact(&command);
-        let server = self.opening.replay.server_name().unwrap_or(&command);
-        let card = Card {
-            server,
-            tool: &call.tool,
-            arguments: call.arguments,
-            params_sha256: call.params_sha256.as_deref(),
-            timeout: gate.timeout(),
-        };
-        let line = elicitation(id, &card.message(&gate.redactor));
+        let line = elicitation(id, &self.card(call));
         self.to_client.extend(line);
         self.facts.tool_gate_mut().host_asked += 1;
     }
@@ -269,7 +316,7 @@ impl Session {
     pub(super) fn cannot_ask_host(&mut self, now: Instant, call: &Call<'_>) {
         self.decision(call, Ruling::at_once(Decision::Denied, DecidedBy::Host));
         let why = match self.opening.spoken.era {
-            Some(Era::Modern) => "it speaks MCP 2026-07-28, in which mcp-bound cannot ask it yet",
+            Some(Era::Modern) => "its request's _meta declares no form elicitation",
             Some(Era::Legacy) => "it declared no form elicitation in its initialize",
             None => "it sent no initialize that declares elicitation",
         };

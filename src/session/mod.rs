@@ -26,6 +26,7 @@ mod form;
 mod fuzz;
 mod gate;
 mod host_ask;
+mod input_required;
 mod kind;
 mod late;
 mod lenient;
@@ -39,6 +40,7 @@ mod restart;
 mod results;
 mod ruling;
 mod scan;
+mod seal;
 mod server;
 mod tasks;
 mod traced;
@@ -53,6 +55,7 @@ use crate::record::mcp::{Era, Interrupted, MAX_INTERRUPTED_LISTED, McpFacts};
 use crate::request_id;
 use crate::units::millis;
 pub(crate) use answer::{REQUEST_TIMEOUT, SERVER_ERROR};
+use audit::End;
 use late::Answered;
 
 pub use audit::{
@@ -108,41 +111,6 @@ struct InFlight {
     /// While span export is on: the trace context in its
     /// `params._meta`, and the span id it was sent under.
     trace: Option<Box<traced::RequestTrace>>,
-}
-
-/// How a tracked request ended, for its audit.
-struct End {
-    outcome: RequestOutcome,
-    error_code: Option<i64>,
-    result_type: Option<ResultType>,
-    /// Cut off by the host's end of the session (answered as the server
-    /// gone): it may have acted, and did not fail.
-    interrupted: bool,
-}
-
-impl End {
-    /// Ended by mcp-bound or the client, with this code (if an error).
-    fn by(outcome: RequestOutcome, error_code: Option<i64>) -> End {
-        End {
-            outcome,
-            error_code,
-            result_type: None,
-            interrupted: false,
-        }
-    }
-
-    fn result(result_type: ResultType) -> End {
-        End {
-            outcome: RequestOutcome::Result,
-            error_code: None,
-            result_type: Some(result_type),
-            interrupted: false,
-        }
-    }
-
-    fn error(code: Option<i64>) -> End {
-        End::by(RequestOutcome::Error, code)
-    }
 }
 
 /// An entry out of the table: the id as the client sent it, and the rest.

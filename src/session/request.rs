@@ -91,9 +91,73 @@ impl Session {
             Err(reason) => return self.refuse_request(reason, &request, form),
         };
         let verdict = self.gate_verdict(request.method, call.name.as_deref());
+        if verdict == Some(Verdict::Ask) {
+            use super::input_required::{Retry, RetryCall};
+            let retry = RetryCall {
+                id: request.id,
+                params: request.params,
+                tool: call.name.as_deref().unwrap_or_default(),
+                arguments: call.arguments,
+            };
+            match self.sealed_retry(now, retry, form) {
+                None => {}
+                Some(Retry::Decided(verdict)) => {
+                    return self.checked_go_on(now, request, call, Some(verdict), form);
+                }
+                Some(Retry::Opened(opened)) => {
+                    return self.go_on_opened(now, &request, opened, form);
+                }
+            }
+        }
         if verdict == Some(Verdict::Ask) && call.arguments.is_some_and(|a| !lenient::is_strict(a)) {
             return self.refuse_request(Refusal::NotStrictJson, &request, form);
         }
+        self.checked_go_on(now, request, call, verdict, form)
+    }
+
+    /// A retry whose sealed state opened: the original call goes on
+    /// under the retry's id, read, journaled and sent instead of it.
+    fn go_on_opened(
+        &mut self,
+        now: Instant,
+        request: &Request<'_>,
+        opened: super::input_required::Opened,
+        form: &mut Form<'_>,
+    ) -> Disposition {
+        let super::input_required::Opened {
+            line,
+            params,
+            verdict,
+        } = opened;
+        let retry = Request {
+            id: request.id,
+            method: request.method,
+            params: params.as_deref(),
+        };
+        let call = match self.read_call(&retry) {
+            Ok(call) => call,
+            Err(reason) => return self.refuse_request(reason, request, form),
+        };
+        let grown = line.len() as i64 - form.raw.len() as i64;
+        self.current_line.ends_at = self.current_line.ends_at.saturating_add_signed(grown);
+        let mut original = Form::new(&line, false);
+        original.single = true;
+        let disposition = self.checked_go_on(now, retry, call, Some(verdict), &mut original);
+        if disposition == Disposition::Forward {
+            form.rewritten = Some(original.rewritten.take().unwrap_or_else(|| line.clone()));
+        }
+        disposition
+    }
+
+    /// A request the table must be able to keep, within its bound.
+    fn checked_go_on(
+        &mut self,
+        now: Instant,
+        request: Request<'_>,
+        call: CallRead<'_>,
+        verdict: Option<Verdict>,
+        form: &mut Form<'_>,
+    ) -> Disposition {
         let tracking = self.tracking(&request, form);
         if !tracking.tracked && self.gate_decides(request.method) {
             // A decision is bound to one request: one the table cannot
@@ -263,7 +327,7 @@ impl Session {
         }
         // Only under a gate: the tool's name is copied for it (nothing
         // is on the path of an ungated request).
-        let call = verdict.map(|_| super::approval::Call {
+        let call = verdict.map(|_| super::ruling::Call {
             id,
             tool: read.name.clone().unwrap_or_default(),
             params,
@@ -279,6 +343,12 @@ impl Session {
                 return Disposition::Answered;
             }
             (Some(Verdict::Allowed), Some(call)) => self.decided_by_policy(now, call, true),
+            // A retry's answer: approved, it goes on; else answered here.
+            (Some(Verdict::Sealed(sealed)), Some(call))
+                if !self.decided_through_seal(now, call, sealed) =>
+            {
+                return Disposition::Answered;
+            }
             _ => {}
         }
         self.opening.spoken.on_request(method, params);

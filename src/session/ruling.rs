@@ -32,6 +32,8 @@ pub(super) struct Ruling {
     pub(super) approver_exit: Option<Exit>,
     /// By the host: the client's answer, if it gave one.
     pub(super) action: Option<HostAction>,
+    /// A later round an approval covers: the approved retry's id.
+    pub(super) covered_by: Option<RequestId>,
 }
 
 impl Ruling {
@@ -43,6 +45,7 @@ impl Ruling {
             waited_ms: 0,
             approver_exit: None,
             action: None,
+            covered_by: None,
         }
     }
 }
@@ -154,6 +157,7 @@ impl Session {
                     waited_ms: ruling.waited_ms,
                     approver_exit: ruling.approver_exit,
                     action: ruling.action,
+                    covered_by: ruling.covered_by,
                 }));
         }
     }

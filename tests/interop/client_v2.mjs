@@ -43,6 +43,22 @@ const scenarios = {
     return { confirm: await outcome(client.callTool({ name: 'confirm', arguments: {} })), asked };
   },
   crash,
+  // mcp-bound's approval card, answered as INTEROP_ELICIT says (accept,
+  // decline), and the server's own question (confirm's ok) answered yes.
+  async approve(client) {
+    const asked = [];
+    client.setRequestHandler('elicitation/create', async (request) => {
+      const fields = Object.keys(request.params.requestedSchema.properties);
+      asked.push({ message: request.params.message, fields, withdrawn: false });
+      if (fields.includes('ok')) return { action: 'accept', content: { ok: true } };
+      return process.env.INTEROP_ELICIT === 'accept'
+        ? { action: 'accept', content: { approve: true } }
+        : { action: 'decline' };
+    });
+    const tool = process.env.INTEROP_TOOL ?? 'echo';
+    const args = tool === 'echo' ? { text: 'approved <b>' } : {};
+    return { call: await outcome(client.callTool({ name: tool, arguments: args })), asked };
+  },
   // Which era the probe found, and one call in it.
   async probe(client) {
     return {

@@ -13,7 +13,11 @@ let handle;
 function build() {
   server = new McpServer({ name: 'interop-v2', version: '1.0.0' }, { capabilities: { tools: { listChanged: true } } });
   const text = (t) => ({ content: [{ type: 'text', text: t }] });
-  server.registerTool('echo', { inputSchema: z.object({ text: z.string() }) }, async ({ text: t }) => text(t));
+  // Each call says what it got, on stderr, so a test sees what ran.
+  server.registerTool('echo', { inputSchema: z.object({ text: z.string() }) }, async (args) => {
+    process.stderr.write(`interop server: echo ${JSON.stringify(args)}\n`);
+    return text(args.text);
+  });
   server.registerTool('pid', {}, async () => text(String(process.pid)));
   server.registerTool('sleep', { inputSchema: z.object({ ms: z.number() }) }, async ({ ms }) => {
     await new Promise((resolve) => setTimeout(resolve, ms));
@@ -28,8 +32,10 @@ function build() {
   server.registerTool('confirm', {}, async (ctx) => {
     const given = acceptedContent(ctx.mcpReq.inputResponses, 'ok', answer);
     if (given?.ok !== true) {
+      process.stderr.write('interop server: confirm asks\n');
       return inputRequired({ inputRequests: { ok: inputRequired.elicit({ message: 'go?', requestedSchema: answer }) } });
     }
+    process.stderr.write('interop server: confirm runs\n');
     return text('confirmed');
   });
   // The tool list changes: a listening client is told.
