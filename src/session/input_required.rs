@@ -506,4 +506,25 @@ mod tests {
             "past the approval's deadline"
         );
     }
+
+    /// A 2026-07-28 server names itself only in its results' `_meta`:
+    /// once one is seen, the card names it.
+    #[test]
+    fn the_card_names_the_server_once_a_result_did() {
+        let t0 = Instant::now();
+        let mut session = session();
+        let state = ask(&mut session, t0);
+        let line = call(2, &retry(&state, ACCEPT, "{}"));
+        client(&mut session, t0, &line);
+        let result = r#"{"jsonrpc":"2.0","id":2,"result":{"content":[],"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"files","version":"1"}}}}"#;
+        let mut out = Vec::new();
+        session.on_server_line(t0, format!("{result}\n").as_bytes(), &mut out);
+        client(&mut session, t0, &call(3, &params("{}", "")));
+        let card = answered(&mut session);
+        let message = card["result"]["inputRequests"][INPUT_KEY]["params"]["message"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        assert!(message.contains("Server: files\n"), "{message}");
+    }
 }

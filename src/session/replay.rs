@@ -46,6 +46,8 @@ pub(crate) struct Replay {
     first: Option<ServerInit>,
     /// The id (as a key) of mcp-bound's own initialize, while it waits.
     pending: Option<String>,
+    /// A 2026-07-28 server's name, from a result's `_meta`.
+    modern_name: Option<String>,
 }
 
 impl Replay {
@@ -99,12 +101,32 @@ impl Replay {
             .and_then(|(_, params)| params.as_deref())
     }
 
-    /// The first server's `serverInfo.name`, if it gave one.
+    /// The first server's `serverInfo.name`, if it gave one (in its
+    /// initialize result, or in 2026-07-28 a result's `_meta`).
     pub fn server_name(&self) -> Option<&str> {
         self.first
             .as_ref()
             .and_then(|f| f.server_info.as_ref())
             .and_then(|i| i.name.as_deref())
+            .or(self.modern_name.as_deref())
+    }
+
+    /// A 2026-07-28 result (its text): the server's name in its `_meta`,
+    /// kept once seen.
+    pub fn on_modern_result(&mut self, result: &str) {
+        const KEY: &str = "io.modelcontextprotocol/serverInfo";
+        if self.modern_name.is_some() || !result.contains(KEY) {
+            return;
+        }
+        #[derive(Deserialize)]
+        struct WithMeta {
+            #[serde(rename = "_meta", default)]
+            meta: Option<Value>,
+        }
+        self.modern_name = serde_json::from_str::<WithMeta>(result)
+            .ok()
+            .and_then(|r| r.meta)
+            .and_then(|m| m.get(KEY)?.get("name")?.as_str().map(str::to_string));
     }
 
     pub fn waiting(&self) -> bool {

@@ -135,6 +135,13 @@ impl Session {
             });
             return false;
         }
+        if let Some(result) = result
+            && self.gate.as_ref().is_some_and(|g| g.settings.ask_host)
+            && self.opening.spoken.era == Some(crate::record::mcp::Era::Modern)
+        {
+            // The card names the server: once, from the first result.
+            self.opening.replay.on_modern_result(result);
+        }
         let Some((id, entry)) = self.remove(&key) else {
             if self.answered.take(&key) {
                 self.facts.late_responses_dropped += 1;

@@ -605,6 +605,21 @@ fn mcp_session(
     PathBuf,
     String,
 ) {
+    mcp_session_declaring(exe, dir, args, "{}")
+}
+
+/// As [`mcp_session`], the client declaring these capabilities.
+fn mcp_session_declaring(
+    exe: &Path,
+    dir: &Path,
+    args: &[&str],
+    capabilities: &str,
+) -> (
+    std::process::Child,
+    std::process::ChildStdin,
+    PathBuf,
+    String,
+) {
     let server = exe.with_file_name("mcp_server.exe");
     assert!(
         server.is_file(),
@@ -628,10 +643,10 @@ fn mcp_session(
         .spawn()
         .unwrap();
     let mut client = wine.stdin.take().unwrap();
-    send(
-        &mut client,
-        r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"wine-suite","version":"1"}}}"#,
+    let initialize = format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{capabilities},"clientInfo":{{"name":"wine-suite","version":"1"}}}}}}"#
     );
+    send(&mut client, &initialize);
     wait_for_text(&out, r#""id":1,"result""#);
     send(
         &mut client,
@@ -742,6 +757,75 @@ fn a_tool_call_waits_for_its_approver_which_reads_the_call() {
         .filter(|name| name.starts_with("mcp-bound-request"))
         .collect();
     assert!(leftovers.is_empty(), "{}: {leftovers:?}", users.display());
+}
+
+/// `--tool-approve-via host` on Windows: the card goes to the client,
+/// the answer comes back through the same relays, and decides.
+#[test]
+fn a_tool_call_is_asked_about_through_the_client() {
+    let Some(exe) = windows_exe() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let args = [
+        "--tool-approve-via",
+        "host",
+        "--record",
+        "record.json",
+        "--journal",
+        "audit.jsonl",
+    ];
+    let elicits = r#"{"elicitation":{}}"#;
+    let (wine, mut client, out, tag) = mcp_session_declaring(&exe, dir.path(), &args, elicits);
+    let card_id = |text: &str, nth: usize| -> String {
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|m| m["method"] == "elicitation/create")
+            .nth(nth)
+            .map(|m| m["id"].to_string())
+            .expect("a card")
+    };
+    let call = |id: u32| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{"word":"w{id}"}}}}}}"#
+        )
+    };
+    send(&mut client, &call(2));
+    let text = wait_for_text(&out, "elicitation/create");
+    let accept = r#"{"action":"accept","content":{"approve":true}}"#;
+    send(
+        &mut client,
+        &format!(
+            r#"{{"jsonrpc":"2.0","id":{},"result":{accept}}}"#,
+            card_id(&text, 0)
+        ),
+    );
+    wait_for_text(&out, r#""id":2,"result""#);
+    send(&mut client, &call(3));
+    // The second card shows the call's arguments, escaped in its JSON.
+    let text = wait_for_text(&out, r#"\"w3\""#);
+    send(
+        &mut client,
+        &format!(
+            r#"{{"jsonrpc":"2.0","id":{},"result":{{"action":"decline"}}}}"#,
+            card_id(&text, 1)
+        ),
+    );
+    let text = wait_for_text(&out, r#""id":3,"error""#);
+    let record = session_end(wine, client, dir.path(), &text);
+    let gate = &record["mcp"]["tool_gate"];
+    assert_eq!(gate["host_asked"], 2, "{gate}");
+    assert_eq!(gate["host_actions"]["accept"], 1, "{gate}");
+    assert_eq!(gate["host_actions"]["decline"], 1, "{gate}");
+    let journal = dir.path().join("audit.jsonl");
+    crate::util::check_journal_schema(&journal);
+    let actions: Vec<serde_json::Value> = std::fs::read_to_string(&journal)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter(|entry| entry["kind"] == "mcp_decision")
+        .map(|entry| entry["action"].clone())
+        .collect();
+    assert_eq!(actions, ["accept", "decline"]);
+    assert_nothing_left(&tag);
 }
 
 #[test]
