@@ -16,6 +16,9 @@ _mcp__bound() {
             ",$1")
                 cmd="mcp__bound"
                 ;;
+            mcp__bound,pin)
+                cmd="mcp__bound__subcmd__pin"
+                ;;
             mcp__bound,verify)
                 cmd="mcp__bound__subcmd__verify"
                 ;;
@@ -26,7 +29,7 @@ _mcp__bound() {
 
     case "${cmd}" in
         mcp__bound)
-            opts="-s -k -h -V --timeout --signal --kill-after --grace --wait-delay --preserve-status --rlimit --contain --memory-max --pids-max --cpu-max --limits --head-bytes --tail-bytes --excerpt-bytes --echo --flood-path --redact --stderr-log --stderr-log-size --stderr-log-keep --stderr-log-timestamps --stderr-log-optional --record --record-keep --record-fd --call-id --session-id --mcp --stdout-guard --max-message-bytes --live --live-rate --live-burst --stdin-close-grace --session --request-timeout --request-timeout-resets-on-progress --agent-excerpt-bytes --max-in-flight --restart --max-restarts --restart-window --restart-backoff --debug-window --debug-window-bytes --approve-cmd --approve --approval-timeout --tool-allow --tool-deny --tool-approve-cmd --tool-approve-via --tool-approve --tool-approval-timeout --max-pending-approvals --journal --journal-excerpt-bytes --journal-key --journal-requests --otel --otel-flush-timeout --otel-propagate --generate --help --version verify"
+            opts="-s -k -h -V --timeout --signal --kill-after --grace --wait-delay --preserve-status --rlimit --contain --memory-max --pids-max --cpu-max --limits --head-bytes --tail-bytes --excerpt-bytes --echo --flood-path --redact --stderr-log --stderr-log-size --stderr-log-keep --stderr-log-timestamps --stderr-log-optional --record --record-keep --record-fd --call-id --session-id --mcp --stdout-guard --max-message-bytes --live --live-rate --live-burst --stdin-close-grace --session --request-timeout --request-timeout-resets-on-progress --agent-excerpt-bytes --max-in-flight --restart --max-restarts --restart-window --restart-backoff --debug-window --debug-window-bytes --approve-cmd --approve --approval-timeout --tool-allow --tool-deny --tool-approve-cmd --tool-approve-via --tool-approve --tool-approval-timeout --max-pending-approvals --tool-pin --tool-pin-key --journal --journal-excerpt-bytes --journal-key --journal-requests --otel --otel-flush-timeout --otel-propagate --generate --help --version verify pin"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -244,6 +247,14 @@ _mcp__bound() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --tool-pin)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tool-pin-key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --journal)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
@@ -270,6 +281,28 @@ _mcp__bound() {
                     ;;
                 --generate)
                     COMPREPLY=($(compgen -W "man complete-bash complete-zsh complete-fish schema-record schema-journal" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcp__bound__subcmd__pin)
+            opts="-h --accept --key --json --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --accept)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --key)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)

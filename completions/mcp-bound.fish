@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_mcp_bound_global_optspecs
-    string join \n timeout= s/signal= k/grace= wait-delay= preserve-status rlimit= contain= memory-max= pids-max= cpu-max= limits= head-bytes= tail-bytes= excerpt-bytes= echo= flood-path= redact= stderr-log= stderr-log-size= stderr-log-keep= stderr-log-timestamps stderr-log-optional record= record-keep= record-fd= call-id= session-id= mcp stdout-guard= max-message-bytes= live= live-rate= live-burst= stdin-close-grace= session= request-timeout= request-timeout-resets-on-progress agent-excerpt-bytes= max-in-flight= restart= max-restarts= restart-window= restart-backoff= debug-window= debug-window-bytes= approve-cmd= approve= approval-timeout= tool-allow= tool-deny= tool-approve-cmd= tool-approve-via= tool-approve= tool-approval-timeout= max-pending-approvals= journal= journal-excerpt-bytes= journal-key= journal-requests= otel= otel-flush-timeout= otel-propagate generate= h/help V/version
+    string join \n timeout= s/signal= k/grace= wait-delay= preserve-status rlimit= contain= memory-max= pids-max= cpu-max= limits= head-bytes= tail-bytes= excerpt-bytes= echo= flood-path= redact= stderr-log= stderr-log-size= stderr-log-keep= stderr-log-timestamps stderr-log-optional record= record-keep= record-fd= call-id= session-id= mcp stdout-guard= max-message-bytes= live= live-rate= live-burst= stdin-close-grace= session= request-timeout= request-timeout-resets-on-progress agent-excerpt-bytes= max-in-flight= restart= max-restarts= restart-window= restart-backoff= debug-window= debug-window-bytes= approve-cmd= approve= approval-timeout= tool-allow= tool-deny= tool-approve-cmd= tool-approve-via= tool-approve= tool-approval-timeout= max-pending-approvals= tool-pin= tool-pin-key= journal= journal-excerpt-bytes= journal-key= journal-requests= otel= otel-flush-timeout= otel-propagate generate= h/help V/version
 end
 
 function __fish_mcp_bound_needs_command
@@ -88,6 +88,8 @@ host\t'The person, through the client (MCP elicitation)'"
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l tool-approve -d 'Which tools are asked about (--tool-approve-cmd or --tool-approve-via host; globs, comma-separated, repeatable) [default: *]' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l tool-approval-timeout -d 'Wall-clock deadline for one call\'s approval, from the call\'s arrival; nothing extends it. At it the approver\'s tree gets TERM and KILL together, and the call is answered -32000 (reason tool_approval_expired), never sent' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l max-pending-approvals -d 'Most calls waiting for approval at once; past it a call is answered -32000 at once (reason too_many_pending_approvals)' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l tool-pin -d 'Hold the server to the tools first trusted: the first complete tools/list (every page) is pinned in FILE (per tool, a digest of its title, description, inputSchema, outputSchema and annotations); later, a tool that differs from its pin, or has none, is hidden from tools/list, its calls answered -32000 (reason tool_changed), and journaled (mcp_tool_drift), until `mcp-bound pin FILE --accept NAME`' -r -F
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l tool-pin-key -d 'The server\'s key in the --tool-pin file [default: its serverInfo.name and the command]' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l journal -d 'Append an intent (before dispatch, synced) and a terminal entry to this hash-chained journal. If the intent cannot be written, the helper is not started' -r -F
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l journal-excerpt-bytes -d 'Most bytes of stderr excerpt in the journal\'s terminal entry; 0 for none' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l journal-key -d 'Key the journal: h becomes HMAC-SHA256 with the key in FILE (at least 16 bytes; ours or root\'s, private: mode 0600 or stricter), so an append forged without the key fails verification' -r -F
@@ -112,7 +114,12 @@ complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l otel-propagate -d '
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -s V -l version -d 'Print version'
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -a "verify" -d 'Check a journal offline: hashes, chain, order, pairing. Exit 0 intact (warnings allowed), 1 integrity failure, 2 usage or I/O error'
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -a "pin" -d 'List a --tool-pin file\'s pins and what drifted from them; --accept trusts the latest definition seen. Exit 0 nothing waits to be accepted, 1 something does, 2 usage or I/O error'
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand verify" -l anchor -d 'A head h recorded earlier (from "OK: ... h=<hex>"): it must still be in the journal' -r
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand verify" -l key -d 'The key of a keyed journal (private: ours or root\'s, mode 0600 or stricter)' -r -F
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand verify" -l json -d 'Print the report as one JSON object'
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand verify" -s h -l help -d 'Print help'
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand pin" -l accept -d 'Trust the latest definition seen for this tool (repeatable)' -r
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand pin" -l key -d 'The server\'s key, when a tool of that name waits under several' -r
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand pin" -l json -d 'Print the file\'s pins as one JSON object'
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand pin" -s h -l help -d 'Print help'

@@ -28,8 +28,10 @@ mod framing;
 mod ids;
 mod live;
 mod otel;
+mod pin;
 mod redact;
 mod repeats;
+mod replace;
 mod request_id;
 mod rlimit;
 mod run;
@@ -97,6 +99,12 @@ where
             complain("mcp-bound verify", &err);
             err.exit_code()
         }),
+        Ok(cli::Parsed::Pin(args)) => {
+            pin::run(&pin::PinCommand::from(args)).unwrap_or_else(|err| {
+                complain("mcp-bound pin", &err);
+                err.exit_code()
+            })
+        }
         // Where there is no backend, nothing is started: one line says why.
         Ok(cli::Parsed::Run(_)) if sys::BACKEND.unsupported.is_some() => {
             let why = sys::BACKEND.unsupported.unwrap_or_default();

@@ -267,6 +267,17 @@ fn approval(cli: &Cli) -> Option<ApprovalSettings> {
     })
 }
 
+impl From<crate::cli::PinArgs> for crate::pin::PinCommand {
+    fn from(args: crate::cli::PinArgs) -> crate::pin::PinCommand {
+        crate::pin::PinCommand {
+            file: args.file,
+            accept: args.accept,
+            key: args.key,
+            json: args.json,
+        }
+    }
+}
+
 /// The per-tool-call gate, when any part of it is set.
 fn tool_gate(cli: &Cli) -> Option<crate::session::ToolGate> {
     let args = &cli.tool_gate;
@@ -294,6 +305,13 @@ fn tool_gate(cli: &Cli) -> Option<crate::session::ToolGate> {
             .iter()
             .map(|word| word.to_string_lossy().into_owned())
             .collect(),
+        pin: args
+            .tool_pin
+            .as_ref()
+            .map(|file| crate::session::ToolPinning {
+                file: file.clone(),
+                key: args.tool_pin_key.clone(),
+            }),
     })
 }
 

@@ -87,6 +87,23 @@ pub struct ToolGateArgs {
     /// too_many_pending_approvals).
     #[arg(long, value_name = "N", env = "MCP_BOUND_MAX_PENDING_APPROVALS", default_value = "16", value_parser = clap::value_parser!(u32).range(1..=1024), help_heading = "Tool call gate options")]
     pub max_pending_approvals: u32,
+
+    /// Hold the server to the tools first trusted: the first complete tools/list (every page) is
+    /// pinned in FILE (per tool, a digest of its title, description, inputSchema, outputSchema and
+    /// annotations); later, a tool that differs from its pin, or has none, is hidden from
+    /// tools/list, its calls answered -32000 (reason tool_changed), and journaled
+    /// (mcp_tool_drift), until `mcp-bound pin FILE --accept NAME`.
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "MCP_BOUND_TOOL_PIN",
+        help_heading = "Tool call gate options"
+    )]
+    pub tool_pin: Option<PathBuf>,
+
+    /// The server's key in the --tool-pin file [default: its serverInfo.name and the command].
+    #[arg(long, value_name = "NAME", env = "MCP_BOUND_TOOL_PIN_KEY", value_parser = parse_pattern, help_heading = "Tool call gate options")]
+    pub tool_pin_key: Option<String>,
 }
 
 /// Who decides a tool call `--tool-approve` matches.
@@ -105,6 +122,7 @@ impl ToolGateArgs {
             || !self.tool_deny.is_empty()
             || self.tool_approve_cmd.is_some()
             || self.asks_host()
+            || self.tool_pin.is_some()
     }
 
     /// `--tool-approve-via host`.
@@ -169,6 +187,28 @@ pub enum Sub {
     /// integrity failure, 2 usage or I/O error.
     #[command(after_help = VERIFY_AFTER_HELP)]
     Verify(VerifyArgs),
+    /// List a --tool-pin file's pins and what drifted from them; --accept trusts the latest
+    /// definition seen. Exit 0 nothing waits to be accepted, 1 something does, 2 usage or I/O error.
+    Pin(PinArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct PinArgs {
+    /// The pin file (--tool-pin).
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+
+    /// Trust the latest definition seen for this tool (repeatable).
+    #[arg(long, value_name = "NAME")]
+    pub accept: Vec<String>,
+
+    /// The server's key, when a tool of that name waits under several.
+    #[arg(long, value_name = "KEY")]
+    pub key: Option<String>,
+
+    /// Print the file's pins as one JSON object.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args, Debug)]

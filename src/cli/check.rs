@@ -69,6 +69,7 @@ const SESSION: &str = "needs the session layer (--mcp, or --session jsonrpc)";
 const GUARD: &str = "needs the stdout guard (--mcp, or --stdout-guard jsonrpc)";
 const APPROVER: &str = "needs --approve-cmd or --approve";
 const TOOL_APPROVER: &str = "needs --tool-approve-cmd or --tool-approve-via host";
+const TOOL_PIN: &str = "names the server in a --tool-pin file, which is not given";
 const OTEL: &str =
     "tunes span export, which is off: it needs --otel on or OTEL_EXPORTER_OTLP_ENDPOINT";
 
@@ -232,6 +233,18 @@ const DEPENDENT: &[Needs] = &[
         policy: true,
     },
     Needs {
+        option: "tool_pin",
+        on: session,
+        needs: SESSION,
+        policy: true,
+    },
+    Needs {
+        option: "tool_pin_key",
+        on: tool_pin,
+        needs: TOOL_PIN,
+        policy: false,
+    },
+    Needs {
         option: "tool_approve",
         on: tool_approver,
         needs: TOOL_APPROVER,
@@ -299,6 +312,10 @@ pub(crate) fn session(cli: &Cli) -> bool {
 
 fn tool_approver(cli: &Cli) -> bool {
     cli.tool_gate.tool_approve_cmd.is_some() || cli.tool_gate.asks_host()
+}
+
+fn tool_pin(cli: &Cli) -> bool {
+    cli.tool_gate.tool_pin.is_some()
 }
 
 fn approver(cli: &Cli) -> bool {

@@ -130,6 +130,11 @@ fn synopsis() -> String {
             roman(" [--anchor HEX] [--json] [--key FILE] JOURNAL"),
         ])
         .control("br", [])
+        .text([
+            bold("mcp-bound pin"),
+            roman(" [--accept NAME]... [--key KEY] [--json] FILE"),
+        ])
+        .control("br", [])
         .text([bold("mcp-bound"), roman(" --generate WHAT")])
         .control("br", [])
         .text([bold("mcp-bound"), roman(" --help | --version")]);

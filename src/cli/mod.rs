@@ -18,19 +18,23 @@ mod audit;
 mod check;
 mod deadline;
 mod docs;
+mod man_sections;
 mod mcp;
 mod otel;
 mod texts;
 mod usage_error;
 
-pub use audit::{ApprovalArgs, ApproveOn, ApproveVia, CommandLine, JournalArgs, Sub, VerifyArgs};
+pub use audit::{
+    ApprovalArgs, ApproveOn, ApproveVia, CommandLine, JournalArgs, PinArgs, Sub, VerifyArgs,
+};
 pub use check::dependent_options;
 pub(crate) use check::session as session_layer;
 pub use deadline::{DeadlineArgs, LimitsMode};
 pub use docs::{Generate, JOURNAL_SCHEMA, RECORD_SCHEMA, completion, generate, man_page};
+pub use man_sections::MAN_SECTIONS;
 pub use mcp::{DebugWindowArgs, McpArgs, RequestTimeout, SessionMode};
 pub use otel::{OtelArgs, OtelMode};
-pub use texts::{EXAMPLES, EXIT_STATUS, MAN_SECTIONS, RECORD};
+pub use texts::{EXAMPLES, EXIT_STATUS, RECORD};
 pub use usage_error::subcommand_near;
 use usage_error::{invalid_from_environment, one_line};
 
@@ -54,7 +58,7 @@ head and tail of it are kept, what is dropped is counted and marked. A deadline 
 signal ends the helper's whole process tree: signal, grace, then KILL. At the end one JSON \
 record states what was observed.",
     max_term_width = 100,
-    override_usage = "mcp-bound [OPTIONS] -- <COMMAND> [ARGS]...\n       mcp-bound verify [OPTIONS] <JOURNAL>",
+    override_usage = "mcp-bound [OPTIONS] -- <COMMAND> [ARGS]...\n       mcp-bound verify [OPTIONS] <JOURNAL>\n       mcp-bound pin [OPTIONS] <FILE>",
     subcommand_negates_reqs = true,
     args_conflicts_with_subcommands = true,
     disable_help_subcommand = true
@@ -364,6 +368,7 @@ pub enum Parsed {
     /// --generate: print this document and exit 0.
     Generate(Generate),
     Verify(VerifyArgs),
+    Pin(PinArgs),
     /// --help or --version: print this to stdout and exit 0.
     Print(String),
 }
@@ -375,7 +380,9 @@ where
     T: Into<OsString> + Clone,
 {
     let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
-    let verifying = args.get(1).is_some_and(|arg| arg == "verify");
+    let verifying = args
+        .get(1)
+        .is_some_and(|arg| arg == "verify" || arg == "pin");
     let parsed = command().try_get_matches_from(&args).and_then(|matches| {
         let given = check::Given::from(&matches);
         Cli::from_arg_matches(&matches).map(|cli| (cli, given))
@@ -388,6 +395,13 @@ where
             },
             _,
         )) => Ok(Parsed::Verify(verify)),
+        Ok((
+            Cli {
+                subcommand: Some(Sub::Pin(pin)),
+                ..
+            },
+            _,
+        )) => Ok(Parsed::Pin(pin)),
         Ok((
             Cli {
                 generate: Some(what),

@@ -84,7 +84,9 @@ pub(super) fn invalid_from_environment(
 }
 
 /// The subcommand `helper` is a typo of (`verfy` for `verify`): one or
-/// two edits away, and not itself a path. A helper that was not found may
+/// two edits away, or for a name of four letters or fewer only its
+/// letters in another case or order (`pni` is `pin`; `pip` and `git` are
+/// programs), and not itself a path. A helper that was not found may
 /// have been meant as one.
 pub fn subcommand_near(helper: &str) -> Option<String> {
     if helper.contains(['/', '\\']) || helper.len() < 3 {
@@ -94,7 +96,17 @@ pub fn subcommand_near(helper: &str) -> Option<String> {
         .get_subcommands()
         .map(|sub| sub.get_name().to_string())
         .filter(|name| name != helper)
-        .find(|name| strsim::damerau_levenshtein(name, helper) <= 2)
+        .find(|name| {
+            if name.len() > 4 {
+                return strsim::damerau_levenshtein(name, helper) <= 2;
+            }
+            let letters = |word: &str| {
+                let mut letters: Vec<char> = word.to_lowercase().chars().collect();
+                letters.sort_unstable();
+                letters
+            };
+            letters(name) == letters(helper)
+        })
 }
 
 #[cfg(test)]
@@ -106,7 +118,21 @@ mod tests {
         for typo in ["verfy", "verifi", "vreify", "Verify"] {
             assert_eq!(subcommand_near(typo).as_deref(), Some("verify"), "{typo}");
         }
-        for other in ["verify", "node", "ls", "./verfy", "/usr/bin/verfy", "vi"] {
+        for typo in ["pni", "ipn", "Pin"] {
+            assert_eq!(subcommand_near(typo).as_deref(), Some("pin"), "{typo}");
+        }
+        for other in [
+            "verify",
+            "pin",
+            "node",
+            "ls",
+            "./verfy",
+            "/usr/bin/verfy",
+            "vi",
+        ] {
+            assert_eq!(subcommand_near(other), None, "{other}");
+        }
+        for other in ["git", "pip", "bin", "npm", "pins", "pnpm"] {
             assert_eq!(subcommand_near(other), None, "{other}");
         }
     }

@@ -176,7 +176,7 @@ pub struct DecisionEntry {
     pub approver_exit: Option<Exit>,
 }
 
-pub use crate::session::{McpDecision, McpRequest, McpResponse, McpTask};
+pub use crate::session::{McpDecision, McpRequest, McpResponse, McpTask, McpToolDrift};
 
 /// What a caller appends.
 pub enum Entry<'a> {
@@ -186,6 +186,7 @@ pub enum Entry<'a> {
     McpRequest(&'a McpRequest),
     McpResponse(&'a McpResponse),
     McpTask(&'a McpTask),
+    McpToolDrift(&'a McpToolDrift),
     McpDecision(&'a McpDecision),
     /// A terminal entry's fields as one JSON object's text (a serialized
     /// [`Terminal`]): what mcp-bound handed its watchdog to write if it
@@ -203,6 +204,7 @@ impl Entry<'_> {
             Entry::McpRequest(body) => format_line(key, seq, prev, "mcp_request", ts, body),
             Entry::McpResponse(body) => format_line(key, seq, prev, "mcp_response", ts, body),
             Entry::McpTask(body) => format_line(key, seq, prev, "mcp_task", ts, body),
+            Entry::McpToolDrift(body) => format_line(key, seq, prev, "mcp_tool_drift", ts, body),
             Entry::McpDecision(body) => format_line(key, seq, prev, "mcp_decision", ts, body),
             Entry::RawTerminal(body) => format_raw_line(key, seq, prev, "terminal", ts, body),
         }
@@ -217,6 +219,7 @@ impl<'a> From<&'a crate::session::Audit> for Entry<'a> {
             Audit::Response(response) => Entry::McpResponse(response),
             Audit::Decision(decision) => Entry::McpDecision(decision),
             Audit::Task(task) => Entry::McpTask(task),
+            Audit::ToolDrift(drift) => Entry::McpToolDrift(drift),
         }
     }
 }

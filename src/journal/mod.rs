@@ -433,6 +433,28 @@ mod tests {
                 error_code: Some(1),
                 duration_ms: 1,
             }),
+            Audit::ToolDrift(crate::session::McpToolDrift {
+                call_id: "c".into(),
+                request_id: id(),
+                key: "files (npx files)".into(),
+                tool: "t".into(),
+                change: "changed",
+                fields: vec!["description".into()],
+                sha256: "a".repeat(64),
+                pinned_sha256: Some("b".repeat(64)),
+            }),
+            Audit::Decision(McpDecision {
+                call_id: "c".into(),
+                request_id: id(),
+                tool: "t".into(),
+                params_sha256: None,
+                decision: crate::record::Decision::Denied,
+                by: crate::session::DecidedBy::Pin,
+                waited_ms: 0,
+                approver_exit: None,
+                action: None,
+                covered_by: None,
+            }),
         ];
         for fact in &facts {
             let (line, _) =

@@ -210,6 +210,32 @@ pub(crate) struct McpDecision<'a> {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+pub(crate) struct McpToolDrift<'a> {
+    #[serde(borrow)]
+    pub(crate) call_id: Cow<'a, str>,
+    #[serde(borrow)]
+    request_id: &'a RawValue,
+    key: Present,
+    tool: Present,
+    change: DriftChange,
+    fields: Vec<Present>,
+    sha256: Present,
+    #[serde(default)]
+    pinned_sha256: Ignored,
+    h: Hash,
+}
+
+/// How a listed tool differs from its pin.
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum DriftChange {
+    Changed,
+    New,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct Recover<'a> {
     pub(crate) torn_offset: u64,
     pub(crate) torn_length: u64,
@@ -229,6 +255,7 @@ pub(crate) enum Body<'a> {
     McpResponse(McpResponse<'a>),
     McpTask(McpTask<'a>),
     McpDecision(McpDecision<'a>),
+    McpToolDrift(McpToolDrift<'a>),
     Recover(Recover<'a>),
 }
 
@@ -270,6 +297,7 @@ impl<'a> Body<'a> {
                 }
                 Body::McpDecision(body)
             }
+            "mcp_tool_drift" => Body::McpToolDrift(McpToolDrift::deserialize(rest)?),
             "recover" => Body::Recover(Recover::deserialize(rest)?),
             other => return Err(D::Error::custom(format!("unknown kind '{other}'"))),
         })
@@ -286,6 +314,7 @@ impl<'a> Body<'a> {
             Body::McpResponse(_) => "mcp_response",
             Body::McpTask(_) => "mcp_task",
             Body::McpDecision(_) => "mcp_decision",
+            Body::McpToolDrift(_) => "mcp_tool_drift",
             Body::Recover(_) => "recover",
         }
     }
@@ -300,6 +329,7 @@ impl<'a> Body<'a> {
             Body::McpResponse(b) => Some(&b.call_id),
             Body::McpTask(b) => Some(&b.call_id),
             Body::McpDecision(b) => Some(&b.call_id),
+            Body::McpToolDrift(b) => Some(&b.call_id),
             Body::Genesis(_) | Body::Recover(_) => None,
         }
     }

@@ -329,6 +329,12 @@ impl Verifier<'_> {
                     format!("a decision for call {call_id} with no open intent"),
                 ),
             },
+            // Of a listing: no request or response to pair.
+            Body::McpToolDrift(_) if self.open.contains_key(call_id) => Ok(()),
+            Body::McpToolDrift(_) => fail(
+                BreakKind::OrphanTerminal,
+                format!("an mcp_tool_drift for call {call_id} with no open intent"),
+            ),
             Body::McpRequest(_)
             | Body::McpResponse(_)
             | Body::McpTask(_)

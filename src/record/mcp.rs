@@ -268,6 +268,31 @@ pub struct ToolGateFacts {
     pub tools_hidden: u64,
     /// `tools/list` results refused because they could not be filtered.
     pub lists_refused: u64,
+    /// Tool pinning (--tool-pin), when on.
+    pub pin: Option<ToolPinFacts>,
+}
+
+/// What tool pinning did in this run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolPinFacts {
+    /// The pin file.
+    pub file: String,
+    /// The server's key in it, as last used (null: never used).
+    pub key: Option<String>,
+    /// This run pinned the server's first complete listing.
+    pub first_use: bool,
+    /// How many tools it pinned then.
+    pub tools_pinned: u64,
+    /// Tools hidden from listings for differing from their pin or having
+    /// none (also counted in `tools_hidden`).
+    pub tools_hidden: u64,
+    /// `mcp_tool_drift` entries: a tool and a definition, once per run.
+    pub drifts: u64,
+    /// Calls denied as `tool_changed`.
+    pub calls_denied: u64,
+    /// Times the file could not be read or written, and the last reason.
+    pub file_errors: u64,
+    pub last_error: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -4,7 +4,7 @@
 //! removed, so that a record per run does not pile up.
 
 use std::fs;
-use std::io::{self, Write};
+use std::io;
 use std::path::Path;
 
 use crate::record::{Record, RecordTemplate};
@@ -19,46 +19,8 @@ pub(super) fn write_record_file(path: &Path, record: &Record) -> io::Result<()> 
 
 /// As [`write_record_file`], for a record already written out as a line.
 pub(super) fn write_record_text(path: &Path, line: &str) -> io::Result<()> {
-    if let Ok(meta) = fs::symlink_metadata(path) {
-        if meta.file_type().is_symlink() {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "is a symlink; refusing to follow it",
-            ));
-        }
-        if !meta.is_file() {
-            // Renaming over a device or a FIFO would replace it.
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "is not a regular file; refusing to replace it",
-            ));
-        }
-    }
-    let name = path
-        .file_name()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "has no file name"))?;
-    let temp = sys::parent_dir(path).join(format!(
-        ".{}.{}.{}.tmp",
-        name.to_string_lossy(),
-        std::process::id(),
-        crate::ids::random_hex(4)
-    ));
-    let result = (|| {
-        let mut file = sys::create_private(&temp)?;
-        file.write_all(line.as_bytes())?;
-        sys::sync_durable(&file)?;
-        sys::replace_file(&temp, path, REPLACE_PATIENCE)
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&temp);
-    }
-    result
+    crate::replace::replace_atomically(path, line)
 }
-
-/// How long a record waits for a reader on Windows that holds the old one
-/// open without sharing its deletion (`sys::replace_file`); on Unix the
-/// rename never waits.
-const REPLACE_PATIENCE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Whether the record file holds a call's final record (not the one
 /// written while it was in flight). Only a regular file of ours is read,

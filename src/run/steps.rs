@@ -87,6 +87,10 @@ pub(super) fn validate<'a>(
             return Err(call.failed(received, error, code::OWN_FAILURE));
         }
     }
+    // Pins that cannot be read or kept: nothing runs unheld.
+    if let Err(error) = check_pins(call, &mut received) {
+        return Err(call.failed(received, error, code::OWN_FAILURE));
+    }
     // Fail closed: no intent in the journal, no helper.
     if let Some(journal) = journal {
         let record = received.record();
@@ -135,6 +139,28 @@ pub(super) fn validate<'a>(
         contain,
     };
     Ok((received.validated(), prepared))
+}
+
+/// `--tool-pin`: the file is read and its lock made before anything
+/// starts; a warning (others can read it) is said and recorded.
+fn check_pins(call: &mut Context<'_>, received: &mut Received) -> Result<(), String> {
+    let session = call.settings.streams.session.as_ref();
+    let Some(pin) = session.and_then(|s| s.tools.as_ref()?.pin.as_ref()) else {
+        return Ok(());
+    };
+    let shown = pin.file.display();
+    match crate::pin::Store::open(&pin.file) {
+        Ok((_, None)) => Ok(()),
+        Ok((_, Some(warning))) => {
+            let warning = format!("--tool-pin {shown}: {warning}");
+            call.say(format!("mcp-bound: {warning}\n"));
+            received.record_mut().mcp_bound.warnings.push(warning);
+            Ok(())
+        }
+        Err(why) => Err(format!(
+            "--tool-pin {shown}: {why}; the helper was not started"
+        )),
+    }
 }
 
 /// The first durable step (pending approval, or authorized): the

@@ -185,7 +185,7 @@ pub(crate) fn tools_list_unreadable(id: &str) -> Vec<u8> {
     error_line(
         id,
         SERVER_ERROR,
-        "The server's tools/list result could not be read to remove the tools mcp-bound's policy denies (--tool-allow, --tool-deny); it was not passed on",
+        "The server's tools/list result could not be read to remove the tools mcp-bound hides (--tool-allow, --tool-deny, --tool-pin); it was not passed on",
         json!({ "reason": "tools_list_unreadable" }),
     )
 }

@@ -48,6 +48,16 @@ impl Session {
         }
     }
 
+    /// The pins denied the call (--tool-pin): journaled, answered here.
+    pub(super) fn decided_by_pin(&mut self, now: Instant, call: &Call<'_>) {
+        self.decision(call, Ruling::at_once(Decision::Denied, DecidedBy::Pin));
+        let message = format!(
+            "Tool \"{}\" not run: the server's definition of it differs from the one pinned, or it has none (mcp-bound --tool-pin); `mcp-bound pin FILE --accept {}` trusts the latest one seen",
+            call.tool, call.tool
+        );
+        self.refuse_call(now, call, "tool_changed", &message, DecidedBy::Pin);
+    }
+
     /// Hold a call for its approver (`entry`: its table entry, entered
     /// once it is sent): true. Past --max-pending-approvals, or when no
     /// one can be asked, answered at once: false.

@@ -135,6 +135,8 @@ pub enum Audit {
     Decision(McpDecision),
     /// The end of a task an audited call created.
     Task(McpTask),
+    /// A listed tool that differs from its pin, or has none.
+    ToolDrift(super::McpToolDrift),
 }
 
 impl Audit {
@@ -146,6 +148,7 @@ impl Audit {
             Audit::Response(response) => response.request_id.as_ref(),
             Audit::Decision(decision) => Some(&decision.request_id),
             Audit::Task(task) => Some(&task.request_id),
+            Audit::ToolDrift(drift) => Some(&drift.request_id),
         }
     }
 }

@@ -47,6 +47,8 @@ pub struct ToolGate {
     /// What the approver is told about the server.
     pub session_id: Option<String>,
     pub server_argv: Vec<String>,
+    /// `--tool-pin`: the server is held to the tools first trusted.
+    pub pin: Option<super::ToolPinning>,
 }
 
 /// `--tool-approve-cmd`, split like a shell.
@@ -64,6 +66,8 @@ pub enum DecidedBy {
     /// The person, asked through the client (MCP elicitation), or the
     /// client's inability to ask.
     Host,
+    /// The pins (--tool-pin): the tool drifted from what was trusted.
+    Pin,
 }
 
 /// Who a held call waits for.
@@ -82,6 +86,9 @@ pub(crate) enum Verdict {
     Allowed,
     /// Denied by the policy: never reaches the server.
     Denied,
+    /// Denied by the pins (--tool-pin): the tool differs from its pin,
+    /// or has none.
+    Changed,
     /// The approver decides.
     Ask,
     /// A 2026-07-28 client's retry carried the state mcp-bound sealed
@@ -211,6 +218,8 @@ pub(super) struct Gate {
     pub(super) seals: super::seal::Seals,
     /// The approvals that cover a call's later rounds.
     pub(super) grants: super::seal::Grants,
+    /// The pins, under --tool-pin.
+    pub(super) pinning: Option<super::pinning::Pinning>,
 }
 
 impl Gate {
@@ -223,6 +232,7 @@ impl Gate {
         // The patterns were checked when the settings were made.
         let redactor = crate::redact::Redactor::new(&settings.redact).unwrap_or_default();
         let max_pending = settings.max_pending;
+        let pinning = settings.pin.clone().map(super::pinning::Pinning::new);
         Gate {
             patterns,
             settings,
@@ -239,6 +249,7 @@ impl Gate {
                 max_pending,
             ),
             grants: super::seal::Grants::new(max_pending),
+            pinning,
         }
     }
 
@@ -266,9 +277,10 @@ impl Gate {
         self.verdict(tool) != Verdict::Denied
     }
 
-    /// Whether a policy by name is set (then `tools/list` is filtered).
+    /// Whether a policy by name or pins are set (then `tools/list` is
+    /// filtered).
     pub(crate) fn filters(&self) -> bool {
-        self.patterns.allow.is_some() || !self.settings.deny.is_empty()
+        self.patterns.allow.is_some() || !self.settings.deny.is_empty() || self.pinning.is_some()
     }
 
     /// A new ticket.

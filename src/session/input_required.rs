@@ -374,6 +374,7 @@ mod tests {
                 Audit::Response(r) => serde_json::to_value(r).unwrap(),
                 Audit::Decision(d) => serde_json::to_value(d).unwrap(),
                 Audit::Task(t) => serde_json::to_value(t).unwrap(),
+                Audit::ToolDrift(t) => serde_json::to_value(t).unwrap(),
             })
             .collect()
     }

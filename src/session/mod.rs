@@ -32,6 +32,7 @@ mod late;
 mod lenient;
 mod message;
 mod overlong;
+mod pinning;
 mod policy;
 mod refusal;
 mod replay;
@@ -69,6 +70,7 @@ pub(crate) use gate::Ask;
 #[cfg(all(test, unix))]
 pub(crate) use gate::DecidedBy;
 pub use gate::{ApproverCommand, ToolGate};
+pub use pinning::{McpToolDrift, ToolPinning};
 pub use policy::{AuditRequests, SessionPolicy};
 pub use refusal::Refusal;
 use replay::Replay;
@@ -181,7 +183,10 @@ impl Session {
         let gate = policy.tools.clone().map(gate::Gate::new);
         let facts = McpFacts {
             limits: policy.limits(),
-            tool_gate: gate.as_ref().map(|_| Default::default()),
+            tool_gate: gate.as_ref().map(|g| crate::record::mcp::ToolGateFacts {
+                pin: g.pinning.as_ref().map(pinning::Pinning::facts),
+                ..Default::default()
+            }),
             ..McpFacts::default()
         };
         Session {

@@ -90,7 +90,15 @@ impl Session {
             Ok(call) => call,
             Err(reason) => return self.refuse_request(reason, &request, form),
         };
-        let verdict = self.gate_verdict(request.method, call.name.as_deref());
+        let verdict = match self.gate_verdict(request.method, call.name.as_deref()) {
+            // A tool that drifted from its pin is not asked about.
+            Some(Verdict::Allowed | Verdict::Ask)
+                if !self.pin_allows(call.name.as_deref().unwrap_or_default()) =>
+            {
+                Some(Verdict::Changed)
+            }
+            verdict => verdict,
+        };
         if verdict == Some(Verdict::Ask) {
             use super::input_required::{Retry, RetryCall};
             let retry = RetryCall {
@@ -340,6 +348,10 @@ impl Session {
         match (verdict, &call) {
             (Some(Verdict::Denied), Some(call)) => {
                 self.decided_by_policy(now, call, false);
+                return Disposition::Answered;
+            }
+            (Some(Verdict::Changed), Some(call)) => {
+                self.decided_by_pin(now, call);
                 return Disposition::Answered;
             }
             (Some(Verdict::Allowed), Some(call)) => self.decided_by_policy(now, call, true),

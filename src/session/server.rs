@@ -136,10 +136,14 @@ impl Session {
             return false;
         }
         if let Some(result) = result
-            && self.gate.as_ref().is_some_and(|g| g.settings.ask_host)
+            && self
+                .gate
+                .as_ref()
+                .is_some_and(|g| g.settings.ask_host || g.pinning.is_some())
             && self.opening.spoken.era == Some(crate::record::mcp::Era::Modern)
         {
-            // The card names the server: once, from the first result.
+            // The card and the pins name the server: once, from the
+            // first result that does.
             self.opening.replay.on_modern_result(result);
         }
         let Some((id, entry)) = self.remove(&key) else {
@@ -262,57 +266,38 @@ impl Session {
         }
     }
 
-    /// A `tools/list` result under a policy by name: the message with
-    /// the denied tools taken out of `result.tools` (every other byte as
-    /// it came), None when nothing is denied; refused (an error in its
-    /// place) when it cannot be read.
+    /// A `tools/list` result under a policy by name or pins: the message
+    /// with the tools they hide taken out of `result.tools` (every other
+    /// byte as it came), None when nothing is hidden; refused (an error
+    /// in its place) when it cannot be read.
     fn filter_tools(&mut self, id: &str, raw: &[u8], result: &str) -> Option<String> {
-        #[derive(serde::Deserialize)]
-        struct Tools<'a> {
-            #[serde(borrow)]
-            tools: &'a serde_json::value::RawValue,
-        }
-        #[derive(serde::Deserialize)]
-        struct Tool<'a> {
-            #[serde(borrow)]
-            name: std::borrow::Cow<'a, str>,
-        }
-        let gate = self.gate.as_ref().filter(|g| g.filters())?;
+        self.gate.as_ref().filter(|g| g.filters())?;
         // The line parsed as JSON, so it is UTF-8 (if not: refused).
         let raw = std::str::from_utf8(raw).unwrap_or_default();
-        let read = || -> Option<(std::ops::Range<usize>, String, u64)> {
-            let tools = serde_json::from_str::<Tools<'_>>(result).ok()?.tools.get();
-            let start = (tools.as_ptr() as usize).checked_sub(raw.as_ptr() as usize)?;
-            let span = start..start + tools.len();
-            (raw.get(span.clone())? == tools).then_some(())?;
-            let list: Vec<&serde_json::value::RawValue> = serde_json::from_str(tools).ok()?;
-            let mut kept = Vec::with_capacity(list.len());
-            let mut hidden = 0;
-            for tool in list {
-                let name = serde_json::from_str::<Tool<'_>>(tool.get()).ok()?.name;
-                if gate.shows(&name) {
-                    kept.push(tool.get());
-                } else {
-                    hidden += 1;
-                }
+        let Some(listing) = Listing::read(raw, result) else {
+            self.facts.tool_gate_mut().lists_refused += 1;
+            let mut line = answer::tools_list_unreadable(id);
+            if !raw.ends_with('\n') {
+                line.pop();
             }
-            Some((span, format!("[{}]", kept.join(",")), hidden))
+            return Some(String::from_utf8(line).expect("an answer is UTF-8"));
         };
-        match read() {
-            Some((_, _, 0)) => None,
-            Some((span, tools, hidden)) => {
-                self.facts.tool_gate_mut().tools_hidden += hidden;
-                Some(format!("{}{tools}{}", &raw[..span.start], &raw[span.end..]))
-            }
-            None => {
-                self.facts.tool_gate_mut().lists_refused += 1;
-                let mut line = answer::tools_list_unreadable(id);
-                if !raw.ends_with('\n') {
-                    line.pop();
-                }
-                Some(String::from_utf8(line).expect("an answer is UTF-8"))
+        let pinned = self.pin_listing(id, &listing.tools, listing.more);
+        let gate = self.gate.as_ref()?;
+        let mut kept = Vec::with_capacity(listing.tools.len());
+        for ((tool, name), pinned) in listing.tools.iter().zip(&listing.names).zip(pinned) {
+            if pinned && gate.shows(name) {
+                kept.push(*tool);
             }
         }
+        let hidden = (listing.tools.len() - kept.len()) as u64;
+        if hidden == 0 {
+            return None;
+        }
+        self.facts.tool_gate_mut().tools_hidden += hidden;
+        let span = listing.span;
+        let tools = format!("[{}]", kept.join(","));
+        Some(format!("{}{tools}{}", &raw[..span.start], &raw[span.end..]))
     }
 
     fn extend_deadline(&mut self, now: Instant, key: &str) {
@@ -326,5 +311,56 @@ impl Session {
                 self.deadlines.insert((at, entry.seq), Key::new(key));
             }
         }
+    }
+}
+
+/// A `tools/list` result as the gate reads it.
+struct Listing<'a> {
+    /// Where `result.tools` is in the line.
+    span: std::ops::Range<usize>,
+    /// Each tool's text, and its name.
+    tools: Vec<&'a str>,
+    names: Vec<String>,
+    /// The result names a `nextCursor`: more pages follow.
+    more: bool,
+}
+
+impl<'a> Listing<'a> {
+    /// None when `result.tools` is not an array of objects with a string
+    /// `name`, or cannot be found in the line as it came.
+    fn read(raw: &'a str, result: &'a str) -> Option<Listing<'a>> {
+        #[derive(serde::Deserialize)]
+        struct Tools<'a> {
+            #[serde(borrow)]
+            tools: &'a serde_json::value::RawValue,
+            #[serde(rename = "nextCursor", default)]
+            next_cursor: Option<serde_json::Value>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Tool<'a> {
+            #[serde(borrow)]
+            name: std::borrow::Cow<'a, str>,
+        }
+        let listing = serde_json::from_str::<Tools<'a>>(result).ok()?;
+        let tools = listing.tools.get();
+        let start = (tools.as_ptr() as usize).checked_sub(raw.as_ptr() as usize)?;
+        let span = start..start + tools.len();
+        (raw.get(span.clone())? == tools).then_some(())?;
+        let list: Vec<&'a serde_json::value::RawValue> = serde_json::from_str(tools).ok()?;
+        let mut names = Vec::with_capacity(list.len());
+        for tool in &list {
+            names.push(
+                serde_json::from_str::<Tool<'_>>(tool.get())
+                    .ok()?
+                    .name
+                    .into_owned(),
+            );
+        }
+        Some(Listing {
+            span,
+            tools: list.iter().map(|t| t.get()).collect(),
+            names,
+            more: listing.next_cursor.is_some_and(|c| !c.is_null()),
+        })
     }
 }

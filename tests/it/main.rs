@@ -31,5 +31,6 @@ mod stderr_log;
 mod structure;
 mod supervisor;
 mod tool_gate;
+mod tool_pin;
 mod usage;
 mod wine;

@@ -28,6 +28,8 @@ fn sample(option: &str) -> Option<&'static str> {
         "--tool-allow" | "--tool-deny" | "--tool-approve" => "echo",
         "--tool-approve-cmd" => "true",
         "--tool-approve-via" => "host",
+        "--tool-pin" => "/nonexistent-dir/pins.json",
+        "--tool-pin-key" => "files",
         "--stderr-log-timestamps"
         | "--stderr-log-optional"
         | "--request-timeout-resets-on-progress"

@@ -828,6 +828,67 @@ fn a_tool_call_is_asked_about_through_the_client() {
     assert_nothing_left(&tag);
 }
 
+/// `--tool-pin` on Windows: the first listing pinned, a change hidden
+/// and its call denied, then `mcp-bound pin --accept` (the file locked
+/// and replaced with `MoveFileExW` while the session holds its pins)
+/// read again by the running session.
+#[test]
+fn pinned_tools_are_held_and_an_accept_is_read_by_the_running_session() {
+    let Some(exe) = windows_exe() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let tools = dir.path().join("tools.json");
+    std::fs::write(&tools, r#"[{"name":"echo","description":"Echo"}]"#).unwrap();
+    let args = [
+        "--tool-pin",
+        "pins.json",
+        "--record",
+        "record.json",
+        "--journal",
+        "audit.jsonl",
+    ];
+    let (wine, mut client, out, tag) = mcp_session(&exe, dir.path(), &args);
+    let list = |id: u32| format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#);
+    let call = |id: u32| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"echo","arguments":{{}}}}}}"#
+        )
+    };
+    send(&mut client, &list(2));
+    wait_for_text(&out, r#""id":2,"result":{"tools":[{"name":"echo""#);
+    std::fs::write(
+        &tools,
+        r#"[{"name":"echo","description":"Echo, and upload"}]"#,
+    )
+    .unwrap();
+    send(&mut client, &list(3));
+    wait_for_text(&out, r#""id":3,"result":{"tools":[]}"#);
+    send(&mut client, &call(4));
+    let text = wait_for_text(&out, r#""id":4,"error""#);
+    assert!(text.contains("tool_changed"), "{text}");
+    let accepted = under_wine()
+        .arg(&exe)
+        .args(["pin", "pins.json", "--accept", "echo"])
+        .current_dir(dir.path())
+        .env("WINEDEBUG", "-all")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&accepted.stdout);
+    assert_eq!(accepted.status.code(), Some(0), "{said}");
+    assert!(said.starts_with("accepted echo for wine-fixture"), "{said}");
+    send(&mut client, &list(5));
+    wait_for_text(&out, r#""id":5,"result":{"tools":[{"name":"echo""#);
+    send(&mut client, &call(6));
+    let text = wait_for_text(&out, r#""id":6,"result""#);
+    let record = session_end(wine, client, dir.path(), &text);
+    let pin = &record["mcp"]["tool_gate"]["pin"];
+    assert_eq!(pin["first_use"], true, "{pin}");
+    assert_eq!(pin["drifts"], 1, "{pin}");
+    assert_eq!(pin["calls_denied"], 1, "{pin}");
+    assert_eq!(pin["file_errors"], 0, "{pin}");
+    crate::util::check_journal_schema(&dir.path().join("audit.jsonl"));
+    assert_nothing_left(&tag);
+}
+
 #[test]
 fn an_mcp_session_answers_a_request_deadline_and_a_crash() {
     let Some(exe) = windows_exe() else { return };

@@ -1,6 +1,8 @@
 /* A tiny stdio MCP server for the Wine suite (tests/it/wine.rs), built
  * by .ci/windows-build with MinGW: one JSON-RPC message per line. It
- * answers initialize and tools/list; tools/call "echo" answers at once,
+ * answers initialize and tools/list (the array in tools.json in its
+ * working directory, read at each listing, else none); tools/call
+ * "echo" answers at once,
  * "hang" never answers (a request deadline), "crash" exits with code 3
  * (a crash answer). It writes "server up" to stderr when it starts. */
 #include <stdio.h>
@@ -34,7 +36,15 @@ int main(void) {
             printf("{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"protocolVersion\":\"2025-06-18\","
                    "\"capabilities\":{\"tools\":{}},\"serverInfo\":{\"name\":\"wine-fixture\",\"version\":\"1\"}}}\n", id);
         } else if (strstr(line, "\"tools/list\"")) {
-            printf("{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"tools\":[]}}\n", id);
+            static char tools[16384];
+            size_t n = 0;
+            FILE *file = fopen("tools.json", "rb");
+            if (file) {
+                n = fread(tools, 1, sizeof tools - 1, file);
+                fclose(file);
+            }
+            tools[n] = 0;
+            printf("{\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"tools\":%s}}\n", id, n ? tools : "[]");
         } else if (strstr(line, "\"hang\"")) {
             /* never answered */
         } else if (strstr(line, "\"crash\"")) {

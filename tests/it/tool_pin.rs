@@ -1,0 +1,261 @@
+//! Tool pinning (--tool-pin) driven through mcp-bound with the fixture
+//! server serving a catalogue file two tools to a page: the first
+//! complete listing is pinned; a run that finds a tool changed (its
+//! description, annotations, schema), or new, hides it, denies its calls
+//! before they reach the server and journals the drift, also when the
+//! tools change mid-session (with list_changed); `mcp-bound pin` shows
+//! it, and `--accept` trusts it, in a running instance too.
+
+use crate::util;
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::{Value, json};
+use util::{parse_message as parse, rpc_request as request, server};
+
+fn write_tools(path: &Path, tools: &Value) {
+    std::fs::write(path, tools.to_string()).unwrap();
+}
+
+fn catalogue() -> Value {
+    json!([
+        {"name": "search", "description": "Find files", "inputSchema": {"type": "object"}},
+        {"name": "read", "description": "Read a file", "inputSchema": {"type": "object", "properties": {"path": {"type": "string"}}}},
+        {"name": "write", "description": "Write a file", "inputSchema": {"type": "object"}, "annotations": {"destructiveHint": true}}
+    ])
+}
+
+/// The fixture serving `tools` under --mcp with pins and a journal.
+fn pinned(dir: &Path, extra: &[&str]) -> util::Started {
+    let tools = dir.join("tools.json");
+    let pins = dir.join("pins.json");
+    let journal = dir.join("audit.jsonl");
+    let mut options = vec![
+        "--mcp",
+        "--tool-pin",
+        pins.to_str().unwrap(),
+        "--journal",
+        journal.to_str().unwrap(),
+    ];
+    options.extend_from_slice(extra);
+    let mut run = server(&["--tools-file", tools.to_str().unwrap()])
+        .opt(&options)
+        .start();
+    // The fixture answers initialize with its params: this names it.
+    let init = json!({"protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}, "serverInfo": {"name": "fixture", "version": "1"}});
+    run.send(&request(json!("i"), "initialize", init));
+    run.read_line();
+    run
+}
+
+/// Every page of tools/list, as the client sees it: the names shown.
+fn list(run: &mut util::Started, id: u64) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut cursor: Option<String> = None;
+    for page in 0.. {
+        let params = match &cursor {
+            Some(c) => json!({"cursor": c}),
+            None => json!({}),
+        };
+        run.send(&request(json!(id * 10 + page), "tools/list", params));
+        let answer = parse(&run.read_line());
+        let result = &answer["result"];
+        for tool in result["tools"].as_array().expect("a listing") {
+            names.push(tool["name"].as_str().unwrap().to_string());
+        }
+        match result["nextCursor"].as_str() {
+            Some(next) => cursor = Some(next.to_string()),
+            None => break,
+        }
+    }
+    names
+}
+
+fn call(run: &mut util::Started, id: u64, tool: &str) -> Value {
+    run.send(&request(
+        json!(id),
+        "tools/call",
+        json!({"name": tool, "arguments": {}}),
+    ));
+    parse(&run.read_line())
+}
+
+fn pin_command(args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(util::BIN)
+        .arg("pin")
+        .args(args)
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn drifts(journal: &Path) -> Vec<(String, String, Vec<String>)> {
+    std::fs::read_to_string(journal)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["kind"] == "mcp_tool_drift")
+        .map(|e| {
+            let fields = e["fields"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|f| f.as_str().unwrap().to_string())
+                .collect();
+            (
+                e["tool"].as_str().unwrap().to_string(),
+                e["change"].as_str().unwrap().to_string(),
+                fields,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_first_listing_is_pinned_and_a_changed_or_new_tool_is_hidden_denied_and_journaled() {
+    let dir = tempfile::tempdir().unwrap();
+    let tools = dir.path().join("tools.json");
+    let pins = dir.path().join("pins.json");
+    let journal = dir.path().join("audit.jsonl");
+    write_tools(&tools, &catalogue());
+
+    // First use: every page shown, and pinned once the last one came.
+    let mut run = pinned(dir.path(), &[]);
+    assert_eq!(list(&mut run, 1), ["search", "read", "write"]);
+    assert_eq!(call(&mut run, 2, "search")["result"]["ran"], "search");
+    run.close_stdin();
+    let done = run.finish();
+    done.expect_state("shut_down", 0)
+        .expect("/mcp/tool_gate/pin/first_use", json!(true))
+        .expect("/mcp/tool_gate/pin/tools_pinned", json!(3))
+        .expect("/mcp/tool_gate/tools_hidden", json!(0));
+    let key = done.field("/mcp/tool_gate/pin/key").as_str().unwrap();
+    assert!(key.starts_with("fixture (python3 "), "{key}");
+    let (code, text, _) = pin_command(&[pins.to_str().unwrap()]);
+    assert_eq!(code, 0, "nothing waits: {text}");
+    assert!(text.contains("3 tools, 0 waiting"), "{text}");
+
+    // Between runs the server changed: a description, annotations, and
+    // a tool no one trusted.
+    let mut changed = catalogue();
+    changed[0]["description"] = json!("Find files and upload them");
+    changed[2]["annotations"] = json!({"destructiveHint": false});
+    changed
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"name": "delete", "description": "Delete a file"}));
+    write_tools(&tools, &changed);
+    let mut run = pinned(dir.path(), &[]);
+    assert_eq!(list(&mut run, 1), ["read"]);
+    let denied = call(&mut run, 2, "search");
+    assert_eq!(
+        denied["error"]["data"]["mcp_bound"]["reason"], "tool_changed",
+        "{denied}"
+    );
+    assert_eq!(denied["error"]["data"]["mcp_bound"]["by"], "pin");
+    assert_eq!(
+        call(&mut run, 3, "delete")["error"]["data"]["mcp_bound"]["reason"],
+        "tool_changed"
+    );
+    assert_eq!(call(&mut run, 4, "read")["result"]["ran"], "read");
+
+    // Mid-session: the schema of a trusted tool changes, and the server
+    // says so; the next listing hides it and its calls are denied.
+    changed[1]["inputSchema"] = json!({"type": "object", "properties": {"path": {"type": "string"}, "then": {"type": "string"}}});
+    write_tools(&tools, &changed);
+    run.send(&request(json!(5), "tools_changed", json!({})));
+    let notified = parse(&run.read_line());
+    assert_eq!(notified["method"], "notifications/tools/list_changed");
+    assert_eq!(parse(&run.read_line())["id"], 5);
+    assert_eq!(list(&mut run, 6), Vec::<String>::new());
+    assert_eq!(
+        call(&mut run, 7, "read")["error"]["data"]["mcp_bound"]["reason"],
+        "tool_changed"
+    );
+
+    // The person reads what drifted, and accepts one: the running
+    // instance reads the file again, and shows and runs it.
+    let (code, text, _) = pin_command(&[pins.to_str().unwrap()]);
+    assert_eq!(code, 1, "something waits: {text}");
+    assert!(
+        text.contains("CHANGED description") && text.contains("Find files and upload them"),
+        "{text}"
+    );
+    assert!(text.contains("delete  NEW"), "{text}");
+    let (code, text, err) = pin_command(&[pins.to_str().unwrap(), "--accept", "search"]);
+    assert_eq!(code, 1, "others still wait: {text}{err}");
+    assert!(text.starts_with("accepted search for fixture ("), "{text}");
+    assert_eq!(list(&mut run, 8), ["search"]);
+    assert_eq!(call(&mut run, 9, "search")["result"]["ran"], "search");
+    run.close_stdin();
+    let done = run.finish();
+    done.expect_state("shut_down", 0)
+        .expect("/mcp/tool_gate/pin/first_use", json!(false))
+        .expect("/mcp/tool_gate/pin/drifts", json!(4))
+        .expect("/mcp/tool_gate/pin/calls_denied", json!(3))
+        .expect("/mcp/tool_gate/pin/file_errors", json!(0))
+        .expect("/mcp/tool_gate/decisions/denied", json!(3))
+        .expect("/mcp/tool_gate/decisions/approved", json!(2));
+    let stderr = done.stderr_text();
+    done.check(
+        stderr.matches("tools/call search").count() == 1
+            && !stderr.contains("tools/call delete")
+            && stderr.matches("tools/call read").count() == 1,
+        "a denied call never reached the server; the accepted one did",
+    );
+    let all = std::fs::read_to_string(&journal).unwrap();
+    assert_eq!(
+        drifts(&journal),
+        [
+            (
+                "search".into(),
+                "changed".into(),
+                vec!["description".into()]
+            ),
+            ("write".into(), "changed".into(), vec!["annotations".into()]),
+            ("delete".into(), "new".into(), vec!["description".into()]),
+            ("read".into(), "changed".into(), vec!["inputSchema".into()]),
+        ]
+    );
+    let (ok, report) = util::verify_report(&journal);
+    assert!(ok, "{report}");
+    let decisions: Vec<(String, String)> = all
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["kind"] == "mcp_decision" && e["by"] == "pin")
+        .map(|e| (e["tool"].to_string(), e["decision"].to_string()))
+        .collect();
+    assert_eq!(decisions.len(), 3, "{decisions:?}");
+}
+
+#[test]
+fn pins_that_cannot_be_kept_start_nothing_and_the_command_says_what_is_wrong() {
+    let dir = tempfile::tempdir().unwrap();
+    let pins = dir.path().join("pins.json");
+    std::fs::write(&pins, "{\"tools\": []}").unwrap();
+    let done = server(&[])
+        .opt(&["--mcp", "--tool-pin", pins.to_str().unwrap()])
+        .run();
+    done.expect_code(125);
+    let stderr = done.stderr_text();
+    done.check(
+        stderr.contains("--tool-pin") && stderr.contains("is not a pin file"),
+        "the pin file's error is said",
+    );
+    done.check(!stderr.contains("READY"), "nothing was started");
+    let (code, _, err) = pin_command(&[pins.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    let (code, _, err) = pin_command(&[dir.path().join("none.json").to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("no such pin file"), "{err}");
+    std::fs::write(&pins, "{\"mcp_bound_pins\":1,\"servers\":{}}").unwrap();
+    let (code, out, err) = pin_command(&[pins.to_str().unwrap(), "--accept", "x"]);
+    assert_eq!(code, 2, "{out}{err}");
+    assert!(err.contains("nothing of x waits to be accepted"), "{err}");
+}
