@@ -114,11 +114,24 @@ complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l otel-propagate -d '
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -s V -l version -d 'Print version'
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -a "verify" -d 'Check a journal offline: hashes, chain, order, pairing. Exit 0 intact (warnings allowed), 1 integrity failure, 2 usage or I/O error'
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -a "log" -d 'Read a journal as it is verified: one line per call (time, call, session, state, exit, duration, stderr seen/kept, approval, its MCP requests, the command), or per session. Exit 0, 1 the chain is broken (the rows after the break are marked !), 2 usage or I/O error'
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -a "pin" -d 'List a --tool-pin file\'s pins and what drifted from them; --accept trusts the latest definition seen. Exit 0 nothing waits to be accepted, 1 something does, 2 usage or I/O error'
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand verify" -l anchor -d 'A head h recorded earlier (from "OK: ... h=<hex>"): it must still be in the journal' -r
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand verify" -l key -d 'The key of a keyed journal (private: ours or root\'s, mode 0600 or stricter)' -r -F
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand verify" -l json -d 'Print the report as one JSON object'
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand verify" -s h -l help -d 'Print help'
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand log" -l call -d 'One call\'s whole lifecycle, an entry a line (with --json, the entries themselves)' -r
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand log" -l since -d 'Only calls whose intent is at or after TIME: RFC 3339, or a duration ago (1h)' -r
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand log" -l until -d 'Only calls whose intent is at or before TIME: RFC 3339, or a duration ago' -r
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand log" -l session -d 'Only the calls of this session id' -r
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand log" -l state -d 'Only calls that ended in this state (unfinished: no terminal entry)' -r
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand log" -l tool -d 'Only calls in which a tool matching this glob was called (reached the server)' -r
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand log" -l anchor -d 'A head h recorded earlier: it must still be in the journal (as verify --anchor)' -r
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand log" -l key -d 'The key of a keyed journal (as verify --key)' -r -F
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand log" -l sessions -d 'One line per session: its calls, first and last time, ends by state, tool calls'
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand log" -l json -d 'JSON Lines of the same rows (schema/log.schema.json)'
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand log" -l wide -d 'Do not cut lines at the terminal\'s width'
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand log" -s h -l help -d 'Print help'
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand pin" -l accept -d 'Trust the latest definition seen for this tool (repeatable)' -r
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand pin" -l key -d 'The server\'s key, when a tool of that name waits under several' -r
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand pin" -l json -d 'Print the file\'s pins as one JSON object'

@@ -27,6 +27,7 @@ mod error;
 mod framing;
 mod ids;
 mod live;
+mod log;
 mod otel;
 mod pin;
 mod redact;
@@ -99,6 +100,12 @@ where
             complain("mcp-bound verify", &err);
             err.exit_code()
         }),
+        Ok(cli::Parsed::Log(args)) => {
+            log::run(&log::LogCommand::from(args)).unwrap_or_else(|err| {
+                complain("mcp-bound log", &err);
+                err.exit_code()
+            })
+        }
         Ok(cli::Parsed::Pin(args)) => {
             pin::run(&pin::PinCommand::from(args)).unwrap_or_else(|err| {
                 complain("mcp-bound pin", &err);

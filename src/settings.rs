@@ -267,6 +267,25 @@ fn approval(cli: &Cli) -> Option<ApprovalSettings> {
     })
 }
 
+impl From<crate::cli::LogArgs> for crate::log::LogCommand {
+    fn from(args: crate::cli::LogArgs) -> crate::log::LogCommand {
+        crate::log::LogCommand {
+            journal: args.journal,
+            key: args.key,
+            anchor: args.anchor,
+            sessions: args.sessions,
+            call: args.call,
+            json: args.json,
+            wide: args.wide,
+            since: args.since,
+            until: args.until,
+            session: args.session,
+            state: args.state,
+            tool: args.tool,
+        }
+    }
+}
+
 impl From<crate::cli::PinArgs> for crate::pin::PinCommand {
     fn from(args: crate::cli::PinArgs) -> crate::pin::PinCommand {
         crate::pin::PinCommand {

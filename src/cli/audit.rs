@@ -187,9 +187,64 @@ pub enum Sub {
     /// integrity failure, 2 usage or I/O error.
     #[command(after_help = VERIFY_AFTER_HELP)]
     Verify(VerifyArgs),
+    /// Read a journal as it is verified: one line per call (time, call, session, state, exit,
+    /// duration, stderr seen/kept, approval, its MCP requests, the command), or per session. Exit 0,
+    /// 1 the chain is broken (the rows after the break are marked !), 2 usage or I/O error.
+    Log(LogArgs),
     /// List a --tool-pin file's pins and what drifted from them; --accept trusts the latest
     /// definition seen. Exit 0 nothing waits to be accepted, 1 something does, 2 usage or I/O error.
     Pin(PinArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct LogArgs {
+    /// The journal file.
+    #[arg(value_name = "JOURNAL")]
+    pub journal: PathBuf,
+
+    /// One line per session: its calls, first and last time, ends by state, tool calls.
+    #[arg(long)]
+    pub sessions: bool,
+
+    /// One call's whole lifecycle, an entry a line (with --json, the entries themselves).
+    #[arg(long, value_name = "ID", conflicts_with = "sessions")]
+    pub call: Option<String>,
+
+    /// JSON Lines of the same rows (schema/log.schema.json).
+    #[arg(long)]
+    pub json: bool,
+
+    /// Do not cut lines at the terminal's width.
+    #[arg(long)]
+    pub wide: bool,
+
+    /// Only calls whose intent is at or after TIME: RFC 3339, or a duration ago (1h).
+    #[arg(long, value_name = "TIME")]
+    pub since: Option<String>,
+
+    /// Only calls whose intent is at or before TIME: RFC 3339, or a duration ago.
+    #[arg(long, value_name = "TIME")]
+    pub until: Option<String>,
+
+    /// Only the calls of this session id.
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+
+    /// Only calls that ended in this state (unfinished: no terminal entry).
+    #[arg(long, value_name = "STATE")]
+    pub state: Option<String>,
+
+    /// Only calls in which a tool matching this glob was called (reached the server).
+    #[arg(long, value_name = "GLOB")]
+    pub tool: Option<String>,
+
+    /// A head h recorded earlier: it must still be in the journal (as verify --anchor).
+    #[arg(long, value_name = "HEX", value_parser = parse_anchor)]
+    pub anchor: Option<String>,
+
+    /// The key of a keyed journal (as verify --key).
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

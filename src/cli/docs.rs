@@ -131,6 +131,11 @@ fn synopsis() -> String {
         ])
         .control("br", [])
         .text([
+            bold("mcp-bound log"),
+            roman(" [--sessions] [--json] [--since TIME] [--state STATE] [--tool GLOB] JOURNAL"),
+        ])
+        .control("br", [])
+        .text([
             bold("mcp-bound pin"),
             roman(" [--accept NAME]... [--key KEY] [--json] FILE"),
         ])

@@ -290,6 +290,20 @@ instead of text. --key FILE: the key of a keyed journal (the one given to --jour
 intact (warnings allowed), 1 integrity failure, 2 usage or I/O error.",
     ),
     (
+        "LOG",
+        "mcp-bound log [--sessions] [--json] [--wide] [--since TIME] [--until TIME] [--session ID] \
+[--state STATE] [--tool GLOB] [--anchor HEX] [--key FILE] JOURNAL reads the journal as verify checks \
+it, in one streaming pass, and prints one line per call: the intent's time, call and session ids, \
+end state, exit, duration, stderr seen and kept, the approval before the launch, its MCP requests \
+by outcome, and the command; --sessions prints one line per session instead, and --call ID one \
+call's whole lifecycle, an entry a line (with --json, its entries as journaled). --since and --until \
+take RFC 3339 or a duration ago (1h) and apply to the intent's time; --state unfinished names calls \
+with no terminal entry; --tool GLOB keeps calls in which a matching tool reached the server. --json \
+writes JSON Lines (schema/log.schema.json). A break is reported on stderr and the rows after it are \
+marked ! (verified false); a torn last line is a warning. Exit 0, 1 the chain is broken, 2 usage \
+or I/O error.",
+    ),
+    (
         "TOOL PINNING",
         "--tool-pin FILE holds a server to the tools first trusted. A server with no pins in FILE \
 gets its first complete tools/list (every page, until no nextCursor) pinned: per tool, the SHA-256 \

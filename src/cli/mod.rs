@@ -25,7 +25,8 @@ mod texts;
 mod usage_error;
 
 pub use audit::{
-    ApprovalArgs, ApproveOn, ApproveVia, CommandLine, JournalArgs, PinArgs, Sub, VerifyArgs,
+    ApprovalArgs, ApproveOn, ApproveVia, CommandLine, JournalArgs, LogArgs, PinArgs, Sub,
+    VerifyArgs,
 };
 pub use check::dependent_options;
 pub(crate) use check::session as session_layer;
@@ -58,7 +59,7 @@ head and tail of it are kept, what is dropped is counted and marked. A deadline 
 signal ends the helper's whole process tree: signal, grace, then KILL. At the end one JSON \
 record states what was observed.",
     max_term_width = 100,
-    override_usage = "mcp-bound [OPTIONS] -- <COMMAND> [ARGS]...\n       mcp-bound verify [OPTIONS] <JOURNAL>\n       mcp-bound pin [OPTIONS] <FILE>",
+    override_usage = "mcp-bound [OPTIONS] -- <COMMAND> [ARGS]...\n       mcp-bound verify [OPTIONS] <JOURNAL>\n       mcp-bound log [OPTIONS] <JOURNAL>\n       mcp-bound pin [OPTIONS] <FILE>",
     subcommand_negates_reqs = true,
     args_conflicts_with_subcommands = true,
     disable_help_subcommand = true
@@ -368,6 +369,7 @@ pub enum Parsed {
     /// --generate: print this document and exit 0.
     Generate(Generate),
     Verify(VerifyArgs),
+    Log(LogArgs),
     Pin(PinArgs),
     /// --help or --version: print this to stdout and exit 0.
     Print(String),
@@ -382,7 +384,7 @@ where
     let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
     let verifying = args
         .get(1)
-        .is_some_and(|arg| arg == "verify" || arg == "pin");
+        .is_some_and(|arg| ["verify", "log", "pin"].contains(&&*arg.to_string_lossy()));
     let parsed = command().try_get_matches_from(&args).and_then(|matches| {
         let given = check::Given::from(&matches);
         Cli::from_arg_matches(&matches).map(|cli| (cli, given))
@@ -402,6 +404,13 @@ where
             },
             _,
         )) => Ok(Parsed::Pin(pin)),
+        Ok((
+            Cli {
+                subcommand: Some(Sub::Log(log)),
+                ..
+            },
+            _,
+        )) => Ok(Parsed::Log(log)),
         Ok((
             Cli {
                 generate: Some(what),

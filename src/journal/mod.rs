@@ -22,7 +22,7 @@
 //! Parts: `key` (how `h` is computed), `entry` (the entries and how a line
 //! is formatted), `line` (how a line is checked and parsed strictly),
 //! `append` (the flock appender and torn-tail recovery), `verify` (the
-//! streaming verifier).
+//! verifier's checks), `stream` (the pass that reads and hands on each line).
 
 mod append;
 mod entry;
@@ -31,7 +31,9 @@ mod line;
 mod report;
 mod requests;
 mod shapes;
+mod stream;
 mod verify;
+mod view;
 
 pub use crate::ids::hex;
 pub use append::Journal;
@@ -41,7 +43,9 @@ pub use entry::{
 };
 pub use key::Key;
 pub use report::{Break, BreakKind, Head, Report, Unfinished};
-pub use verify::{VerifyError, verify, verify_reader};
+pub use stream::{Seen, verify, verify_observed, verify_reader};
+pub use verify::VerifyError;
+pub use view::EntryView;
 
 pub const VERSION: u64 = 1;
 pub const ZERO_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";

@@ -47,9 +47,10 @@ pub(crate) struct Genesis<'a> {
 pub(crate) struct Intent<'a> {
     #[serde(borrow)]
     pub(crate) call_id: Cow<'a, str>,
-    #[serde(default)]
-    session_id: Ignored,
-    argv: Vec<IgnoredAny>,
+    #[serde(default, borrow)]
+    pub(crate) session_id: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    pub(crate) argv: Vec<Cow<'a, str>>,
     #[serde(default)]
     cwd: Ignored,
     uid: u32,
@@ -62,14 +63,31 @@ pub(crate) struct Intent<'a> {
     h: Hash,
 }
 
+/// A terminal's stream facts: what a reader shows of them (verify
+/// requires only the object).
+#[derive(Deserialize)]
+pub(crate) struct Streams {
+    #[serde(default)]
+    stderr_bytes_seen: Option<u64>,
+    #[serde(default)]
+    stderr_bytes_retained: Option<u64>,
+}
+
+impl Streams {
+    /// stderr bytes seen and kept, when both are told.
+    pub(crate) fn stderr(&self) -> Option<(u64, u64)> {
+        self.stderr_bytes_seen.zip(self.stderr_bytes_retained)
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 #[allow(dead_code)]
 pub(crate) struct Decision<'a> {
     #[serde(borrow)]
     pub(crate) call_id: Cow<'a, str>,
-    #[serde(default)]
-    decision: Ignored,
+    #[serde(default, borrow)]
+    pub(crate) decision: Option<Cow<'a, str>>,
     #[serde(borrow)]
     method: Cow<'a, str>,
     #[serde(default)]
@@ -88,11 +106,11 @@ pub(crate) struct Terminal<'a> {
     #[serde(borrow)]
     pub(crate) call_id: Cow<'a, str>,
     #[serde(borrow)]
-    state: Cow<'a, str>,
+    pub(crate) state: Cow<'a, str>,
     #[serde(default)]
     exit: Ignored,
     #[serde(default)]
-    exit_code: Option<i64>,
+    pub(crate) exit_code: Option<i64>,
     #[serde(default)]
     cancel_reason: Ignored,
     #[serde(default)]
@@ -103,8 +121,8 @@ pub(crate) struct Terminal<'a> {
     #[serde(default)]
     descendants_signalled: Option<u32>,
     #[serde(default)]
-    duration_ms: Option<u64>,
-    streams: Present,
+    pub(crate) duration_ms: Option<u64>,
+    pub(crate) streams: Streams,
     #[serde(default)]
     excerpt: Ignored,
     #[serde(default)]
@@ -128,8 +146,8 @@ pub(crate) struct McpRequest<'a> {
     /// Null when the line was not read.
     #[serde(borrow)]
     pub(crate) method: &'a RawValue,
-    #[serde(default)]
-    name: Ignored,
+    #[serde(default, borrow)]
+    pub(crate) name: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     pub(crate) params_sha256: Option<Cow<'a, str>>,
     #[serde(default)]
@@ -150,7 +168,7 @@ pub(crate) struct McpResponse<'a> {
     pub(crate) request_id: &'a RawValue,
     /// Null only for a refused line not read that far.
     #[serde(default, borrow)]
-    method: Option<Cow<'a, str>>,
+    pub(crate) method: Option<Cow<'a, str>>,
     #[serde(borrow)]
     pub(crate) outcome: Cow<'a, str>,
     /// For `refused` only.

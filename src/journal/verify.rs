@@ -1,22 +1,20 @@
-//! Verification: one streaming pass that checks every line's hash, strict
-//! shape, `seq` continuity, `prev` linkage and intent/decision/terminal
-//! pairing, and reports the first break. Memory follows the calls in
-//! flight, never the journal's length.
+//! Verification's checks, over the one streaming pass `stream.rs` makes:
+//! every line's hash, strict shape, `seq` continuity, `prev` linkage and
+//! intent/decision/terminal pairing, and the first break reported.
+//! Memory follows the calls in flight, never the journal's length.
 
 use std::collections::HashMap;
-use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read};
-use std::path::Path;
+use std::io;
 
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
+use super::ZERO_HASH;
 use super::key::{Key, KeyMismatch, check_genesis_key};
 use super::line::{LineError, Parsed, parse_line};
 use super::report::{Break, BreakKind, Head, Report, Unfinished};
 use super::requests::OpenRequests;
 use super::shapes::Body;
-use super::{MAX_LINE, ZERO_HASH};
 use crate::ids::hex;
 
 /// A torn fragment waiting for the `recover` entry that accounts for it.
@@ -34,77 +32,10 @@ pub enum VerifyError {
     Key(String),
 }
 
-/// Verify a journal file in one streaming pass.
-pub fn verify(path: &Path, key: Option<&Key>, anchor: Option<&str>) -> Result<Report, VerifyError> {
-    let file = File::open(path).map_err(VerifyError::Io)?;
-    verify_reader(file, key, anchor)
-}
-
-/// Verify a journal read from any source, in one streaming pass.
-pub fn verify_reader(
-    source: impl Read,
-    key: Option<&Key>,
-    anchor: Option<&str>,
-) -> Result<Report, VerifyError> {
-    let mut reader = BufReader::with_capacity(256 * 1024, source);
-    let plain = Key::Plain;
-    let key = key.unwrap_or(&plain);
-    let mut state = Verifier {
-        key,
-        anchor,
-        report: Report {
-            ok: false,
-            entries: 0,
-            journal_id: None,
-            keyed: false,
-            head: None,
-            validated_lines: 0,
-            broken: None,
-            anchor: anchor.map(str::to_string),
-            anchor_found: anchor.map(|_| false),
-            unfinished: Vec::new(),
-            unfinished_requests: Vec::new(),
-            final_newline_missing: false,
-        },
-        open: HashMap::new(),
-        open_requests: OpenRequests::default(),
-        last_seq: None,
-        last_h: ZERO_HASH.to_string(),
-        pending_torn: None,
-    };
-    let mut current = Vec::new();
-    let mut next = Vec::new();
-    let mut offset = 0u64;
-    let mut line_no = 0u64;
-    let mut have_current = read_line(&mut reader, &mut current).map_err(VerifyError::Io)?;
-    while have_current {
-        let have_next = read_line(&mut reader, &mut next).map_err(VerifyError::Io)?;
-        line_no += 1;
-        let peek = have_next.then_some(next.as_slice());
-        if let Err(broken) = state.line(line_no, offset, &current, peek)? {
-            state.report.broken = Some(broken);
-            break;
-        }
-        offset += current.len() as u64;
-        std::mem::swap(&mut current, &mut next);
-        have_current = have_next;
-    }
-    state.finish();
-    Ok(state.report)
-}
-
-/// Read one line (with its newline, if any); false at EOF. A line over
-/// [`MAX_LINE`] is cut there: it fails as malformed without being held.
-fn read_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<bool> {
-    line.clear();
-    let n = reader.take(MAX_LINE as u64 + 1).read_until(b'\n', line)?;
-    Ok(n > 0)
-}
-
-struct Verifier<'k> {
+pub(super) struct Verifier<'k> {
     key: &'k Key,
     anchor: Option<&'k str>,
-    report: Report,
+    pub(super) report: Report,
     /// Calls with an intent and no terminal yet: the only per-call state,
     /// so memory follows the calls in flight, not the journal's length. A
     /// call id may repeat once its call has ended (hosts reuse
@@ -115,6 +46,42 @@ struct Verifier<'k> {
     last_seq: Option<u64>,
     last_h: String,
     pending_torn: Option<PendingTorn>,
+}
+
+impl<'k> Verifier<'k> {
+    /// Before the first line: nothing verified yet.
+    pub(super) fn new(key: Option<&'k Key>, anchor: Option<&'k str>) -> Verifier<'k> {
+        let key = key.unwrap_or(&Key::Plain);
+        Verifier {
+            key,
+            anchor,
+            report: Report {
+                ok: false,
+                entries: 0,
+                journal_id: None,
+                keyed: false,
+                head: None,
+                validated_lines: 0,
+                broken: None,
+                anchor: anchor.map(str::to_string),
+                anchor_found: anchor.map(|_| false),
+                unfinished: Vec::new(),
+                unfinished_requests: Vec::new(),
+                final_newline_missing: false,
+            },
+            open: HashMap::new(),
+            open_requests: OpenRequests::default(),
+            last_seq: None,
+            last_h: ZERO_HASH.to_string(),
+            pending_torn: None,
+        }
+    }
+
+    /// A line is held as a possible torn fragment, until a `recover`
+    /// entry accounts for it.
+    pub(super) fn holds_torn(&self) -> bool {
+        self.pending_torn.is_some()
+    }
 }
 
 fn peek_seq(line: &[u8]) -> Option<u64> {
@@ -137,14 +104,15 @@ fn broken(line: u64, kind: BreakKind, detail: String) -> Break {
 
 impl Verifier<'_> {
     /// One line: its bytes, its hash and shape, its place in the chain,
-    /// and what its kind pairs with; then the head moves past it.
-    fn line(
+    /// and what its kind pairs with; then the head moves past it. The
+    /// entry, read (None: a line held as a possible torn fragment).
+    pub(super) fn line<'b>(
         &mut self,
         line_no: u64,
         offset: u64,
-        bytes: &[u8],
+        bytes: &'b [u8],
         next: Option<&[u8]>,
-    ) -> Result<Checked, VerifyError> {
+    ) -> Result<Result<Option<Parsed<'b>>, Break>, VerifyError> {
         let content = match self.content(line_no, bytes) {
             Ok(content) => content,
             Err(broken) => return Ok(Err(broken)),
@@ -157,12 +125,19 @@ impl Verifier<'_> {
         }
         let parsed = match parse_line(self.key, content) {
             Ok(parsed) => parsed,
-            Err(error) => return Ok(self.unreadable(line_no, offset, content, error)),
+            Err(error) => {
+                return Ok(self
+                    .unreadable(line_no, offset, content, error)
+                    .map(|()| None));
+            }
         };
         Ok(self
             .check_order(line_no, &parsed, next)
             .and_then(|()| self.check_pairing(line_no, &parsed))
-            .map(|()| self.advance(line_no, parsed)))
+            .map(|()| {
+                self.advance(line_no, &parsed);
+                Some(parsed)
+            }))
     }
 
     /// The line without its newline. A last line lacking only that is
@@ -393,7 +368,7 @@ impl Verifier<'_> {
     }
 
     /// The entry is verified: the head moves past it.
-    fn advance(&mut self, line_no: u64, parsed: Parsed<'_>) {
+    fn advance(&mut self, line_no: u64, parsed: &Parsed<'_>) {
         if self.pending_torn.is_none() {
             self.report.validated_lines = line_no;
         }
@@ -406,7 +381,7 @@ impl Verifier<'_> {
         self.last_h.push_str(&parsed.h);
         self.report.head = Some(Head {
             seq: parsed.seq,
-            h: parsed.h.into_owned(),
+            h: parsed.h.to_string(),
         });
     }
 
@@ -430,7 +405,7 @@ impl Verifier<'_> {
         }))
     }
 
-    fn finish(&mut self) {
+    pub(super) fn finish(&mut self) {
         if self.report.broken.is_none()
             && let Some(pending) = self.pending_torn.take()
         {

@@ -112,7 +112,7 @@ pub(crate) struct Sealed {
 
 /// A glob as an anchored regular expression: `*` any run, `?` one
 /// character, everything else itself.
-fn glob_regex(glob: &str) -> String {
+pub(crate) fn glob_regex(glob: &str) -> String {
     let mut out = String::from("^(?s:");
     for c in glob.chars() {
         match c {

@@ -69,6 +69,7 @@ pub(crate) use gate::Ask;
 // For the journal's schema test, which runs beside the Unix tests.
 #[cfg(all(test, unix))]
 pub(crate) use gate::DecidedBy;
+pub(crate) use gate::glob_regex;
 pub use gate::{ApproverCommand, ToolGate};
 pub use pinning::{McpToolDrift, ToolPinning};
 pub use policy::{AuditRequests, SessionPolicy};

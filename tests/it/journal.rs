@@ -862,10 +862,15 @@ fn synthetic_journal(path: &Path, calls: usize) {
 /// everything is written (verify has then read all but a pipe's worth):
 /// the peak of verify's own address space, not of whoever forked it.
 fn verify_peak_rss_kib(path: &Path) -> (u64, i32) {
+    peak_rss_kib(&["verify"], path)
+}
+
+/// As [`verify_peak_rss_kib`], for `mcp-bound ARGS JOURNAL`.
+fn peak_rss_kib(args: &[&str], path: &Path) -> (u64, i32) {
     let fifo = path.with_extension("fifo");
     util::mkfifo(&fifo);
     let mut child = Command::new(util::BIN)
-        .arg("verify")
+        .args(args)
         .arg(&fifo)
         .stdout(std::process::Stdio::null())
         .spawn()
@@ -880,6 +885,7 @@ fn verify_peak_rss_kib(path: &Path) -> (u64, i32) {
         .expect("VmHWM in /proc/PID/status");
     drop(writer);
     let code = child.wait().unwrap().code().unwrap();
+    std::fs::remove_file(&fifo).unwrap();
     (rss, code)
 }
 
@@ -974,4 +980,24 @@ fn a_held_journal_lock_freezes_nothing_in_the_loop() {
     );
     let (ok, report) = util::verify_report(&journal);
     done.check(ok, &format!("verify: {report}"));
+}
+
+/// `log` reads as verify does: its memory follows the calls in flight and
+/// the sessions shown, not the journal's length, whatever the view.
+#[test]
+fn log_memory_does_not_grow_with_the_journal() {
+    let dir = tempfile::tempdir().unwrap();
+    let small = dir.path().join("small.jsonl");
+    let large = dir.path().join("large.jsonl");
+    synthetic_journal(&small, 2_000);
+    synthetic_journal(&large, 100_000);
+    for view in [&["log", "--json"][..], &["log", "--sessions"], &["log"]] {
+        let (small_rss, small_code) = peak_rss_kib(view, &small);
+        let (large_rss, large_code) = peak_rss_kib(view, &large);
+        assert_eq!((small_code, large_code), (0, 0), "{view:?}");
+        assert!(
+            large_rss < small_rss + 1024,
+            "{view:?}: peak RSS grew from {small_rss} KiB (4k entries) to {large_rss} KiB (200k entries)"
+        );
+    }
 }

@@ -22,6 +22,7 @@ mod interop;
 mod journal;
 mod kinds;
 mod limits;
+mod log;
 mod mcp_mode;
 mod otel;
 mod record_files;

@@ -9,7 +9,6 @@
 use crate::util;
 
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::{Value, json};
 use util::{parse_message as parse, rpc_request as request, server};
@@ -83,16 +82,7 @@ fn call(run: &mut util::Started, id: u64, tool: &str) -> Value {
 }
 
 fn pin_command(args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(util::BIN)
-        .arg("pin")
-        .args(args)
-        .output()
-        .unwrap();
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    util::subcommand("pin", args)
 }
 
 fn drifts(journal: &Path) -> Vec<(String, String, Vec<String>)> {

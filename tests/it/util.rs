@@ -1065,6 +1065,16 @@ pub fn watchdog_of(path: &Path) -> u64 {
     }
 }
 
+/// `mcp-bound SUBCOMMAND ARGS...`: its exit status, stdout and stderr.
+pub fn subcommand(name: &str, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(BIN).arg(name).args(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
 /// `mcp-bound verify --json` on a journal: whether it passed, and the report.
 pub fn verify_report(journal: &Path) -> (bool, Value) {
     let output = Command::new(BIN)

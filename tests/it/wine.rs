@@ -967,4 +967,19 @@ fn a_journal_written_on_windows_verifies_there_and_on_linux() {
         String::from_utf8_lossy(&here.stdout).trim_end(),
         "the same report, chain head included"
     );
+    // And reads the same: `log --json`'s rows on both.
+    let there = run_in(&exe, &["log", "--json", "audit.jsonl"], dir.path());
+    let here = Command::new(crate::util::BIN)
+        .args(["log", "--json", "audit.jsonl"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(there.status.code(), Some(0), "log on Windows");
+    let rows = String::from_utf8_lossy(&here.stdout).into_owned();
+    assert_eq!(
+        String::from_utf8_lossy(&there.stdout),
+        rows,
+        "the same rows"
+    );
+    assert_eq!(rows.lines().count(), 2, "{rows}");
 }

@@ -1,0 +1,122 @@
+//! The verifying pass over a journal's bytes: each line read once (cut
+//! at [`MAX_LINE`]), checked by the `Verifier` (`verify.rs`) with the next
+//! line in view, and handed to an observer (`mcp-bound log`) as it is
+//! checked; after a break, the rest is handed on unverified.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::Path;
+
+use super::MAX_LINE;
+use super::key::Key;
+use super::line::Parsed;
+use super::report::Report;
+use super::verify::{Verifier, VerifyError};
+
+/// Verify a journal file in one streaming pass.
+pub fn verify(path: &Path, key: Option<&Key>, anchor: Option<&str>) -> Result<Report, VerifyError> {
+    let file = File::open(path).map_err(VerifyError::Io)?;
+    verify_reader(file, key, anchor)
+}
+
+/// Verify a journal read from any source, in one streaming pass.
+pub fn verify_reader(
+    source: impl Read,
+    key: Option<&Key>,
+    anchor: Option<&str>,
+) -> Result<Report, VerifyError> {
+    verify_observed(source, key, anchor, &mut |_| {})
+}
+
+/// One line as the verifying pass hands it to a reader of the journal
+/// (`mcp-bound log`): its bytes without the newline, and whether the chain
+/// held up to it. Past the first break the rest is still handed on,
+/// unverified, so that a view can say which entries came after it.
+pub struct Seen<'a> {
+    pub line: u64,
+    pub content: &'a [u8],
+    /// The entry as the verifier read it (none past a break).
+    pub(crate) parsed: Option<&'a Parsed<'a>>,
+    pub verified: bool,
+}
+
+/// As [`verify_reader`], handing each line to `observe` as it goes.
+pub fn verify_observed(
+    source: impl Read,
+    key: Option<&Key>,
+    anchor: Option<&str>,
+    observe: &mut dyn FnMut(Seen<'_>),
+) -> Result<Report, VerifyError> {
+    let mut reader = BufReader::with_capacity(256 * 1024, source);
+    let mut state = Verifier::new(key, anchor);
+    let mut current = Vec::new();
+    let mut next = Vec::new();
+    let mut offset = 0u64;
+    let mut line_no = 0u64;
+    let mut have_current = read_line(&mut reader, &mut current).map_err(VerifyError::Io)?;
+    // A line kept pending as a possible torn fragment, until a recover
+    // entry accounts for it (then it was no entry) or the chain breaks.
+    let mut held: Option<(u64, Vec<u8>)> = None;
+    let mut next_unread = false;
+    while have_current {
+        let have_next = read_line(&mut reader, &mut next).map_err(VerifyError::Io)?;
+        line_no += 1;
+        let peek = have_next.then_some(next.as_slice());
+        match state.line(line_no, offset, &current, peek)? {
+            Err(broken) => {
+                state.report.broken = Some(broken);
+                next_unread = have_next;
+                break;
+            }
+            Ok(parsed) if !state.holds_torn() => {
+                held = None;
+                observe(Seen {
+                    line: line_no,
+                    content: current.strip_suffix(b"\n").unwrap_or(&current),
+                    parsed: parsed.as_ref(),
+                    verified: true,
+                });
+            }
+            Ok(_) if held.is_none() => held = Some((line_no, current.clone())),
+            Ok(_) => {}
+        }
+        offset += current.len() as u64;
+        std::mem::swap(&mut current, &mut next);
+        have_current = have_next;
+    }
+    if state.report.broken.is_some() || state.holds_torn() {
+        // From the break on, every line is handed on unverified.
+        let unverified = |line: u64, bytes: &[u8], observe: &mut dyn FnMut(Seen<'_>)| {
+            observe(Seen {
+                line,
+                content: bytes.strip_suffix(b"\n").unwrap_or(bytes),
+                parsed: None,
+                verified: false,
+            })
+        };
+        if let Some((line, bytes)) = held.take() {
+            unverified(line, &bytes, observe);
+        }
+        if state.report.broken.is_some() && have_current {
+            unverified(line_no, &current, observe);
+            if next_unread {
+                line_no += 1;
+                unverified(line_no, &next, observe);
+                while read_line(&mut reader, &mut current).map_err(VerifyError::Io)? {
+                    line_no += 1;
+                    unverified(line_no, &current, observe);
+                }
+            }
+        }
+    }
+    state.finish();
+    Ok(state.report)
+}
+
+/// Read one line (with its newline, if any); false at EOF. A line over
+/// [`MAX_LINE`] is cut there: it fails as malformed without being held.
+fn read_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<bool> {
+    line.clear();
+    let n = reader.take(MAX_LINE as u64 + 1).read_until(b'\n', line)?;
+    Ok(n > 0)
+}

@@ -1,0 +1,237 @@
+//! `mcp-bound log JOURNAL`: the journal read, not only verified. One
+//! streaming pass checks the chain as `verify` does (`--key`,
+//! `--anchor`) and hands each entry to the activity view
+//! (`activity.rs`, pure): one row per call at its terminal entry (or at
+//! the end, unfinished), with `--sessions` one per session, or with
+//! `--call ID` that call's entries as a timeline (`timeline.rs`); filtered
+//! by `--since`, `--until`, `--session`, `--state` and `--tool`; text
+//! (`render.rs`) or `--json` (JSON Lines, `schema/log.schema.json`).
+//! A break is reported where it is, and the rows after it are marked
+//! unverified. Exit 0, 1 (the chain is broken), 2 (usage or I/O), as
+//! `verify`.
+
+mod activity;
+mod render;
+mod timeline;
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::time::SystemTime;
+
+use crate::error::{Error, code};
+use crate::journal::{self, BreakKind, Key, VerifyError};
+use activity::{Activity, CallRow, Fields, Filter, Sessions};
+use render::Layout;
+
+/// What `mcp-bound log` was asked (`cli::LogArgs`, resolved).
+pub struct LogCommand {
+    pub journal: PathBuf,
+    pub key: Option<PathBuf>,
+    pub anchor: Option<String>,
+    pub sessions: bool,
+    /// `--call ID`: that call's entries, one a line.
+    pub call: Option<String>,
+    pub json: bool,
+    pub wide: bool,
+    pub since: Option<String>,
+    pub until: Option<String>,
+    pub session: Option<String>,
+    pub state: Option<String>,
+    pub tool: Option<String>,
+}
+
+/// `--since` or `--until`: RFC 3339, or a duration ago (`1h`), as the
+/// journal writes times (UTC, milliseconds), so that they compare as text.
+fn time_bound(option: &str, text: &str) -> Result<String, Error> {
+    if let Ok(ago) = humantime::parse_duration(text) {
+        let at = SystemTime::now()
+            .checked_sub(ago)
+            .unwrap_or(SystemTime::UNIX_EPOCH);
+        return Ok(crate::ids::rfc3339(at));
+    }
+    humantime::parse_rfc3339_weak(text)
+        .map(crate::ids::rfc3339)
+        .map_err(|_| {
+            Error::VerifyUsage(format!(
+                "{option} {text}: neither an RFC 3339 time (2026-12-01T09:00:00Z) nor a duration ago (1h)"
+            ))
+        })
+}
+
+impl LogCommand {
+    fn filter(&self) -> Result<Filter, Error> {
+        Ok(Filter {
+            since: self
+                .since
+                .as_deref()
+                .map(|t| time_bound("--since", t))
+                .transpose()?,
+            until: self
+                .until
+                .as_deref()
+                .map(|t| time_bound("--until", t))
+                .transpose()?,
+            session: self.session.clone(),
+            state: self.state.clone(),
+            tool: self.tool.as_deref().map(|glob| {
+                regex::Regex::new(&crate::session::glob_regex(glob)).expect("an escaped glob")
+            }),
+        })
+    }
+
+    fn layout(&self) -> Layout {
+        let terminal = std::io::stdout().is_terminal();
+        let columns = std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok());
+        Layout {
+            width: (terminal && !self.wide).then(|| columns.unwrap_or(120)),
+            colour: terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+        }
+    }
+}
+
+/// Where the rows go: printed as they come, or folded into sessions.
+struct Out<'a> {
+    command: &'a LogCommand,
+    filter: Filter,
+    layout: Layout,
+    sessions: Sessions,
+    stdout: std::io::BufWriter<std::io::StdoutLock<'static>>,
+    header: bool,
+    /// `--call`: its entries shown.
+    entries: u64,
+}
+
+impl Out<'_> {
+    fn row(&mut self, row: CallRow) {
+        if !self.filter.keeps(&row) {
+            return;
+        }
+        if self.command.sessions {
+            self.sessions.add(&row);
+            return;
+        }
+        let line = if self.command.json {
+            serde_json::to_string(&row).expect("a row serializes")
+        } else {
+            if !self.header {
+                self.header = true;
+                let _ = writeln!(self.stdout, "{}", render::call_header());
+            }
+            render::call(&row, self.layout)
+        };
+        let _ = writeln!(self.stdout, "{line}");
+    }
+
+    /// `--call`: one of its entries, as the journal has it (`--json`)
+    /// or as a line of its timeline.
+    fn entry(&mut self, content: &[u8], line: u64, verified: bool) {
+        self.entries += 1;
+        if self.command.json {
+            let _ = self.stdout.write_all(content);
+            let _ = self.stdout.write_all(b"\n");
+            return;
+        }
+        if !self.header {
+            self.header = true;
+            let _ = writeln!(
+                self.stdout,
+                "  {:<24}  {:>8}  {:<14}  WHAT",
+                "TIME", "LINE", "KIND"
+            );
+        }
+        let entry: serde_json::Value = serde_json::from_slice(content).unwrap_or_default();
+        let _ = writeln!(self.stdout, "{}", timeline::line(&entry, line, verified));
+    }
+
+    fn sessions(&mut self) {
+        let rows = std::mem::take(&mut self.sessions).rows();
+        if !self.command.json && !rows.is_empty() {
+            let _ = writeln!(self.stdout, "{}", render::session_header());
+        }
+        for row in rows {
+            let line = match self.command.json {
+                true => serde_json::to_string(&row).expect("a row serializes"),
+                false => render::session(&row, self.layout),
+            };
+            let _ = writeln!(self.stdout, "{line}");
+        }
+    }
+}
+
+pub fn run(command: &LogCommand) -> Result<i32, Error> {
+    let shown = command.journal.display();
+    let usage = |why: String| Error::VerifyUsage(format!("{shown}: {why}"));
+    let key = match &command.key {
+        Some(path) => Some(
+            Key::load(path)
+                .map_err(|e| Error::VerifyUsage(format!("--key {}: {e}", path.display())))?,
+        ),
+        None => None,
+    };
+    let file = std::fs::File::open(&command.journal).map_err(|e| usage(e.to_string()))?;
+    let mut out = Out {
+        command,
+        filter: command.filter()?,
+        layout: command.layout(),
+        sessions: Sessions::default(),
+        stdout: std::io::BufWriter::new(std::io::stdout().lock()),
+        header: false,
+        entries: 0,
+    };
+    let mut activity = Activity::default();
+    let mut last_line = 0;
+    let report =
+        journal::verify_observed(file, key.as_ref(), command.anchor.as_deref(), &mut |seen| {
+            last_line = seen.line;
+            // Read once by the verifier where the chain holds; past a
+            // break, leniently, and what is not an entry is not shown.
+            let fields = match seen.parsed {
+                Some(parsed) => Fields::of(parsed),
+                None => match serde_json::from_slice::<Fields<'_>>(seen.content) {
+                    Ok(fields) => fields,
+                    Err(_) => return,
+                },
+            };
+            if let Some(call) = &command.call {
+                if fields.call_id.as_deref() == Some(call.as_str()) {
+                    out.entry(seen.content, seen.line, seen.verified);
+                }
+            } else if let Some(row) = activity.entry(seen.line, seen.verified, &fields) {
+                out.row(row);
+            }
+        })
+        .map_err(|e| match e {
+            VerifyError::Io(e) => usage(e.to_string()),
+            VerifyError::Key(text) => usage(text),
+        })?;
+    for row in activity.unfinished() {
+        out.row(row);
+    }
+    out.sessions();
+    let _ = out.stdout.flush();
+    if let Some(call) = command.call.as_ref().filter(|_| out.entries == 0) {
+        return Err(usage(format!("no entry of call {call}")));
+    }
+    match &report.broken {
+        // A last line cut short by a crash: every entry before it stands,
+        // and the next append accounts for it (a recover entry).
+        Some(torn) if torn.kind == BreakKind::TornTail && torn.line >= last_line => {
+            eprintln!("mcp-bound log: {shown}: warning: {}", torn.detail);
+            return Ok(code::VERIFY_OK);
+        }
+        Some(broken) => {
+            eprintln!(
+                "mcp-bound log: {shown}: the chain breaks at line {} ({}: {}); the rows marked ! came after it and are not verified",
+                broken.line,
+                broken.kind.as_str(),
+                broken.detail
+            );
+            return Ok(code::VERIFY_BROKEN);
+        }
+        None => {}
+    }
+    if report.final_newline_missing {
+        eprintln!("mcp-bound log: {shown}: warning: the last entry has no newline");
+    }
+    Ok(code::VERIFY_OK)
+}
