@@ -2,31 +2,33 @@
 //! as one JSON object.
 
 use std::fmt::Write as _;
+use std::path::Path;
 
 use crate::cli::VerifyArgs;
 use crate::error::{Error, code};
 use crate::journal::{self, Key, Report, VerifyError};
 
+/// `--key FILE`, loaded (for `verify` and the journal's readers).
+pub(crate) fn key_given(path: Option<&Path>) -> Result<Option<Key>, Error> {
+    path.map(|path| {
+        Key::load(path).map_err(|e| Error::VerifyUsage(format!("--key {}: {e}", path.display())))
+    })
+    .transpose()
+}
+
+/// Why the journal could not be read at all (exit 2), naming it.
+pub(crate) fn unusable(journal: &Path, err: VerifyError) -> Error {
+    match err {
+        VerifyError::Io(e) => Error::VerifyUsage(format!("{}: {e}", journal.display())),
+        VerifyError::Key(text) => Error::VerifyUsage(format!("{}: {text}", journal.display())),
+    }
+}
+
 /// Verify and print; the result is the exit code.
 pub fn run(args: &VerifyArgs) -> Result<i32, Error> {
-    let key = match &args.key {
-        Some(path) => Some(
-            Key::load(path)
-                .map_err(|e| Error::VerifyUsage(format!("--key {}: {e}", path.display())))?,
-        ),
-        None => None,
-    };
-    let report =
-        journal::verify(&args.journal, key.as_ref(), args.anchor.as_deref()).map_err(|err| {
-            match err {
-                VerifyError::Io(e) => {
-                    Error::VerifyUsage(format!("{}: {e}", args.journal.display()))
-                }
-                VerifyError::Key(text) => {
-                    Error::VerifyUsage(format!("{}: {text}", args.journal.display()))
-                }
-            }
-        })?;
+    let key = key_given(args.key.as_deref())?;
+    let report = journal::verify(&args.journal, key.as_ref(), args.anchor.as_deref())
+        .map_err(|err| unusable(&args.journal, err))?;
     let text = if args.json {
         let mut line = serde_json::to_string(&report).expect("a report serializes");
         line.push('\n');

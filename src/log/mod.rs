@@ -19,7 +19,7 @@ use std::path::PathBuf;
 use std::time::SystemTime;
 
 use crate::error::{Error, code};
-use crate::journal::{self, BreakKind, Key, VerifyError};
+use crate::journal::{self, BreakKind};
 use activity::{Activity, CallRow, Fields, Filter, Sessions};
 use render::Layout;
 
@@ -161,13 +161,7 @@ impl Out<'_> {
 pub fn run(command: &LogCommand) -> Result<i32, Error> {
     let shown = command.journal.display();
     let usage = |why: String| Error::VerifyUsage(format!("{shown}: {why}"));
-    let key = match &command.key {
-        Some(path) => Some(
-            Key::load(path)
-                .map_err(|e| Error::VerifyUsage(format!("--key {}: {e}", path.display())))?,
-        ),
-        None => None,
-    };
+    let key = crate::verify::key_given(command.key.as_deref())?;
     let file = std::fs::File::open(&command.journal).map_err(|e| usage(e.to_string()))?;
     let mut out = Out {
         command,
@@ -200,10 +194,7 @@ pub fn run(command: &LogCommand) -> Result<i32, Error> {
                 out.row(row);
             }
         })
-        .map_err(|e| match e {
-            VerifyError::Io(e) => usage(e.to_string()),
-            VerifyError::Key(text) => usage(text),
-        })?;
+        .map_err(|err| crate::verify::unusable(&command.journal, err))?;
     for row in activity.unfinished() {
         out.row(row);
     }
