@@ -23,7 +23,10 @@ pub fn run(args: &PinCommand) -> Result<i32, Error> {
     if !args.file.exists() {
         return Err(usage("no such pin file".into()));
     }
-    let (mut store, _) = Store::open(&args.file).map_err(usage)?;
+    let (mut store, warning) = Store::open(&args.file).map_err(usage)?;
+    if let Some(warning) = warning {
+        eprintln!("mcp-bound pin: {}: warning: {warning}", args.file.display());
+    }
     let mut said = String::new();
     for name in &args.accept {
         let key = key_waiting(store.file(), name, args.key.as_deref()).map_err(usage)?;

@@ -248,4 +248,11 @@ fn pins_that_cannot_be_kept_start_nothing_and_the_command_says_what_is_wrong() {
     let (code, out, err) = pin_command(&[pins.to_str().unwrap(), "--accept", "x"]);
     assert_eq!(code, 2, "{out}{err}");
     assert!(err.contains("nothing of x waits to be accepted"), "{err}");
+    // A file others can read still serves, and the command says so.
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&pins, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let (code, out, err) = pin_command(&[pins.to_str().unwrap()]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(err.contains("warning: others can read it"), "{err}");
+    assert!(out.contains("no pins yet"), "{out}");
 }

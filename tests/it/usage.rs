@@ -434,3 +434,39 @@ fn the_docs_name_every_journal_kind() {
         assert_eq!(named, kinds, "{doc}: {list}");
     }
 }
+
+/// A subcommand's name is the subcommand; after `--` it is a helper.
+#[test]
+fn a_helper_named_as_a_subcommand_runs_after_the_double_dash() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = format!(
+        "{}:{}",
+        dir.path().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    for name in ["verify", "log", "pin"] {
+        let helper = dir.path().join(name);
+        std::fs::write(&helper, format!("#!/bin/sh\necho the {name} helper ran\n")).unwrap();
+        std::fs::set_permissions(&helper, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let run = |args: &[&str]| {
+            std::process::Command::new(util::BIN)
+                .args(args)
+                .env("PATH", &path)
+                .output()
+                .unwrap()
+        };
+        let helper_ran = run(&["--", name]);
+        assert_eq!(helper_ran.status.code(), Some(0), "{helper_ran:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&helper_ran.stdout),
+            format!("the {name} helper ran\n")
+        );
+        let subcommand = run(&[name]);
+        assert_eq!(subcommand.status.code(), Some(2), "{name}: {subcommand:?}");
+        assert!(
+            subcommand.stdout.is_empty(),
+            "{name}: the helper did not run"
+        );
+    }
+}
