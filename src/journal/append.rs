@@ -17,13 +17,6 @@ use crate::sys;
 
 const READ_BACK_CHUNK: u64 = 64 * 1024;
 
-/// The opened journal, judged (`trust`): a refusal as an error.
-fn judged(file: &File) -> io::Result<Option<String>> {
-    let seen = sys::seen(file)?;
-    crate::trust::judge(&seen, sys::effective_uid(), crate::trust::Role::Journal)
-        .map_err(|why| io::Error::new(io::ErrorKind::PermissionDenied, why))
-}
-
 /// The writer side.
 pub struct Journal {
     pub path: PathBuf,
@@ -54,7 +47,7 @@ impl Journal {
         if created {
             sys::fsync_dir(sys::parent_dir(&self.path))?;
         }
-        judged(&file)
+        sys::judged(&file, crate::trust::Role::Journal)
     }
 
     /// Append one entry (and a genesis or recover entry first when needed).
@@ -101,7 +94,7 @@ impl Journal {
 
     fn append_all_waiting(&self, entries: &[Entry<'_>], wait: Duration) -> io::Result<Appended> {
         let (file, created) = sys::open_append_private(&self.path)?;
-        judged(&file)?;
+        sys::judged(&file, crate::trust::Role::Journal)?;
         if created {
             sys::fsync_dir(sys::parent_dir(&self.path))?;
         }

@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime};
 
 use super::{FORMAT, PinFile, ServerPins};
 use crate::sys;
-use crate::trust::{self, Role};
+use crate::trust::Role;
 
 /// How long a change waits for another process's lock.
 const LOCK_WAIT: Duration = Duration::from_secs(10);
@@ -92,7 +92,7 @@ impl Store {
         let mut name = self.path.clone().into_os_string();
         name.push(".lock");
         let (lock, _) = sys::open_append_private(Path::new(&name))?;
-        judged(&lock, Role::Lock)?;
+        sys::judged(&lock, Role::Lock)?;
         Ok(lock)
     }
 
@@ -108,7 +108,7 @@ impl Store {
             }
             Err(e) => return Err(e),
         };
-        let warning = judged(&file, Role::Journal)?;
+        let warning = sys::judged(&file, Role::Journal)?;
         let mut text = String::new();
         file.by_ref()
             .take(MAX_BYTES + 1)
@@ -132,12 +132,6 @@ impl Store {
 
 fn invalid(why: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, why)
-}
-
-fn judged(file: &File, role: Role) -> io::Result<Option<String>> {
-    let seen = sys::seen(file)?;
-    trust::judge(&seen, sys::effective_uid(), role)
-        .map_err(|why| io::Error::new(io::ErrorKind::PermissionDenied, why))
 }
 
 fn stamp_of(path: &Path) -> Stamp {

@@ -91,7 +91,7 @@ impl StderrLog {
         } else {
             let lock_path = suffixed(&settings.path, "lock");
             let (lock, _) = sys::open_append_private(&lock_path)
-                .and_then(|(lock, created)| judged(&lock, Role::Lock).map(|_| (lock, created)))
+                .and_then(|(lock, created)| sys::judged(&lock, Role::Lock).map(|_| (lock, created)))
                 .map_err(|e| {
                     // The lock file is opened first: name what the user gave.
                     match settings.path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -127,7 +127,7 @@ impl StderrLog {
         };
         let (file, _) = sys::open_append_private(&path)
             .map_err(|e| format!("--stderr-log {}: cannot open: {e}", path.display()))?;
-        let warning = judged(&file, Role::StderrLog)
+        let warning = sys::judged(&file, Role::StderrLog)
             .map_err(|e| format!("--stderr-log {}: {e}", path.display()))?
             .map(|w| format!("--stderr-log {}: {w}", path.display()));
         let meta = file
@@ -342,14 +342,6 @@ impl std::fmt::Debug for StderrLog {
             .field("facts", &self.facts)
             .finish_non_exhaustive()
     }
-}
-
-/// The opened file, judged (`trust`): Err(why) when it is not ours to
-/// write, Ok(Some(warning)) when others can read it.
-fn judged(file: &File, role: Role) -> io::Result<Option<String>> {
-    let seen = sys::seen(file)?;
-    crate::trust::judge(&seen, sys::effective_uid(), role)
-        .map_err(|why| io::Error::new(io::ErrorKind::PermissionDenied, why))
 }
 
 /// `PATH.suffix`.

@@ -58,7 +58,8 @@
 //! Shared by every backend: `types.rs` (the answers' data), `table.rs`
 //! (the process table's algorithms, pure), `ntstatus.rs` (the names of
 //! Windows's crash codes, pure), `portable.rs` (what std gives
-//! every system alike), `refusing.rs` (what a refusing backend shares),
+//! every system alike, and `judged`: an opened file's owner and mode as
+//! `trust` judges them for its role), `refusing.rs` (what a refusing backend shares),
 //! and `fd`, descriptors by one name (handles on Windows).
 //!
 //! `unix/` holds what POSIX gives every Unix backend: descriptor flags,

@@ -13,6 +13,16 @@ pub fn parent_dir(path: &Path) -> &Path {
     }
 }
 
+/// Whether a file mcp-bound opened by name is its own to write (or to
+/// read as its own): what the descriptor's owner and mode say
+/// (`seen`), judged by `trust` for the file's role. Ok(Some(warning))
+/// when others can read it; Err (PermissionDenied) when refused.
+pub fn judged(file: &File, role: crate::trust::Role) -> io::Result<Option<String>> {
+    let seen = super::seen(file)?;
+    crate::trust::judge(&seen, super::effective_uid(), role)
+        .map_err(|why| io::Error::new(io::ErrorKind::PermissionDenied, why))
+}
+
 /// Read a small file whole (a /proc or cgroup file): open, reads into
 /// a 4 KiB buffer that grows only if it must, close. No size query (those
 /// files report 0) and no probing reads: std's read_to_string spends six
