@@ -16,11 +16,17 @@ _mcp__bound() {
             ",$1")
                 cmd="mcp__bound"
                 ;;
+            mcp__bound,check)
+                cmd="mcp__bound__subcmd__check"
+                ;;
             mcp__bound,log)
                 cmd="mcp__bound__subcmd__log"
                 ;;
             mcp__bound,pin)
                 cmd="mcp__bound__subcmd__pin"
+                ;;
+            mcp__bound,report)
+                cmd="mcp__bound__subcmd__report"
                 ;;
             mcp__bound,verify)
                 cmd="mcp__bound__subcmd__verify"
@@ -32,7 +38,7 @@ _mcp__bound() {
 
     case "${cmd}" in
         mcp__bound)
-            opts="-s -k -h -V --timeout --signal --kill-after --grace --wait-delay --preserve-status --rlimit --contain --memory-max --pids-max --cpu-max --limits --head-bytes --tail-bytes --excerpt-bytes --echo --flood-path --redact --stderr-log --stderr-log-size --stderr-log-keep --stderr-log-timestamps --stderr-log-optional --record --record-keep --record-fd --call-id --session-id --mcp --stdout-guard --max-message-bytes --live --live-rate --live-burst --stdin-close-grace --session --request-timeout --request-timeout-resets-on-progress --agent-excerpt-bytes --max-in-flight --restart --max-restarts --restart-window --restart-backoff --debug-window --debug-window-bytes --approve-cmd --approve --approval-timeout --tool-allow --tool-deny --tool-approve-cmd --tool-approve-via --tool-approve --tool-approval-timeout --max-pending-approvals --tool-pin --tool-pin-key --journal --journal-excerpt-bytes --journal-key --journal-requests --otel --otel-flush-timeout --otel-propagate --generate --help --version verify log pin"
+            opts="-s -k -h -V --timeout --signal --kill-after --grace --wait-delay --preserve-status --rlimit --contain --memory-max --pids-max --cpu-max --limits --head-bytes --tail-bytes --excerpt-bytes --echo --flood-path --redact --stderr-log --stderr-log-size --stderr-log-keep --stderr-log-timestamps --stderr-log-optional --record --record-keep --record-fd --call-id --session-id --mcp --stdout-guard --max-message-bytes --live --live-rate --live-burst --stdin-close-grace --session --request-timeout --request-timeout-resets-on-progress --agent-excerpt-bytes --max-in-flight --restart --max-restarts --restart-window --restart-backoff --debug-window --debug-window-bytes --approve-cmd --approve --approval-timeout --tool-allow --tool-deny --tool-approve-cmd --tool-approve-via --tool-approve --tool-approval-timeout --max-pending-approvals --tool-pin --tool-pin-key --journal --journal-excerpt-bytes --journal-key --journal-requests --otel --otel-flush-timeout --otel-propagate --generate --help --version verify log check report pin"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -293,8 +299,62 @@ _mcp__bound() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        mcp__bound__subcmd__check)
+            opts="-h --expect-tool --forbid-tool --max-duration --requests --expect-state --no-unfinished --no-unapproved --expect --since --until --format --anchor --key --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --expect-tool)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --forbid-tool)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --max-duration)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --expect-state)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --expect)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --since)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --until)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --format)
+                    COMPREPLY=($(compgen -W "text junit" -- "${cur}"))
+                    return 0
+                    ;;
+                --anchor)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         mcp__bound__subcmd__log)
-            opts="-h --sessions --call --json --wide --since --until --session --state --tool --anchor --key --help"
+            opts="-f -h --sessions --call --json --wide --since --until --session --state --tool --requests --follow --anchor --key --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -347,6 +407,36 @@ _mcp__bound() {
             fi
             case "${prev}" in
                 --accept)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --key)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        mcp__bound__subcmd__report)
+            opts="-o -h --output --anchor --key --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --output)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --anchor)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

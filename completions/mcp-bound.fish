@@ -115,6 +115,8 @@ complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -s h -l help -d 'Print
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -s V -l version -d 'Print version'
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -a "verify" -d 'Check a journal offline: hashes, chain, order, pairing. Exit 0 intact (warnings allowed), 1 integrity failure, 2 usage or I/O error'
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -a "log" -d 'Read a journal as it is verified: one line per call (time, call, session, state, exit, duration, stderr seen/kept, approval, its MCP requests, the command), or per session. Exit 0, 1 the chain is broken (the rows after the break are marked !), 2 usage or I/O error'
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -a "check" -d 'Check a journal against the run expected of it: tools called or not, durations, end states, approvals, and a lifecycle in order (--expect FILE). Exit 0 every expectation holds, 1 one does not (or the chain is broken), 2 usage or I/O error'
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -a "report" -d 'Write one self-contained HTML file of a journal: a timeline per session, the calls and tool calls in sortable tables, p50/p95/p99 per tool, stderr seen against kept, and the verify result. Exit 0, 1 the chain is broken (the report says where), 2 usage or I/O error'
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -a "pin" -d 'List a --tool-pin file\'s pins and what drifted from them; --accept trusts the latest definition seen. Exit 0 nothing waits to be accepted, 1 something does, 2 usage or I/O error'
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand verify" -l anchor -d 'A head h recorded earlier (from "OK: ... h=<hex>"): it must still be in the journal' -r
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand verify" -l key -d 'The key of a keyed journal (private: ours or root\'s, mode 0600 or stricter)' -r -F
@@ -131,7 +133,28 @@ complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand log" -l key -d 'The 
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand log" -l sessions -d 'One line per session: its calls, first and last time, ends by state, tool calls'
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand log" -l json -d 'JSON Lines of the same rows (schema/log.schema.json)'
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand log" -l wide -d 'Do not cut lines at the terminal\'s width'
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand log" -l requests -d 'One line per MCP request journaled instead of per call: its call, id, method, the gate\'s decision, outcome, duration and tool (--since, --until, --session and --tool apply to it)'
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand log" -s f -l follow -d 'Follow: show the calls as they end, as tail -f does; a replaced or truncated journal is noticed and read from its start'
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand log" -s h -l help -d 'Print help'
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand check" -l expect-tool -d 'A tool matching this glob was called: a call to it reached the server (a denial is not a call). Repeatable' -r
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand check" -l forbid-tool -d 'No tool matching this glob was called (a denial is not a call). Repeatable' -r
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand check" -l max-duration -d 'No call took longer than DUR (with --requests, no MCP request); the worst offender is named' -r
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand check" -l expect-state -d 'Every call ended in this state (completed, timeout, shut_down, ...)' -r
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand check" -l expect -d 'A JSON file of the lifecycle one call should produce, matched in order (see the man page)' -r -F
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand check" -l since -d 'Only calls whose intent is at or after TIME: RFC 3339, or a duration ago (1h)' -r
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand check" -l until -d 'Only calls whose intent is at or before TIME: RFC 3339, or a duration ago' -r
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand check" -l format -d 'text (a line per expectation) or junit (one testcase per expectation, for CI)' -r -f -a "text\t''
+junit\t''"
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand check" -l anchor -d 'A head h recorded earlier: it must still be in the journal (as verify --anchor)' -r
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand check" -l key -d 'The key of a keyed journal (as verify --key)' -r -F
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand check" -l requests -d '--max-duration applies to each MCP request rather than to each call'
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand check" -l no-unfinished -d 'Every call has its terminal entry'
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand check" -l no-unapproved -d 'Every tool call that reached the server was approved by the gate (an mcp_decision), and none was left waiting for a decision'
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand check" -s h -l help -d 'Print help'
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand report" -s o -l output -d 'Where the HTML goes (replaced atomically); - for stdout' -r -F
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand report" -l anchor -d 'A head h recorded earlier: it must still be in the journal (as verify --anchor)' -r
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand report" -l key -d 'The key of a keyed journal (as verify --key)' -r -F
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand report" -s h -l help -d 'Print help'
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand pin" -l accept -d 'Trust the latest definition seen for this tool (repeatable)' -r
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand pin" -l key -d 'The server\'s key, when a tool of that name waits under several' -r
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand pin" -l json -d 'Print the file\'s pins as one JSON object'

@@ -19,6 +19,7 @@ pub mod record;
 pub mod sys;
 
 mod approve;
+mod check;
 mod child;
 mod contain;
 mod debug_window;
@@ -28,11 +29,13 @@ mod framing;
 mod ids;
 mod live;
 mod log;
+mod markup;
 mod otel;
 mod pin;
 mod redact;
 mod repeats;
 mod replace;
+mod report;
 mod request_id;
 mod rlimit;
 mod run;
@@ -106,6 +109,16 @@ where
                 err.exit_code()
             })
         }
+        Ok(cli::Parsed::Check(args)) => check::run(&check::CheckCommand::from(args))
+            .unwrap_or_else(|err| {
+                complain("mcp-bound check", &err);
+                err.exit_code()
+            }),
+        Ok(cli::Parsed::Report(args)) => report::run(&report::ReportCommand::from(args))
+            .unwrap_or_else(|err| {
+                complain("mcp-bound report", &err);
+                err.exit_code()
+            }),
         Ok(cli::Parsed::Pin(args)) => {
             pin::run(&pin::PinCommand::from(args)).unwrap_or_else(|err| {
                 complain("mcp-bound pin", &err);

@@ -282,6 +282,40 @@ impl From<crate::cli::LogArgs> for crate::log::LogCommand {
             session: args.session,
             state: args.state,
             tool: args.tool,
+            requests: args.requests,
+            follow: args.follow,
+        }
+    }
+}
+
+impl From<crate::cli::CheckArgs> for crate::check::CheckCommand {
+    fn from(args: crate::cli::CheckArgs) -> crate::check::CheckCommand {
+        crate::check::CheckCommand {
+            journal: args.journal,
+            key: args.key,
+            anchor: args.anchor,
+            expect_tools: args.expect_tool,
+            forbid_tools: args.forbid_tool,
+            max_duration: args.max_duration,
+            requests: args.requests,
+            expect_state: args.expect_state,
+            no_unfinished: args.no_unfinished,
+            no_unapproved: args.no_unapproved,
+            expect: args.expect,
+            since: args.since,
+            until: args.until,
+            junit: args.format == crate::cli::CheckFormat::Junit,
+        }
+    }
+}
+
+impl From<crate::cli::ReportArgs> for crate::report::ReportCommand {
+    fn from(args: crate::cli::ReportArgs) -> crate::report::ReportCommand {
+        crate::report::ReportCommand {
+            journal: args.journal,
+            output: args.output,
+            key: args.key,
+            anchor: args.anchor,
         }
     }
 }

@@ -1,14 +1,13 @@
 //! The approval and audit options: the gate before dispatch
-//! (`--approve-cmd`, `--approve`), the hash-chained journal, and the
-//! `verify` subcommand that checks one.
+//! (`--approve-cmd`, `--approve`) and the hash-chained journal. The
+//! subcommands that read a journal are in `readers`.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Subcommand, ValueEnum};
+use clap::{Args, ValueEnum};
 
 use super::positive_duration;
-use super::texts::VERIFY_AFTER_HELP;
 use crate::units;
 
 /// Approval options: the gate before dispatch.
@@ -179,119 +178,6 @@ pub struct JournalArgs {
         help_heading = "Journal options"
     )]
     pub journal_requests: crate::session::AuditRequests,
-}
-
-#[derive(Subcommand, Debug)]
-pub enum Sub {
-    /// Check a journal offline: hashes, chain, order, pairing. Exit 0 intact (warnings allowed), 1
-    /// integrity failure, 2 usage or I/O error.
-    #[command(after_help = VERIFY_AFTER_HELP)]
-    Verify(VerifyArgs),
-    /// Read a journal as it is verified: one line per call (time, call, session, state, exit,
-    /// duration, stderr seen/kept, approval, its MCP requests, the command), or per session. Exit 0,
-    /// 1 the chain is broken (the rows after the break are marked !), 2 usage or I/O error.
-    Log(LogArgs),
-    /// List a --tool-pin file's pins and what drifted from them; --accept trusts the latest
-    /// definition seen. Exit 0 nothing waits to be accepted, 1 something does, 2 usage or I/O error.
-    Pin(PinArgs),
-}
-
-#[derive(Args, Debug)]
-pub struct LogArgs {
-    /// The journal file.
-    #[arg(value_name = "JOURNAL")]
-    pub journal: PathBuf,
-
-    /// One line per session: its calls, first and last time, ends by state, tool calls.
-    #[arg(long)]
-    pub sessions: bool,
-
-    /// One call's whole lifecycle, an entry a line (with --json, the entries themselves).
-    #[arg(long, value_name = "ID", conflicts_with = "sessions")]
-    pub call: Option<String>,
-
-    /// JSON Lines of the same rows (schema/log.schema.json).
-    #[arg(long)]
-    pub json: bool,
-
-    /// Do not cut lines at the terminal's width.
-    #[arg(long)]
-    pub wide: bool,
-
-    /// Only calls whose intent is at or after TIME: RFC 3339, or a duration ago (1h).
-    #[arg(long, value_name = "TIME")]
-    pub since: Option<String>,
-
-    /// Only calls whose intent is at or before TIME: RFC 3339, or a duration ago.
-    #[arg(long, value_name = "TIME")]
-    pub until: Option<String>,
-
-    /// Only the calls of this session id.
-    #[arg(long, value_name = "ID")]
-    pub session: Option<String>,
-
-    /// Only calls that ended in this state (unfinished: no terminal entry).
-    #[arg(long, value_name = "STATE")]
-    pub state: Option<String>,
-
-    /// Only calls in which a tool matching this glob was called (reached the server).
-    #[arg(long, value_name = "GLOB")]
-    pub tool: Option<String>,
-
-    /// A head h recorded earlier: it must still be in the journal (as verify --anchor).
-    #[arg(long, value_name = "HEX", value_parser = parse_anchor)]
-    pub anchor: Option<String>,
-
-    /// The key of a keyed journal (as verify --key).
-    #[arg(long, value_name = "FILE")]
-    pub key: Option<PathBuf>,
-}
-
-#[derive(Args, Debug)]
-pub struct PinArgs {
-    /// The pin file (--tool-pin).
-    #[arg(value_name = "FILE")]
-    pub file: PathBuf,
-
-    /// Trust the latest definition seen for this tool (repeatable).
-    #[arg(long, value_name = "NAME")]
-    pub accept: Vec<String>,
-
-    /// The server's key, when a tool of that name waits under several.
-    #[arg(long, value_name = "KEY")]
-    pub key: Option<String>,
-
-    /// Print the file's pins as one JSON object.
-    #[arg(long)]
-    pub json: bool,
-}
-
-#[derive(Args, Debug)]
-pub struct VerifyArgs {
-    /// The journal file.
-    #[arg(value_name = "JOURNAL")]
-    pub journal: PathBuf,
-
-    /// A head h recorded earlier (from "OK: ... h=<hex>"): it must still be in the journal.
-    #[arg(long, value_name = "HEX", value_parser = parse_anchor)]
-    pub anchor: Option<String>,
-
-    /// Print the report as one JSON object.
-    #[arg(long)]
-    pub json: bool,
-
-    /// The key of a keyed journal (private: ours or root's, mode 0600 or stricter).
-    #[arg(long, value_name = "FILE")]
-    pub key: Option<PathBuf>,
-}
-
-fn parse_anchor(text: &str) -> Result<String, String> {
-    let hex = text.trim().to_ascii_lowercase();
-    if hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-        Ok(hex)
-    } else {
-        Err("an anchor is 64 hex digits (the h printed by verify)".into())
-    }
 }
 
 /// Where --approve asks.

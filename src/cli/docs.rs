@@ -132,8 +132,15 @@ fn synopsis() -> String {
         .control("br", [])
         .text([
             bold("mcp-bound log"),
-            roman(" [--sessions] [--json] [--since TIME] [--state STATE] [--tool GLOB] JOURNAL"),
+            roman(" [--sessions | --requests] [-f] [--json] [--since TIME] [--tool GLOB] JOURNAL"),
         ])
+        .control("br", [])
+        .text([
+            bold("mcp-bound check"),
+            roman(" [--expect-tool GLOB] [--forbid-tool GLOB] [--expect FILE] [--format junit] JOURNAL"),
+        ])
+        .control("br", [])
+        .text([bold("mcp-bound report"), roman(" -o FILE JOURNAL")])
         .control("br", [])
         .text([
             bold("mcp-bound pin"),

@@ -291,17 +291,54 @@ intact (warnings allowed), 1 integrity failure, 2 usage or I/O error.",
     ),
     (
         "LOG",
-        "mcp-bound log [--sessions] [--json] [--wide] [--since TIME] [--until TIME] [--session ID] \
-[--state STATE] [--tool GLOB] [--anchor HEX] [--key FILE] JOURNAL reads the journal as verify checks \
+        "mcp-bound log [--sessions | --requests | --call ID] [-f] [--json] [--wide] [--since TIME] \
+[--until TIME] [--session ID] [--state STATE] [--tool GLOB] [--anchor HEX] [--key FILE] JOURNAL reads the journal as verify checks \
 it, in one streaming pass, and prints one line per call: the intent's time, call and session ids, \
 end state, exit, duration, stderr seen and kept, the approval before the launch, its MCP requests \
 by outcome, and the command; --sessions prints one line per session instead, and --call ID one \
 call's whole lifecycle, an entry a line (with --json, its entries as journaled). --since and --until \
 take RFC 3339 or a duration ago (1h) and apply to the intent's time; --state unfinished names calls \
 with no terminal entry; --tool GLOB keeps calls in which a matching tool reached the server. --json \
-writes JSON Lines (schema/log.schema.json). A break is reported on stderr and the rows after it are \
-marked ! (verified false); a torn last line is a warning. Exit 0, 1 the chain is broken, 2 usage \
-or I/O error.",
+writes JSON Lines (schema/log.schema.json). --requests prints one line per MCP request instead (its \
+call, id, method, the gate's decision and wait, outcome, duration, tool), at its response or its \
+call's end; the time filters then apply to the request's time and --tool to its tool. -f follows \
+the journal as it grows, as tail -f: each call's line as it ends; a path that names another file, \
+or a file cut shorter, is read again from its start, said on stderr. A break is reported on stderr \
+and the rows after it are marked ! (verified false); a torn last line is a warning. Exit 0, 1 the \
+chain is broken, 2 usage or I/O error.",
+    ),
+    (
+        "CHECK",
+        "mcp-bound check [--expect-tool GLOB]... [--forbid-tool GLOB]... [--max-duration DUR \
+[--requests]] [--expect-state STATE] [--no-unfinished] [--no-unapproved] [--expect FILE] \
+[--since TIME] [--until TIME] [--format text|junit] [--anchor HEX] [--key FILE] JOURNAL holds a \
+journal to the run expected of it, in the same streaming pass as verify; the verify result is the \
+first expectation, so a journal that fails verification fails the check (a torn last line is a \
+warning). A tool counts as called when a call to it reached the server: a gate's denial is \
+reported but is no call, so --forbid-tool passes and --expect-tool fails on it. --max-duration \
+applies to each call (with --requests, to each MCP request) and names the worst offender. \
+--expect-state: every call ended so (an unfinished one did not). --no-unfinished: every call has \
+its terminal entry. --no-unapproved: every tool call that reached the server had an approved \
+mcp_decision (a call with no tool gate has none), and none was left waiting for one. --expect \
+FILE: a JSON file {\"lifecycle\": [{\"kind\": \"intent\"}, {\"kind\": \"mcp_response\", \
+\"outcome\": \"result\"}, ...]}, each step an entry's kind and any of its fields, compared for \
+equality; it holds when one call's entries match the steps in order (others between them \
+allowed). --since and --until apply to a call's intent time. Text prints PASS or FAIL and the \
+reason, a line per expectation; --format junit writes one JUnit testcase per expectation. Exit 0 \
+every expectation held, 1 one did not, 2 usage or I/O error.",
+    ),
+    (
+        "REPORT",
+        "mcp-bound report -o FILE [--anchor HEX] [--key FILE] JOURNAL writes one self-contained HTML \
+file (- for stdout; a file is replaced atomically): the verify result and head hash, a timeline per \
+session drawn as SVG (calls and their MCP requests as bars coloured by end state, approval waits \
+and debug windows marked), the calls and tool calls in tables sorted by a click on a heading, \
+stderr seen against kept, and p50/p95/p99 per tool (from a sketch, within 2%). Nothing is fetched: \
+its style and one script are inline, and its Content-Security-Policy lets only that script run. \
+Everything shown is masked as the journal is, and escaped. Memory is bounded by what is shown \
+(300 calls drawn a session, 200 requests a call, 5000 rows, 256 tools; the rest counted). Restarts \
+are counted in the record, not journaled, and are not drawn. Exit 0, 1 the chain is broken (the \
+page says where and marks the rows after it), 2 usage or I/O error.",
     ),
     (
         "TOOL PINNING",

@@ -21,13 +21,11 @@ mod docs;
 mod man_sections;
 mod mcp;
 mod otel;
+mod readers;
 mod texts;
 mod usage_error;
 
-pub use audit::{
-    ApprovalArgs, ApproveOn, ApproveVia, CommandLine, JournalArgs, LogArgs, PinArgs, Sub,
-    VerifyArgs,
-};
+pub use audit::{ApprovalArgs, ApproveOn, ApproveVia, CommandLine, JournalArgs};
 pub use check::dependent_options;
 pub(crate) use check::session as session_layer;
 pub use deadline::{DeadlineArgs, LimitsMode};
@@ -35,6 +33,9 @@ pub use docs::{Generate, JOURNAL_SCHEMA, RECORD_SCHEMA, completion, generate, ma
 pub use man_sections::MAN_SECTIONS;
 pub use mcp::{DebugWindowArgs, McpArgs, RequestTimeout, SessionMode};
 pub use otel::{OtelArgs, OtelMode};
+pub use readers::{
+    CheckArgs, CheckFormat, LogArgs, PinArgs, ReportArgs, SUBCOMMANDS, Sub, VerifyArgs,
+};
 pub use texts::{EXAMPLES, EXIT_STATUS, RECORD};
 pub use usage_error::subcommand_near;
 use usage_error::{invalid_from_environment, one_line};
@@ -59,7 +60,7 @@ head and tail of it are kept, what is dropped is counted and marked. A deadline 
 signal ends the helper's whole process tree: signal, grace, then KILL. At the end one JSON \
 record states what was observed.",
     max_term_width = 100,
-    override_usage = "mcp-bound [OPTIONS] -- <COMMAND> [ARGS]...\n       mcp-bound verify [OPTIONS] <JOURNAL>\n       mcp-bound log [OPTIONS] <JOURNAL>\n       mcp-bound pin [OPTIONS] <FILE>",
+    override_usage = "mcp-bound [OPTIONS] -- <COMMAND> [ARGS]...\n       mcp-bound verify [OPTIONS] <JOURNAL>\n       mcp-bound log [OPTIONS] <JOURNAL>\n       mcp-bound check [OPTIONS] <JOURNAL>\n       mcp-bound report [OPTIONS] -o <FILE> <JOURNAL>\n       mcp-bound pin [OPTIONS] <FILE>",
     subcommand_negates_reqs = true,
     args_conflicts_with_subcommands = true,
     disable_help_subcommand = true
@@ -370,6 +371,8 @@ pub enum Parsed {
     Generate(Generate),
     Verify(VerifyArgs),
     Log(LogArgs),
+    Check(CheckArgs),
+    Report(ReportArgs),
     Pin(PinArgs),
     /// --help or --version: print this to stdout and exit 0.
     Print(String),
@@ -384,7 +387,7 @@ where
     let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
     let verifying = args
         .get(1)
-        .is_some_and(|arg| ["verify", "log", "pin"].contains(&&*arg.to_string_lossy()));
+        .is_some_and(|arg| SUBCOMMANDS.contains(&&*arg.to_string_lossy()));
     let parsed = command().try_get_matches_from(&args).and_then(|matches| {
         let given = check::Given::from(&matches);
         Cli::from_arg_matches(&matches).map(|cli| (cli, given))
@@ -411,6 +414,20 @@ where
             },
             _,
         )) => Ok(Parsed::Log(log)),
+        Ok((
+            Cli {
+                subcommand: Some(Sub::Check(check)),
+                ..
+            },
+            _,
+        )) => Ok(Parsed::Check(check)),
+        Ok((
+            Cli {
+                subcommand: Some(Sub::Report(report)),
+                ..
+            },
+            _,
+        )) => Ok(Parsed::Report(report)),
         Ok((
             Cli {
                 generate: Some(what),

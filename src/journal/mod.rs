@@ -26,6 +26,7 @@
 
 mod append;
 mod entry;
+mod follow;
 mod key;
 mod line;
 mod report;
@@ -41,11 +42,13 @@ pub use entry::{
     Appended, DecisionEntry, Entry, Intent, IntentGate, McpDecision, McpRequest, McpResponse,
     McpTask, SignalFact, StreamFacts, Terminal,
 };
+pub use follow::Follow;
 pub use key::Key;
-pub use report::{Break, BreakKind, Head, Report, Unfinished};
+pub use report::{Break, BreakKind, Head, Report, Unfinished, Verdict};
+pub use shapes::KINDS;
 pub use stream::{Seen, verify, verify_observed, verify_reader};
 pub use verify::VerifyError;
-pub use view::EntryView;
+pub use view::{EntryView, NOT_SENT};
 
 pub const VERSION: u64 = 1;
 pub const ZERO_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";

@@ -98,6 +98,31 @@ pub struct Report {
     pub final_newline_missing: bool,
 }
 
+/// What a reader of the journal makes of the verifier's report.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict<'a> {
+    Intact,
+    /// Only the last line was cut short by a crash: every entry before
+    /// it stands, and the next append accounts for it (a recover entry).
+    /// A warning, as `verify` says it.
+    TornTail(&'a Break),
+    Broken(&'a Break),
+}
+
+impl Report {
+    /// The verdict of a reader that was handed lines up to `last_seen`:
+    /// a torn tail past them is a warning.
+    pub fn verdict(&self, last_seen: u64) -> Verdict<'_> {
+        match &self.broken {
+            Some(torn) if torn.kind == BreakKind::TornTail && torn.line >= last_seen => {
+                Verdict::TornTail(torn)
+            }
+            Some(broken) => Verdict::Broken(broken),
+            None => Verdict::Intact,
+        }
+    }
+}
+
 /// A client request (`mcp_request`) with no `mcp_response`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct UnfinishedRequest {

@@ -93,7 +93,7 @@ pub(crate) struct Decision<'a> {
     #[serde(default)]
     requested_at: Ignored,
     decided_at: Present,
-    waited_ms: u64,
+    pub(crate) waited_ms: u64,
     #[serde(default)]
     approver_exit: Ignored,
     h: Hash,
@@ -178,7 +178,7 @@ pub(crate) struct McpResponse<'a> {
     error_code: Option<i64>,
     #[serde(default)]
     pub(crate) result_type: Option<ResultType>,
-    duration_ms: u64,
+    pub(crate) duration_ms: u64,
     bytes: u64,
     h: Hash,
 }
@@ -214,7 +214,7 @@ pub(crate) struct McpDecision<'a> {
     pub(crate) params_sha256: Option<Cow<'a, str>>,
     pub(crate) decision: crate::record::Decision,
     by: Present,
-    waited_ms: u64,
+    pub(crate) waited_ms: u64,
     #[serde(default)]
     approver_exit: Ignored,
     /// By the host: the client's answer (absent before it was written).
@@ -262,6 +262,20 @@ pub(crate) struct Recover<'a> {
     #[allow(dead_code)]
     h: Hash,
 }
+
+/// Every kind of entry, as `Body::kind` names them.
+pub const KINDS: [&str; 10] = [
+    "genesis",
+    "intent",
+    "decision",
+    "terminal",
+    "mcp_request",
+    "mcp_response",
+    "mcp_task",
+    "mcp_decision",
+    "mcp_tool_drift",
+    "recover",
+];
 
 /// One entry's fields after the header, by kind.
 pub(crate) enum Body<'a> {

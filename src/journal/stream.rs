@@ -1,7 +1,11 @@
 //! The verifying pass over a journal's bytes: each line read once (cut
 //! at [`MAX_LINE`]), checked by the `Verifier` (`verify.rs`) with the next
-//! line in view, and handed to an observer (`mcp-bound log`) as it is
-//! checked; after a break, the rest is handed on unverified.
+//! line in view, and handed to an observer (`log`, `check`, `report`) as
+//! it is checked; after a break, the rest is handed on unverified. A
+//! source that says `WouldBlock` at the end of what is written (a
+//! followed journal, `follow.rs`) has its last line checked with no next
+//! line in view, rather than held until another is written; a line is
+//! only ever checked whole.
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
@@ -59,13 +63,18 @@ pub fn verify_observed(
     let mut held: Option<(u64, Vec<u8>)> = None;
     let mut next_unread = false;
     while have_current {
-        let have_next = read_line(&mut reader, &mut next).map_err(VerifyError::Io)?;
+        let peeked = peek_line(&mut reader, &mut next).map_err(VerifyError::Io)?;
         line_no += 1;
-        let peek = have_next.then_some(next.as_slice());
-        match state.line(line_no, offset, &current, peek)? {
+        let peek = (peeked == Some(true)).then_some(next.as_slice());
+        let checked = state.line(line_no, offset, &current, peek)?;
+        let mut have_next = || match peeked {
+            Some(have) => Ok(have),
+            None => finish_line(&mut reader, &mut next).map_err(VerifyError::Io),
+        };
+        match checked {
             Err(broken) => {
                 state.report.broken = Some(broken);
-                next_unread = have_next;
+                next_unread = have_next()?;
                 break;
             }
             Ok(parsed) if !state.holds_torn() => {
@@ -80,6 +89,7 @@ pub fn verify_observed(
             Ok(_) if held.is_none() => held = Some((line_no, current.clone())),
             Ok(_) => {}
         }
+        let have_next = have_next()?;
         offset += current.len() as u64;
         std::mem::swap(&mut current, &mut next);
         have_current = have_next;
@@ -117,6 +127,35 @@ pub fn verify_observed(
 /// [`MAX_LINE`] is cut there: it fails as malformed without being held.
 fn read_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<bool> {
     line.clear();
-    let n = reader.take(MAX_LINE as u64 + 1).read_until(b'\n', line)?;
-    Ok(n > 0)
+    finish_line(reader, line)
+}
+
+/// The next line, if it is written: None when the source says it has no
+/// more for now (`WouldBlock`), the part read kept for [`finish_line`].
+fn peek_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<Option<bool>> {
+    line.clear();
+    match more(reader, line) {
+        Err(err) if err.kind() == io::ErrorKind::WouldBlock => Ok(None),
+        read => read.map(|()| Some(!line.is_empty())),
+    }
+}
+
+/// The rest of a line begun, waiting for it (a followed source blocks
+/// on the second ask).
+fn finish_line(reader: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<bool> {
+    loop {
+        match more(reader, line) {
+            Err(err) if err.kind() == io::ErrorKind::WouldBlock => continue,
+            read => return read.map(|()| !line.is_empty()),
+        }
+    }
+}
+
+/// Read on to the newline, the end, or the line's limit.
+fn more(reader: &mut impl BufRead, line: &mut Vec<u8>) -> io::Result<()> {
+    if line.ends_with(b"\n") || line.len() > MAX_LINE {
+        return Ok(());
+    }
+    let room = MAX_LINE as u64 + 1 - line.len() as u64;
+    reader.take(room).read_until(b'\n', line).map(|_| ())
 }

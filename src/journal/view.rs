@@ -1,4 +1,4 @@
-//! What a reader of the journal (`mcp-bound log`) views of an entry:
+//! What a reader of the journal (`log`, `check`) views of an entry:
 //! a few fields, borrowed from the line. Taken from the verifier's own
 //! strict reading where the chain holds (no second parse), and read
 //! leniently from the bytes past a break, where anything may stand.
@@ -10,6 +10,10 @@ use serde_json::value::RawValue;
 
 use super::line::Parsed;
 use super::shapes::Body;
+
+/// Outcomes of an mcp_response whose request never reached the server
+/// (a gate's denial, a refused line, a person asked): not a call.
+pub const NOT_SENT: [&str; 3] = ["denied", "refused", "asked"];
 
 /// An entry's fields that a view shows; the rest is left unread.
 #[derive(Deserialize, Default)]
@@ -28,8 +32,12 @@ pub struct EntryView<'a> {
     pub state: Option<Cow<'a, str>>,
     #[serde(default)]
     pub exit_code: Option<i64>,
+    /// A terminal's, or an mcp_response's.
     #[serde(default)]
     pub duration_ms: Option<u64>,
+    /// A decision's or an mcp_decision's wait for its answer.
+    #[serde(default)]
+    pub waited_ms: Option<u64>,
     /// stderr bytes seen and kept.
     #[serde(default, deserialize_with = "streams")]
     pub streams: Option<(u64, u64)>,
@@ -43,6 +51,9 @@ pub struct EntryView<'a> {
     pub outcome: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     pub request_id: Option<&'a RawValue>,
+    /// An intent's tool gate: present when its tools/calls need a decision.
+    #[serde(default)]
+    pub tool_gate: Option<serde::de::IgnoredAny>,
 }
 
 fn streams<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<(u64, u64)>, D::Error> {
@@ -65,9 +76,18 @@ impl<'a> EntryView<'a> {
         match &parsed.body {
             Body::Intent(b) => {
                 view.session_id = borrowed(&b.session_id);
+                view.tool_gate = b.tool_gate;
                 view.argv = Some(b.argv.iter().map(|a| Cow::Borrowed(&**a)).collect());
             }
-            Body::Decision(b) => view.decision = borrowed(&b.decision),
+            Body::Decision(b) => {
+                view.decision = borrowed(&b.decision);
+                view.waited_ms = Some(b.waited_ms);
+            }
+            Body::McpDecision(b) => {
+                view.decision = Some(Cow::Borrowed(b.decision.as_str()));
+                view.waited_ms = Some(b.waited_ms);
+                view.request_id = Some(b.request_id);
+            }
             Body::Terminal(b) => {
                 view.state = Some(Cow::Borrowed(&b.state));
                 view.exit_code = b.exit_code;
@@ -85,9 +105,22 @@ impl<'a> EntryView<'a> {
                 view.method = borrowed(&b.method);
                 view.outcome = Some(Cow::Borrowed(&b.outcome));
                 view.request_id = Some(b.request_id);
+                view.duration_ms = Some(b.duration_ms);
             }
             _ => {}
         }
         view
+    }
+}
+
+impl<'a> super::Seen<'a> {
+    /// The entry's view: from the verifier's reading where the chain
+    /// holds; past a break, read leniently, and none for what is not an
+    /// entry.
+    pub fn view(&self) -> Option<EntryView<'a>> {
+        match self.parsed {
+            Some(parsed) => Some(EntryView::of(parsed)),
+            None => serde_json::from_slice(self.content).ok(),
+        }
     }
 }

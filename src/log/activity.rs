@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 
 pub use crate::journal::EntryView as Fields;
+use crate::journal::NOT_SENT;
 
 /// Most tool names a row counts by name; the rest are counted as `…`.
 const MAX_TOOLS: usize = 32;
@@ -44,9 +45,6 @@ pub struct CallRow {
     pub line: u64,
     pub verified: bool,
 }
-
-/// Outcomes of a tool call that never reached the server.
-const NOT_SENT: [&str; 3] = ["denied", "refused", "asked"];
 
 impl CallRow {
     /// A tool call that reached the server.

@@ -12,16 +12,19 @@
 
 mod activity;
 mod render;
+mod requests;
 mod timeline;
 
-use std::io::{IsTerminal, Write};
+use std::io::{IsTerminal, Read, Write};
 use std::path::PathBuf;
 use std::time::SystemTime;
 
 use crate::error::{Error, code};
-use crate::journal::{self, BreakKind};
-use activity::{Activity, CallRow, Fields, Filter, Sessions};
+use crate::journal::{self, Follow, Verdict};
+use activity::{Activity, CallRow, Filter, Sessions};
 use render::Layout;
+use requests::RequestRow;
+use requests::Requests;
 
 /// What `mcp-bound log` was asked (`cli::LogArgs`, resolved).
 pub struct LogCommand {
@@ -38,11 +41,15 @@ pub struct LogCommand {
     pub session: Option<String>,
     pub state: Option<String>,
     pub tool: Option<String>,
+    /// `--requests`: each call's MCP requests under its row.
+    pub requests: bool,
+    /// `-f`: follow the journal as it grows.
+    pub follow: bool,
 }
 
 /// `--since` or `--until`: RFC 3339, or a duration ago (`1h`), as the
 /// journal writes times (UTC, milliseconds), so that they compare as text.
-fn time_bound(option: &str, text: &str) -> Result<String, Error> {
+pub(crate) fn time_bound(option: &str, text: &str) -> Result<String, Error> {
     if let Ok(ago) = humantime::parse_duration(text) {
         let at = SystemTime::now()
             .checked_sub(ago)
@@ -110,16 +117,46 @@ impl Out<'_> {
             self.sessions.add(&row);
             return;
         }
+        let layout = self.layout;
+        self.print(&row, render::call_header, |row| render::call(row, layout));
+    }
+
+    /// A row: as JSON, or as text under its header (once).
+    fn print<T: serde::Serialize>(
+        &mut self,
+        row: &T,
+        header: fn() -> String,
+        text: impl FnOnce(&T) -> String,
+    ) {
         let line = if self.command.json {
-            serde_json::to_string(&row).expect("a row serializes")
+            serde_json::to_string(row).expect("a row serializes")
         } else {
             if !self.header {
                 self.header = true;
-                let _ = writeln!(self.stdout, "{}", render::call_header());
+                let _ = writeln!(self.stdout, "{}", header());
             }
-            render::call(&row, self.layout)
+            text(row)
         };
         let _ = writeln!(self.stdout, "{line}");
+        self.flush_if_following();
+    }
+
+    /// `--requests`: one request's row.
+    fn request(&mut self, row: RequestRow) {
+        if !self.filter.keeps_request(&row) {
+            return;
+        }
+        let layout = self.layout;
+        self.print(&row, render::request_header, |row| {
+            render::request(row, layout)
+        });
+    }
+
+    /// Followed, a row is seen as it comes, not when a buffer fills.
+    fn flush_if_following(&mut self) {
+        if self.command.follow {
+            let _ = self.stdout.flush();
+        }
     }
 
     /// `--call`: one of its entries, as the journal has it (`--json`)
@@ -162,7 +199,6 @@ pub fn run(command: &LogCommand) -> Result<i32, Error> {
     let shown = command.journal.display();
     let usage = |why: String| Error::VerifyUsage(format!("{shown}: {why}"));
     let key = crate::verify::key_given(command.key.as_deref())?;
-    let file = std::fs::File::open(&command.journal).map_err(|e| usage(e.to_string()))?;
     let mut out = Out {
         command,
         filter: command.filter()?,
@@ -172,45 +208,75 @@ pub fn run(command: &LogCommand) -> Result<i32, Error> {
         header: false,
         entries: 0,
     };
+    if !command.follow {
+        let file = std::fs::File::open(&command.journal).map_err(|e| usage(e.to_string()))?;
+        return pass(&mut out, key.as_ref(), file);
+    }
+    // Followed: read to the end, then as it grows; a replaced file is
+    // read again from its start, as a journal of its own.
+    loop {
+        let mut source = Follow::open(&command.journal).map_err(|e| usage(e.to_string()))?;
+        let code = pass(&mut out, key.as_ref(), &mut source)?;
+        if !source.replaced() {
+            return Ok(code);
+        }
+        eprintln!(
+            "mcp-bound log: {shown}: the file was replaced; reading the new one from its start"
+        );
+    }
+}
+
+/// One reading of the journal, to its end: the rows as they come, then
+/// the calls never finished, the sessions, and the verdict's exit.
+fn pass(out: &mut Out<'_>, key: Option<&journal::Key>, source: impl Read) -> Result<i32, Error> {
+    let command = out.command;
+    let shown = command.journal.display();
     let mut activity = Activity::default();
+    let mut requests = Requests::default();
     let mut last_line = 0;
-    let report =
-        journal::verify_observed(file, key.as_ref(), command.anchor.as_deref(), &mut |seen| {
-            last_line = seen.line;
-            // Read once by the verifier where the chain holds; past a
-            // break, leniently, and what is not an entry is not shown.
-            let fields = match seen.parsed {
-                Some(parsed) => Fields::of(parsed),
-                None => match serde_json::from_slice::<Fields<'_>>(seen.content) {
-                    Ok(fields) => fields,
-                    Err(_) => return,
-                },
-            };
-            if let Some(call) = &command.call {
-                if fields.call_id.as_deref() == Some(call.as_str()) {
-                    out.entry(seen.content, seen.line, seen.verified);
-                }
-            } else if let Some(row) = activity.entry(seen.line, seen.verified, &fields) {
-                out.row(row);
+    let report = journal::verify_observed(source, key, command.anchor.as_deref(), &mut |seen| {
+        last_line = seen.line;
+        let Some(fields) = seen.view() else { return };
+        if let Some(call) = &command.call {
+            if fields.call_id.as_deref() == Some(call.as_str()) {
+                out.entry(seen.content, seen.line, seen.verified);
             }
-        })
-        .map_err(|err| crate::verify::unusable(&command.journal, err))?;
+        } else if command.requests {
+            for row in requests.entry(seen.line, seen.verified, &fields) {
+                out.request(row);
+            }
+        } else if let Some(row) = activity.entry(seen.line, seen.verified, &fields) {
+            out.row(row);
+        }
+    })
+    .map_err(|err| crate::verify::unusable(&command.journal, err))?;
+    if command.requests {
+        if requests.unfollowed > 0 {
+            eprintln!(
+                "mcp-bound log: {shown}: {} requests not listed: more were open at once than are followed",
+                requests.unfollowed
+            );
+        }
+        for row in requests.unanswered() {
+            out.request(row);
+        }
+    }
     for row in activity.unfinished() {
         out.row(row);
     }
     out.sessions();
     let _ = out.stdout.flush();
     if let Some(call) = command.call.as_ref().filter(|_| out.entries == 0) {
-        return Err(usage(format!("no entry of call {call}")));
+        return Err(Error::VerifyUsage(format!(
+            "{shown}: no entry of call {call}"
+        )));
     }
-    match &report.broken {
-        // A last line cut short by a crash: every entry before it stands,
-        // and the next append accounts for it (a recover entry).
-        Some(torn) if torn.kind == BreakKind::TornTail && torn.line >= last_line => {
+    match report.verdict(last_line) {
+        Verdict::TornTail(torn) => {
             eprintln!("mcp-bound log: {shown}: warning: {}", torn.detail);
             return Ok(code::VERIFY_OK);
         }
-        Some(broken) => {
+        Verdict::Broken(broken) => {
             eprintln!(
                 "mcp-bound log: {shown}: the chain breaks at line {} ({}: {}); the rows marked ! came after it and are not verified",
                 broken.line,
@@ -219,7 +285,7 @@ pub fn run(command: &LogCommand) -> Result<i32, Error> {
             );
             return Ok(code::VERIFY_BROKEN);
         }
-        None => {}
+        Verdict::Intact => {}
     }
     if report.final_newline_missing {
         eprintln!("mcp-bound log: {shown}: warning: the last entry has no newline");

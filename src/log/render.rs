@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 
 use super::activity::{CallRow, SessionRow};
+use super::requests::RequestRow;
 
 /// How the text is laid out.
 #[derive(Debug, Clone, Copy, Default)]
@@ -21,6 +22,10 @@ pub struct Layout {
 const CALL_WIDTHS: [usize; 9] = [19, 18, 13, 25, 4, 8, 16, 8, 31];
 /// The session view's: SESSION, CALLS, FIRST, LAST, STATES; then tool calls.
 const SESSION_WIDTHS: [usize; 5] = [13, 5, 19, 19, 36];
+
+/// The requests view's: TIME, CALL, SESSION, REQUEST, METHOD, DECISION,
+/// OUTCOME, DURATION; then the tool.
+const REQUEST_WIDTHS: [usize; 8] = [19, 18, 13, 8, 14, 15, 10, 8];
 
 /// A row: its mark (`!` unverified), each cell cut and padded to its
 /// column, then the last value whole.
@@ -47,6 +52,13 @@ pub fn call_header() -> String {
         "MCP",
     ];
     columns(true, &names, &CALL_WIDTHS, "COMMAND")
+}
+
+pub fn request_header() -> String {
+    let names = [
+        "TIME", "CALL", "SESSION", "REQUEST", "METHOD", "DECISION", "OUTCOME", "DURATION",
+    ];
+    columns(true, &names, &REQUEST_WIDTHS, "TOOL")
 }
 
 pub fn session_header() -> String {
@@ -105,7 +117,7 @@ fn coloured(state: &str, text: String, layout: Layout) -> String {
     let code = match state {
         "completed" | "shut_down" => "32",
         "unfinished" => "35",
-        s if s.contains("cancel") || s.contains("timeout") || s.contains("denied") => "33",
+        s if s.contains("cancel") || s.contains("timed_out") || s.contains("denied") => "33",
         _ => "31",
     };
     format!("\x1b[{code}m{text}\x1b[0m")
@@ -187,6 +199,33 @@ pub fn call(row: &CallRow, layout: Layout) -> String {
         }
         _ => line,
     }
+}
+
+/// One request's line.
+pub fn request(row: &RequestRow, layout: Layout) -> String {
+    let dash = || "-".to_string();
+    let decision = match (&row.decision, row.waited_ms) {
+        (Some(decision), Some(ms)) if ms > 0 => format!("{decision} {}", duration(ms)),
+        (Some(decision), _) => decision.clone(),
+        (None, _) => dash(),
+    };
+    let cells = [
+        time(&row.ts),
+        row.call_id.clone(),
+        row.session_id.clone().unwrap_or_else(dash),
+        row.request_id.clone(),
+        row.method.clone().unwrap_or_else(dash),
+        decision,
+        row.outcome.clone().unwrap_or_else(|| "unanswered".into()),
+        row.duration_ms.map_or_else(dash, duration),
+    ];
+    let cells: Vec<String> = cells.into_iter().map(visible).collect();
+    let cells: Vec<&str> = cells.iter().map(String::as_str).collect();
+    let tool = visible(row.tool.clone().unwrap_or_default());
+    cut_to(
+        columns(row.verified, &cells, &REQUEST_WIDTHS, &tool),
+        layout,
+    )
 }
 
 /// One session's line.

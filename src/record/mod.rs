@@ -308,6 +308,19 @@ pub enum Decision {
     Error,
 }
 
+impl Decision {
+    /// As the record and the journal spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Approved => "approved",
+            Decision::Denied => "denied",
+            Decision::Expired => "expired",
+            Decision::Cancelled => "cancelled",
+            Decision::Error => "error",
+        }
+    }
+}
+
 /// The approval gate, when one is required.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct Approval {

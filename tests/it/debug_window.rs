@@ -11,7 +11,7 @@ use util::Call;
 
 /// Wait (a handshake on the stderr log, never a sleep) until `log` holds
 /// `needle` at or after byte `from`; its offset.
-fn wait_in_log(log: &Path, needle: &str, from: usize) -> usize {
+pub(crate) fn wait_in_log(log: &Path, needle: &str, from: usize) -> usize {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let text = String::from_utf8_lossy(&std::fs::read(log).unwrap_or_default()).into_owned();

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use util::{Call, parse_message as parse, rpc_request as request, server};
 
 /// The journal of four calls in two sessions (and one with none).
-fn written(dir: &Path) -> PathBuf {
+pub(crate) fn written(dir: &Path) -> PathBuf {
     let journal = dir.join("audit.jsonl");
     let j = journal.to_str().unwrap();
     Call::sh("echo diagnostic >&2")
@@ -79,12 +79,25 @@ fn rows(journal: &Path, options: &[&str]) -> Vec<Value> {
         .collect()
 }
 
-fn entries(journal: &Path) -> Vec<Value> {
+pub(crate) fn entries(journal: &Path) -> Vec<Value> {
     std::fs::read_to_string(journal)
         .unwrap()
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
+}
+
+/// A copy of `written`'s journal with one byte of its timed-out call's
+/// terminal entry changed: a hash mismatch in the middle.
+pub(crate) fn broken(dir: &Path, journal: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(journal).unwrap();
+    let broken = dir.join("broken.jsonl");
+    std::fs::write(
+        &broken,
+        text.replacen("\"exit_code\":124", "\"exit_code\":125", 1),
+    )
+    .unwrap();
+    broken
 }
 
 #[test]
@@ -296,4 +309,156 @@ fn a_break_marks_the_rows_after_it_and_a_torn_last_line_is_a_warning() {
     assert_eq!(code, 0, "{err}");
     assert!(err.contains("warning"), "{err}");
     assert_eq!(out.lines().count(), 4);
+}
+
+#[test]
+fn requests_are_a_row_each_from_their_entries() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = written(dir.path());
+    let entries = entries(&journal);
+    let all = rows(&journal, &["--requests"]);
+    let requests: Vec<&Value> = entries
+        .iter()
+        .filter(|e| e["kind"] == "mcp_request")
+        .collect();
+    assert_eq!(all.len(), requests.len());
+    assert_eq!(all.len(), 2, "{all:?}");
+    for (row, request) in all.iter().zip(&requests) {
+        let id = &request["request_id"];
+        let of = |kind: &str| {
+            entries
+                .iter()
+                .find(|e| {
+                    e["kind"] == kind
+                        && e["call_id"] == request["call_id"]
+                        && e["request_id"] == *id
+                })
+                .unwrap()
+        };
+        let (decision, response) = (of("mcp_decision"), of("mcp_response"));
+        assert_eq!(row["ts"], request["ts"]);
+        assert_eq!(row["call_id"], request["call_id"]);
+        assert_eq!(row["session_id"], "s2");
+        assert_eq!(row["request_id"], id.to_string());
+        assert_eq!(row["method"], request["method"]);
+        assert_eq!(row["tool"], request["name"]);
+        assert_eq!(row["decision"], decision["decision"]);
+        assert_eq!(row["waited_ms"], decision["waited_ms"]);
+        assert_eq!(row["outcome"], response["outcome"]);
+        assert_eq!(row["duration_ms"], response["duration_ms"]);
+        assert_eq!(row["verified"], true);
+    }
+    assert_eq!(
+        (all[0]["outcome"].as_str(), all[1]["outcome"].as_str()),
+        (Some("result"), Some("denied"))
+    );
+    let tools: Vec<Value> = rows(&journal, &["--requests", "--tool", "r?"])
+        .iter()
+        .map(|r| r["tool"].clone())
+        .collect();
+    assert_eq!(tools, [json!("rm")]);
+    let (code, text, _) = log(&["--requests", journal.to_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert!(text.lines().next().unwrap().contains("REQUEST"), "{text}");
+    assert!(text.lines().nth(2).unwrap().contains("denied"), "{text}");
+    let (code, _, err) = log(&[
+        "--requests",
+        "--state",
+        "completed",
+        journal.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 2, "--state is a call's: {err}");
+}
+
+/// `log -f` as a child: its stdout's lines as they come, and its stderr.
+struct Following {
+    child: std::process::Child,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Following {
+    fn start(journal: &Path) -> Following {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(util::BIN)
+            .args(["log", "-f", "--json"])
+            .arg(journal)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (send, lines) = std::sync::mpsc::channel();
+        for stream in [
+            Box::new(child.stdout.take().unwrap()) as Box<dyn std::io::Read + Send>,
+            Box::new(child.stderr.take().unwrap()),
+        ] {
+            let send = send.clone();
+            std::thread::spawn(move || {
+                for line in std::io::BufReader::new(stream).lines() {
+                    let _ = send.send(line.unwrap());
+                }
+            });
+        }
+        Following { child, lines }
+    }
+
+    /// The next line, from either stream (a hung follower fails).
+    fn next(&self) -> String {
+        self.lines
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .expect("log -f wrote nothing for a minute")
+    }
+
+    fn row(&self) -> Value {
+        let line = self.next();
+        serde_json::from_str(&line).unwrap_or_else(|_| panic!("not a row: {line}"))
+    }
+}
+
+impl Drop for Following {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn follow_shows_each_call_as_it_ends_and_notices_a_replaced_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = written(dir.path());
+    let follow = Following::start(&journal);
+    let states: Vec<Value> = (0..4).map(|_| follow.row()["state"].clone()).collect();
+    assert_eq!(states, ["completed", "timed_out", "denied", "shut_down"]);
+    // A call appended now: its row comes once its terminal entry, the
+    // last line, is written (not held until a next one).
+    Call::new(&["true"])
+        .opt(&[
+            "--journal",
+            journal.to_str().unwrap(),
+            "--session-id",
+            "later",
+        ])
+        .run()
+        .expect_state("completed", 0);
+    let row = follow.row();
+    assert_eq!(
+        (row["session_id"].as_str(), row["verified"].as_bool()),
+        (Some("later"), Some(true))
+    );
+    // A journal of its own renamed over the followed path.
+    let other = dir.path().join("other.jsonl");
+    Call::new(&["true"])
+        .opt(&["--journal", other.to_str().unwrap(), "--session-id", "new"])
+        .run()
+        .expect_state("completed", 0);
+    std::fs::rename(&other, &journal).unwrap();
+    let notice = follow.next();
+    assert!(
+        notice.contains("the file was replaced; reading the new one from its start"),
+        "{notice}"
+    );
+    let row = follow.row();
+    assert_eq!(
+        (row["session_id"].as_str(), row["verified"].as_bool()),
+        (Some("new"), Some(true))
+    );
 }

@@ -12,6 +12,7 @@ mod util;
 
 mod approval;
 mod audit;
+mod check;
 mod contain;
 mod debug_window;
 mod gate_parsers;
@@ -27,6 +28,7 @@ mod mcp_mode;
 mod otel;
 mod record_files;
 mod repeats;
+mod report;
 mod session;
 mod stderr_log;
 mod structure;

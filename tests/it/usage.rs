@@ -198,6 +198,27 @@ fn the_man_page_synopsis_shows_the_double_dash() {
 /// Every JSON example in the README and the man page is what mcp-bound
 /// takes or writes: a record validates against the record schema, a host
 /// config's args parse as mcp-bound's own command line.
+/// A `check --expect` file's steps: each a kind the journal's schema has,
+/// naming only fields that kind has.
+fn lifecycle_steps_are_journal_fields(source: &str, steps: &serde_json::Value) {
+    let schema: serde_json::Value =
+        serde_json::from_str(include_str!("../../schema/journal.schema.json")).unwrap();
+    let kinds = schema["oneOf"].as_array().unwrap();
+    for step in steps.as_array().unwrap() {
+        let kind = &step["kind"];
+        let shape = kinds
+            .iter()
+            .find(|k| k["properties"]["kind"]["const"] == *kind)
+            .unwrap_or_else(|| panic!("{source}: no journal kind {kind}"));
+        for field in step.as_object().unwrap().keys() {
+            assert!(
+                shape["properties"].get(field).is_some(),
+                "{source}: a {kind} entry has no field {field}"
+            );
+        }
+    }
+}
+
 #[test]
 fn every_json_example_in_the_docs_is_valid() {
     let readme =
@@ -223,6 +244,10 @@ fn every_json_example_in_the_docs_is_valid() {
         if value["schema"] == "mcp-bound/record/v1" {
             util::check_schema(&value);
             records += 1;
+            continue;
+        }
+        if let Some(steps) = value.get("lifecycle") {
+            lifecycle_steps_are_journal_fields(source, steps);
             continue;
         }
         let servers = value
@@ -445,7 +470,7 @@ fn a_helper_named_as_a_subcommand_runs_after_the_double_dash() {
         dir.path().display(),
         std::env::var("PATH").unwrap_or_default()
     );
-    for name in ["verify", "log", "pin"] {
+    for name in ["verify", "log", "check", "report", "pin"] {
         let helper = dir.path().join(name);
         std::fs::write(&helper, format!("#!/bin/sh\necho the {name} helper ran\n")).unwrap();
         std::fs::set_permissions(&helper, std::fs::Permissions::from_mode(0o755)).unwrap();

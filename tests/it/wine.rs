@@ -923,6 +923,8 @@ fn an_mcp_session_answers_a_request_deadline_and_a_crash() {
     assert_nothing_left(&tag);
 }
 
+/// A journal written on Windows verifies, reads (`log`), checks
+/// (`check`) and reports (`report`) the same there and on Linux.
 #[test]
 fn a_journal_written_on_windows_verifies_there_and_on_linux() {
     let Some(exe) = windows_exe() else { return };
@@ -982,4 +984,49 @@ fn a_journal_written_on_windows_verifies_there_and_on_linux() {
         "the same rows"
     );
     assert_eq!(rows.lines().count(), 2, "{rows}");
+    // And checks and reports the same: `check`'s JUnit on both, and a
+    // page with the same verify line and a bar per call.
+    let check = [
+        "check",
+        "--format",
+        "junit",
+        "--expect-state",
+        "completed",
+        "--no-unfinished",
+        "audit.jsonl",
+    ];
+    let there = run_in(&exe, &check, dir.path());
+    let here = Command::new(crate::util::BIN)
+        .args(check)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(there.status.code(), Some(0), "check on Windows: {there:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&there.stdout),
+        String::from_utf8_lossy(&here.stdout)
+    );
+    let there = run_in(
+        &exe,
+        &["report", "audit.jsonl", "-o", "windows.html"],
+        dir.path(),
+    );
+    assert_eq!(there.status.code(), Some(0), "report on Windows: {there:?}");
+    let here = Command::new(crate::util::BIN)
+        .args(["report", "audit.jsonl", "-o", "linux.html"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(here.status.code(), Some(0));
+    let page = |name: &str| std::fs::read_to_string(dir.path().join(name)).unwrap();
+    let verify_line = |html: &str| {
+        let at = html.find("id=\"verify\"").unwrap();
+        html[at..at + html[at..].find("</p>").unwrap()].to_string()
+    };
+    let (windows, linux) = (page("windows.html"), page("linux.html"));
+    assert_eq!(verify_line(&windows), verify_line(&linux));
+    assert_eq!(
+        windows.matches("<rect class=\"call s-completed\"").count(),
+        2
+    );
 }

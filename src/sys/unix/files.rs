@@ -190,6 +190,14 @@ pub fn seen(file: &File) -> io::Result<crate::trust::Seen> {
     })
 }
 
+/// Which file an open file is (device, inode): a path now naming
+/// another (a journal replaced or rotated) says so.
+pub fn file_id(file: &File) -> io::Result<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = file.metadata()?;
+    Ok((meta.dev(), meta.ino()))
+}
+
 /// Our effective uid.
 pub fn effective_uid() -> u32 {
     // SAFETY: geteuid cannot fail.

@@ -25,9 +25,9 @@ use windows_sys::Win32::Foundation::{
     ERROR_ACCESS_DENIED, ERROR_FILE_EXISTS, ERROR_LOCK_VIOLATION, ERROR_SHARING_VIOLATION,
 };
 use windows_sys::Win32::Storage::FileSystem::{
-    FILE_FLAG_BACKUP_SEMANTICS, FILE_FLAG_OPEN_REPARSE_POINT, LOCKFILE_EXCLUSIVE_LOCK,
-    LOCKFILE_FAIL_IMMEDIATELY, LockFileEx, MOVEFILE_REPLACE_EXISTING, MOVEFILE_WRITE_THROUGH,
-    MoveFileExW, UnlockFileEx,
+    BY_HANDLE_FILE_INFORMATION, FILE_FLAG_BACKUP_SEMANTICS, FILE_FLAG_OPEN_REPARSE_POINT,
+    GetFileInformationByHandle, LOCKFILE_EXCLUSIVE_LOCK, LOCKFILE_FAIL_IMMEDIATELY, LockFileEx,
+    MOVEFILE_REPLACE_EXISTING, MOVEFILE_WRITE_THROUGH, MoveFileExW, UnlockFileEx,
 };
 use windows_sys::Win32::System::IO::OVERLAPPED;
 
@@ -124,6 +124,16 @@ pub fn unlock(file: &File) {
     let mut at = lock_byte();
     // SAFETY: our open handle; the byte `try_lock_exclusive` locked.
     unsafe { UnlockFileEx(file.as_raw_handle(), 0, 1, 0, &mut at) };
+}
+
+/// Which file an open file is (volume serial, file index), as Unix's
+/// (device, inode): a path now naming another says so.
+pub fn file_id(file: &File) -> io::Result<(u64, u64)> {
+    let mut info = BY_HANDLE_FILE_INFORMATION::default();
+    // SAFETY: our open handle, and a structure of the size the call fills.
+    check(unsafe { GetFileInformationByHandle(file.as_raw_handle(), &mut info) })?;
+    let index = u64::from(info.nFileIndexHigh) << 32 | u64::from(info.nFileIndexLow);
+    Ok((u64::from(info.dwVolumeSerialNumber), index))
 }
 
 /// Read at `offset` (Windows moves the handle's position as it does;

@@ -1,0 +1,232 @@
+//! The subcommands, each shadowing a helper of the same name run
+//! without `--`: `verify`, `log`, `check` and `report` read a journal,
+//! `pin` a --tool-pin file.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand, ValueEnum};
+
+use super::texts::VERIFY_AFTER_HELP;
+
+/// The subcommands' names: a usage error after one is the
+/// subcommand's (exit 2), not the run's (exit 125).
+pub const SUBCOMMANDS: [&str; 5] = ["verify", "log", "check", "report", "pin"];
+
+#[derive(Subcommand, Debug)]
+pub enum Sub {
+    /// Check a journal offline: hashes, chain, order, pairing. Exit 0 intact (warnings allowed), 1
+    /// integrity failure, 2 usage or I/O error.
+    #[command(after_help = VERIFY_AFTER_HELP)]
+    Verify(VerifyArgs),
+    /// Read a journal as it is verified: one line per call (time, call, session, state, exit,
+    /// duration, stderr seen/kept, approval, its MCP requests, the command), or per session. Exit 0,
+    /// 1 the chain is broken (the rows after the break are marked !), 2 usage or I/O error.
+    Log(LogArgs),
+    /// Check a journal against the run expected of it: tools called or not, durations, end states,
+    /// approvals, and a lifecycle in order (--expect FILE). Exit 0 every expectation holds, 1 one
+    /// does not (or the chain is broken), 2 usage or I/O error.
+    Check(CheckArgs),
+    /// Write one self-contained HTML file of a journal: a timeline per session, the calls and tool
+    /// calls in sortable tables, p50/p95/p99 per tool, stderr seen against kept, and the verify
+    /// result. Exit 0, 1 the chain is broken (the report says where), 2 usage or I/O error.
+    Report(ReportArgs),
+    /// List a --tool-pin file's pins and what drifted from them; --accept trusts the latest
+    /// definition seen. Exit 0 nothing waits to be accepted, 1 something does, 2 usage or I/O error.
+    Pin(PinArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct LogArgs {
+    /// The journal file.
+    #[arg(value_name = "JOURNAL")]
+    pub journal: PathBuf,
+
+    /// One line per session: its calls, first and last time, ends by state, tool calls.
+    #[arg(long)]
+    pub sessions: bool,
+
+    /// One call's whole lifecycle, an entry a line (with --json, the entries themselves).
+    #[arg(long, value_name = "ID", conflicts_with = "sessions")]
+    pub call: Option<String>,
+
+    /// JSON Lines of the same rows (schema/log.schema.json).
+    #[arg(long)]
+    pub json: bool,
+
+    /// Do not cut lines at the terminal's width.
+    #[arg(long)]
+    pub wide: bool,
+
+    /// Only calls whose intent is at or after TIME: RFC 3339, or a duration ago (1h).
+    #[arg(long, value_name = "TIME")]
+    pub since: Option<String>,
+
+    /// Only calls whose intent is at or before TIME: RFC 3339, or a duration ago.
+    #[arg(long, value_name = "TIME")]
+    pub until: Option<String>,
+
+    /// Only the calls of this session id.
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+
+    /// Only calls that ended in this state (unfinished: no terminal entry).
+    #[arg(long, value_name = "STATE")]
+    pub state: Option<String>,
+
+    /// Only calls in which a tool matching this glob was called (reached the server).
+    #[arg(long, value_name = "GLOB")]
+    pub tool: Option<String>,
+
+    /// One line per MCP request journaled instead of per call: its call, id, method, the gate's
+    /// decision, outcome, duration and tool (--since, --until, --session and --tool apply to it).
+    #[arg(long, conflicts_with_all = ["sessions", "call", "state"])]
+    pub requests: bool,
+
+    /// Follow: show the calls as they end, as tail -f does; a replaced or truncated journal is
+    /// noticed and read from its start.
+    #[arg(short = 'f', long, conflicts_with_all = ["sessions", "call"])]
+    pub follow: bool,
+
+    /// A head h recorded earlier: it must still be in the journal (as verify --anchor).
+    #[arg(long, value_name = "HEX", value_parser = parse_anchor)]
+    pub anchor: Option<String>,
+
+    /// The key of a keyed journal (as verify --key).
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// The journal file.
+    #[arg(value_name = "JOURNAL")]
+    pub journal: PathBuf,
+
+    /// A tool matching this glob was called: a call to it reached the server (a denial is not a
+    /// call). Repeatable.
+    #[arg(long, value_name = "GLOB")]
+    pub expect_tool: Vec<String>,
+
+    /// No tool matching this glob was called (a denial is not a call). Repeatable.
+    #[arg(long, value_name = "GLOB")]
+    pub forbid_tool: Vec<String>,
+
+    /// No call took longer than DUR (with --requests, no MCP request); the worst offender is
+    /// named.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    pub max_duration: Option<std::time::Duration>,
+
+    /// --max-duration applies to each MCP request rather than to each call.
+    #[arg(long, requires = "max_duration")]
+    pub requests: bool,
+
+    /// Every call ended in this state (completed, timeout, shut_down, ...).
+    #[arg(long, value_name = "STATE")]
+    pub expect_state: Option<String>,
+
+    /// Every call has its terminal entry.
+    #[arg(long)]
+    pub no_unfinished: bool,
+
+    /// Every tool call that reached the server was approved by the gate (an mcp_decision), and
+    /// none was left waiting for a decision.
+    #[arg(long)]
+    pub no_unapproved: bool,
+
+    /// A JSON file of the lifecycle one call should produce, matched in order (see the man page).
+    #[arg(long, value_name = "FILE")]
+    pub expect: Option<PathBuf>,
+
+    /// Only calls whose intent is at or after TIME: RFC 3339, or a duration ago (1h).
+    #[arg(long, value_name = "TIME")]
+    pub since: Option<String>,
+
+    /// Only calls whose intent is at or before TIME: RFC 3339, or a duration ago.
+    #[arg(long, value_name = "TIME")]
+    pub until: Option<String>,
+
+    /// text (a line per expectation) or junit (one testcase per expectation, for CI).
+    #[arg(long, value_name = "FORMAT", value_enum, default_value = "text")]
+    pub format: CheckFormat,
+
+    /// A head h recorded earlier: it must still be in the journal (as verify --anchor).
+    #[arg(long, value_name = "HEX", value_parser = parse_anchor)]
+    pub anchor: Option<String>,
+
+    /// The key of a keyed journal (as verify --key).
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+}
+
+/// How `check` writes its results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CheckFormat {
+    Text,
+    Junit,
+}
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// The journal file.
+    #[arg(value_name = "JOURNAL")]
+    pub journal: PathBuf,
+
+    /// Where the HTML goes (replaced atomically); - for stdout.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: PathBuf,
+
+    /// A head h recorded earlier: it must still be in the journal (as verify --anchor).
+    #[arg(long, value_name = "HEX", value_parser = parse_anchor)]
+    pub anchor: Option<String>,
+
+    /// The key of a keyed journal (as verify --key).
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct PinArgs {
+    /// The pin file (--tool-pin).
+    #[arg(value_name = "FILE")]
+    pub file: PathBuf,
+
+    /// Trust the latest definition seen for this tool (repeatable).
+    #[arg(long, value_name = "NAME")]
+    pub accept: Vec<String>,
+
+    /// The server's key, when a tool of that name waits under several.
+    #[arg(long, value_name = "KEY")]
+    pub key: Option<String>,
+
+    /// Print the file's pins as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct VerifyArgs {
+    /// The journal file.
+    #[arg(value_name = "JOURNAL")]
+    pub journal: PathBuf,
+
+    /// A head h recorded earlier (from "OK: ... h=<hex>"): it must still be in the journal.
+    #[arg(long, value_name = "HEX", value_parser = parse_anchor)]
+    pub anchor: Option<String>,
+
+    /// Print the report as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+
+    /// The key of a keyed journal (private: ours or root's, mode 0600 or stricter).
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+}
+
+fn parse_anchor(text: &str) -> Result<String, String> {
+    let hex = text.trim().to_ascii_lowercase();
+    if hex.len() == 64 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(hex)
+    } else {
+        Err("an anchor is 64 hex digits (the h printed by verify)".into())
+    }
+}
