@@ -278,7 +278,8 @@ whole rewritten file pass unless checked with --anchor (a head h kept elsewhere)
 chained forged append passes unless the journal is keyed and the forger lacks the key. \
 One line's shape is published as schema/journal.schema.json (mcp-bound --generate schema-journal), \
 for each kind: genesis, intent, decision, terminal, recover, and under the session layer mcp_request, \
-mcp_response, mcp_task, mcp_decision and mcp_tool_drift.",
+mcp_response, mcp_task, mcp_decision, mcp_tool_drift and mcp_restart. An mcp_restart is a new \
+incarnation under --restart: its attempt, its pid, and how the one before it ended.",
     ),
     (
         "VERIFY",
@@ -331,13 +332,13 @@ every expectation held, 1 one did not, 2 usage or I/O error.",
         "REPORT",
         "mcp-bound report -o FILE [--anchor HEX] [--key FILE] JOURNAL writes one self-contained HTML \
 file (- for stdout; a file is replaced atomically): the verify result and head hash, a timeline per \
-session drawn as SVG (calls and their MCP requests as bars coloured by end state, approval waits \
-and debug windows marked), the calls and tool calls in tables sorted by a click on a heading, \
+session drawn as SVG (calls and their MCP requests as bars coloured by end state, approval waits, \
+restarts and debug windows marked), the calls and tool calls in tables sorted by a click on a heading, \
 stderr seen against kept, and p50/p95/p99 per tool (from a sketch, within 2%). Nothing is fetched: \
 its style and one script are inline, and its Content-Security-Policy lets only that script run. \
 Everything shown is masked as the journal is, and escaped. Memory is bounded by what is shown \
-(300 calls drawn a session, 200 requests a call, 5000 rows, 256 tools; the rest counted). Restarts \
-are counted in the record, not journaled, and are not drawn. Exit 0, 1 the chain is broken (the \
+(300 calls drawn a session, 200 requests a call, 5000 rows, 256 tools; the rest counted). Each \
+restart (mcp_restart) is drawn at its time; debug windows are flagged by their count. Exit 0, 1 the chain is broken (the \
 page says where and marks the rows after it), 2 usage or I/O error.",
     ),
     (

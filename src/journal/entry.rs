@@ -176,7 +176,7 @@ pub struct DecisionEntry {
     pub approver_exit: Option<Exit>,
 }
 
-pub use crate::session::{McpDecision, McpRequest, McpResponse, McpTask, McpToolDrift};
+pub use crate::session::{McpDecision, McpRequest, McpResponse, McpRestart, McpTask, McpToolDrift};
 
 /// What a caller appends.
 pub enum Entry<'a> {
@@ -188,6 +188,7 @@ pub enum Entry<'a> {
     McpTask(&'a McpTask),
     McpToolDrift(&'a McpToolDrift),
     McpDecision(&'a McpDecision),
+    McpRestart(&'a McpRestart),
     /// A terminal entry's fields as one JSON object's text (a serialized
     /// [`Terminal`]): what mcp-bound handed its watchdog to write if it
     /// died while writing them itself.
@@ -206,6 +207,7 @@ impl Entry<'_> {
             Entry::McpTask(body) => format_line(key, seq, prev, "mcp_task", ts, body),
             Entry::McpToolDrift(body) => format_line(key, seq, prev, "mcp_tool_drift", ts, body),
             Entry::McpDecision(body) => format_line(key, seq, prev, "mcp_decision", ts, body),
+            Entry::McpRestart(body) => format_line(key, seq, prev, "mcp_restart", ts, body),
             Entry::RawTerminal(body) => format_raw_line(key, seq, prev, "terminal", ts, body),
         }
     }
@@ -220,6 +222,7 @@ impl<'a> From<&'a crate::session::Audit> for Entry<'a> {
             Audit::Decision(decision) => Entry::McpDecision(decision),
             Audit::Task(task) => Entry::McpTask(task),
             Audit::ToolDrift(drift) => Entry::McpToolDrift(drift),
+            Audit::Restart(restart) => Entry::McpRestart(restart),
         }
     }
 }

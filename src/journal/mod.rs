@@ -450,6 +450,21 @@ mod tests {
                 sha256: "a".repeat(64),
                 pinned_sha256: Some("b".repeat(64)),
             }),
+            Audit::Restart(crate::session::McpRestart {
+                call_id: "c".into(),
+                attempt: 1,
+                pid: 42,
+                exit: Some(crate::record::Exit::Signal {
+                    signal: "KILL".into(),
+                    core_dumped: false,
+                }),
+            }),
+            Audit::Restart(crate::session::McpRestart {
+                call_id: "c".into(),
+                attempt: 2,
+                pid: 43,
+                exit: None,
+            }),
             Audit::Decision(McpDecision {
                 call_id: "c".into(),
                 request_id: id(),

@@ -254,6 +254,19 @@ enum DriftChange {
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+#[allow(dead_code)]
+pub(crate) struct McpRestart<'a> {
+    #[serde(borrow)]
+    pub(crate) call_id: Cow<'a, str>,
+    attempt: u64,
+    pid: u32,
+    #[serde(default)]
+    exit: Ignored,
+    h: Hash,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
 pub(crate) struct Recover<'a> {
     pub(crate) torn_offset: u64,
     pub(crate) torn_length: u64,
@@ -264,7 +277,7 @@ pub(crate) struct Recover<'a> {
 }
 
 /// Every kind of entry, as `Body::kind` names them.
-pub const KINDS: [&str; 10] = [
+pub const KINDS: [&str; 11] = [
     "genesis",
     "intent",
     "decision",
@@ -274,6 +287,7 @@ pub const KINDS: [&str; 10] = [
     "mcp_task",
     "mcp_decision",
     "mcp_tool_drift",
+    "mcp_restart",
     "recover",
 ];
 
@@ -288,6 +302,7 @@ pub(crate) enum Body<'a> {
     McpTask(McpTask<'a>),
     McpDecision(McpDecision<'a>),
     McpToolDrift(McpToolDrift<'a>),
+    McpRestart(McpRestart<'a>),
     Recover(Recover<'a>),
 }
 
@@ -330,6 +345,7 @@ impl<'a> Body<'a> {
                 Body::McpDecision(body)
             }
             "mcp_tool_drift" => Body::McpToolDrift(McpToolDrift::deserialize(rest)?),
+            "mcp_restart" => Body::McpRestart(McpRestart::deserialize(rest)?),
             "recover" => Body::Recover(Recover::deserialize(rest)?),
             other => return Err(D::Error::custom(format!("unknown kind '{other}'"))),
         })
@@ -347,6 +363,7 @@ impl<'a> Body<'a> {
             Body::McpTask(_) => "mcp_task",
             Body::McpDecision(_) => "mcp_decision",
             Body::McpToolDrift(_) => "mcp_tool_drift",
+            Body::McpRestart(_) => "mcp_restart",
             Body::Recover(_) => "recover",
         }
     }
@@ -362,6 +379,7 @@ impl<'a> Body<'a> {
             Body::McpTask(b) => Some(&b.call_id),
             Body::McpDecision(b) => Some(&b.call_id),
             Body::McpToolDrift(b) => Some(&b.call_id),
+            Body::McpRestart(b) => Some(&b.call_id),
             Body::Genesis(_) | Body::Recover(_) => None,
         }
     }

@@ -304,11 +304,17 @@ impl Verifier<'_> {
                     format!("a decision for call {call_id} with no open intent"),
                 ),
             },
-            // Of a listing: no request or response to pair.
-            Body::McpToolDrift(_) if self.open.contains_key(call_id) => Ok(()),
-            Body::McpToolDrift(_) => fail(
+            // Of a listing, or of the server's lifecycle: nothing to pair,
+            // inside its call.
+            Body::McpToolDrift(_) | Body::McpRestart(_) if self.open.contains_key(call_id) => {
+                Ok(())
+            }
+            Body::McpToolDrift(_) | Body::McpRestart(_) => fail(
                 BreakKind::OrphanTerminal,
-                format!("an mcp_tool_drift for call {call_id} with no open intent"),
+                format!(
+                    "an {} for call {call_id} with no open intent",
+                    parsed.kind()
+                ),
             ),
             Body::McpRequest(_)
             | Body::McpResponse(_)

@@ -68,6 +68,17 @@ fn summary(kind: &str, entry: &Value) -> String {
                 .map(|a| a.iter().map(word).collect::<Vec<_>>().join(", "))
                 .unwrap_or_default()
         ),
+        "mcp_restart" => format!(
+            "restart {}: pid {}, after the last one {}",
+            f("attempt"),
+            f("pid"),
+            match &entry["exit"] {
+                Value::Null => "with no exit seen".to_string(),
+                exit if exit["signal"].is_string() =>
+                    format!("was killed by SIG{}", word(&exit["signal"])),
+                exit => format!("exited {}", word(&exit["code"])),
+            }
+        ),
         "terminal" => format!(
             "{}, exit {}, {}ms, stderr {} seen {} kept",
             f("state"),

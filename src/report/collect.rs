@@ -69,9 +69,23 @@ pub struct CallBar {
     pub wait: Option<Wait>,
     pub requests: Vec<RequestBar>,
     pub requests_total: u64,
-    pub debug_windows: Option<(u64, u64)>,
+    /// Its restarts and debug windows.
+    pub marks: Marks,
     pub line: u64,
     pub verified: bool,
+}
+
+/// Most restarts drawn on one call's bar.
+pub const MAX_RESTARTS_DRAWN: usize = 100;
+
+/// What is marked on a call's bar: each restart (its time, attempt, and
+/// how the incarnation before it ended), and the debug windows opened
+/// (how many, how long open: the terminal entry's totals).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Marks {
+    pub restarts: Vec<(u64, u64, String)>,
+    pub restarts_total: u64,
+    pub debug_windows: Option<(u64, u64)>,
 }
 
 /// A call in flight: its bar so far, and its tools/calls not yet
@@ -118,6 +132,7 @@ pub struct Collected {
     pub tools: BTreeMap<String, Tool>,
     pub tools_more: u64,
     pub requests_total: u64,
+    pub restarts_total: u64,
     open: HashMap<String, Open>,
 }
 
@@ -143,6 +158,15 @@ impl Collected {
         };
         match &*view.kind {
             "decision" => bar.wait = Some(wait()),
+            "mcp_restart" => {
+                self.restarts_total += 1;
+                bar.marks.restarts_total += 1;
+                if bar.marks.restarts.len() < MAX_RESTARTS_DRAWN {
+                    let (attempt, after) = restart_of(content);
+                    let at = at.unwrap_or(bar.start_ms);
+                    bar.marks.restarts.push((at, attempt, after));
+                }
+            }
             "mcp_request" => {
                 self.requests_total += 1;
                 bar.requests_total += 1;
@@ -189,7 +213,7 @@ impl Collected {
                 bar.stderr = view.streams;
                 if let Ok(extra) = serde_json::from_slice::<TerminalExtra>(content) {
                     bar.excerpt = extra.excerpt;
-                    bar.debug_windows = extra.debug_windows.map(|d| (d.count, d.open_ms));
+                    bar.marks.debug_windows = extra.debug_windows.map(|d| (d.count, d.open_ms));
                 }
                 self.finish(bar);
             }
@@ -230,7 +254,7 @@ impl Collected {
             wait: None,
             requests: Vec::new(),
             requests_total: 0,
-            debug_windows: None,
+            marks: Marks::default(),
             line,
             verified,
         };
@@ -297,6 +321,20 @@ impl Collected {
     }
 }
 
+/// A restart entry's attempt, and how the incarnation before it ended.
+fn restart_of(content: &[u8]) -> (u64, String) {
+    let entry: serde_json::Value = serde_json::from_slice(content).unwrap_or_default();
+    let exit = &entry["exit"];
+    let after = if let Some(signal) = exit["signal"].as_str() {
+        format!("killed by SIG{signal}")
+    } else if let Some(code) = exit["code"].as_u64() {
+        format!("exited {code}")
+    } else {
+        "no exit seen".to_string()
+    };
+    (entry["attempt"].as_u64().unwrap_or(0), after)
+}
+
 /// The drawn request an entry names (the latest of that id).
 fn request_of<'b>(bar: &'b mut CallBar, view: &EntryView<'_>) -> Option<&'b mut RequestBar> {
     let id = view.request_id?.get();
@@ -322,6 +360,7 @@ mod tests {
             r#"{"kind":"mcp_request","ts":"2026-12-03T10:00:00.100Z","call_id":"a","request_id":1,"method":"tools/call","name":"search"}"#,
             r#"{"kind":"mcp_decision","ts":"2026-12-03T10:00:00.300Z","call_id":"a","request_id":1,"decision":"approved","waited_ms":200}"#,
             r#"{"kind":"mcp_response","ts":"2026-12-03T10:00:00.400Z","call_id":"a","request_id":1,"method":"tools/call","outcome":"result","duration_ms":300}"#,
+            r#"{"kind":"mcp_restart","ts":"2026-12-03T10:00:00.500Z","call_id":"a","attempt":1,"pid":7,"exit":{"code":3}}"#,
             r#"{"kind":"intent","ts":"2026-12-03T10:00:01.000Z","call_id":"b","session_id":"s","argv":[]}"#,
             r#"{"kind":"terminal","ts":"2026-12-03T10:00:02.000Z","call_id":"a","state":"shut_down","duration_ms":2000,"excerpt":"oops","debug_windows":{"count":1,"open_ms":5}}"#,
         ];
@@ -344,9 +383,12 @@ mod tests {
             (Some("shut_down"), Some(2000))
         );
         assert_eq!(
-            (a.excerpt.as_deref(), a.debug_windows),
+            (a.excerpt.as_deref(), a.marks.debug_windows),
             (Some("oops"), Some((1, 5)))
         );
+        let restarted = (a.start_ms + 500, 1, "exited 3".to_string());
+        assert_eq!(a.marks.restarts, [restarted]);
+        assert_eq!(c.restarts_total, 1);
         let request = &a.requests[0];
         assert_eq!(request.start_ms - a.start_ms, 100);
         assert_eq!(

@@ -65,6 +65,13 @@ fn summary(out: &mut String, journal: &str, verified: &Verified, c: &Collected, 
         c.sessions.len(),
         c.requests_total
     );
+    match c.restarts_total {
+        0 => {}
+        1 => out.push_str("<li><b>1</b> restart</li>"),
+        n => {
+            let _ = write!(out, "<li><b>{n}</b> restarts</li>");
+        }
+    }
     for (state, count) in &c.states {
         let _ = write!(
             out,
@@ -104,7 +111,7 @@ fn sessions(out: &mut String, c: &Collected) {
          <span class=\"key s-failed_after_dispatch\"></span>failed or killed \
          <span class=\"key s-unfinished\"></span>unfinished \
          <span class=\"key wait\"></span>approval wait \
-         ⚑ debug windows. Restarts are counted in the record (mcp.restarts), not journaled.</p>\n",
+         <span class=\"key restart\"></span>restart ⚑ debug windows (how many; their times are in the record).</p>\n",
     );
 }
 

@@ -2,7 +2,8 @@
 //! intent to terminal coloured by end state (an unfinished one runs to
 //! the session's last moment, hatched), its requests as thin bars under
 //! it coloured by outcome, each approval's wait marked before its
-//! decision, and the debug windows opened flagged at the bar's end.
+//! decision, each restart a line across the lane at its time, and the
+//! debug windows opened flagged at the bar's end.
 //! Every text is escaped; each element carries its facts as a tooltip.
 
 use std::fmt::Write as _;
@@ -127,7 +128,17 @@ fn lane(out: &mut String, scale: &Scale, call: &CallBar, y: f64) {
             wait(out, scale, w, y + 16.0, 5.0);
         }
     }
-    if let Some((count, open_ms)) = call.debug_windows {
+    for (at, attempt, after) in &call.marks.restarts {
+        let x = scale.x(*at);
+        let _ = write!(
+            out,
+            "<line class=\"restart\" x1=\"{x:.1}\" y1=\"{:.1}\" x2=\"{x:.1}\" y2=\"{:.1}\"><title>restart {attempt}, after the last one {}</title></line>",
+            y + 1.0,
+            y + 21.0,
+            escape(after)
+        );
+    }
+    if let Some((count, open_ms)) = call.marks.debug_windows {
         let _ = write!(
             out,
             "<text class=\"debug\" x=\"{:.1}\" y=\"{:.1}\">⚑{count}<title>{count} debug windows, open {}</title></text>",

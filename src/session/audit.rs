@@ -137,6 +137,8 @@ pub enum Audit {
     Task(McpTask),
     /// A listed tool that differs from its pin, or has none.
     ToolDrift(super::McpToolDrift),
+    /// A new incarnation of the server started (`--restart`).
+    Restart(McpRestart),
 }
 
 impl Audit {
@@ -149,6 +151,7 @@ impl Audit {
             Audit::Decision(decision) => Some(&decision.request_id),
             Audit::Task(task) => Some(&task.request_id),
             Audit::ToolDrift(drift) => Some(&drift.request_id),
+            Audit::Restart(_) => None,
         }
     }
 }
@@ -199,6 +202,20 @@ pub struct McpResponse {
     pub duration_ms: u64,
     /// The response's bytes as the client got it (0 when cancelled).
     pub bytes: u64,
+}
+
+/// A restart: the server's next incarnation started, after the last one
+/// ended so (`--restart`). Written whatever `--journal-requests` says:
+/// it is the call's lifecycle, not a request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct McpRestart {
+    pub call_id: String,
+    /// 1 for the first restart.
+    pub attempt: u64,
+    /// The new incarnation's pid.
+    pub pid: u32,
+    /// How the incarnation before it ended; null if no exit was seen.
+    pub exit: Option<crate::record::Exit>,
 }
 
 /// The end of a task an audited call created (a task-augmented

@@ -42,7 +42,11 @@ pub fn fuzz_client_line(
         .into_iter()
         .filter_map(|audit| match audit {
             Audit::Request(request) => Some((request.method, request.name)),
-            Audit::Response(_) | Audit::Task(_) | Audit::Decision(_) | Audit::ToolDrift(_) => None,
+            Audit::Response(_)
+            | Audit::Task(_)
+            | Audit::Decision(_)
+            | Audit::ToolDrift(_)
+            | Audit::Restart(_) => None,
         })
         .collect();
     (out, requests)

@@ -375,6 +375,7 @@ mod tests {
                 Audit::Decision(d) => serde_json::to_value(d).unwrap(),
                 Audit::Task(t) => serde_json::to_value(t).unwrap(),
                 Audit::ToolDrift(t) => serde_json::to_value(t).unwrap(),
+                Audit::Restart(r) => serde_json::to_value(r).unwrap(),
             })
             .collect()
     }

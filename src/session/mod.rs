@@ -60,8 +60,8 @@ use audit::End;
 use late::Answered;
 
 pub use audit::{
-    Audit, Irregular, McpDecision, McpRequest, McpResponse, McpTask, RequestOutcome, ResultType,
-    TaskStatus,
+    Audit, Irregular, McpDecision, McpRequest, McpResponse, McpRestart, McpTask, RequestOutcome,
+    ResultType, TaskStatus,
 };
 #[cfg(feature = "fuzzing")]
 pub use fuzz::fuzz_client_line;
@@ -247,9 +247,20 @@ impl Session {
 
     /// A restarted server (`attempt` counts restarts): requests may come
     /// again; the line to bring it to the first server's state, if any.
-    pub fn on_restarted(&mut self, attempt: u64) -> Option<Vec<u8>> {
+    pub fn on_restarted(
+        &mut self,
+        attempt: u64,
+        pid: u32,
+        exit: Option<crate::record::Exit>,
+    ) -> Option<Vec<u8>> {
         self.gone = None;
         self.facts.runs.restarts = attempt;
+        self.out.audit.push(Audit::Restart(McpRestart {
+            call_id: self.call_id.clone(),
+            attempt,
+            pid,
+            exit,
+        }));
         let line = self.opening.replay.start(attempt);
         if line.is_some() {
             self.opening

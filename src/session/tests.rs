@@ -483,7 +483,11 @@ fn requests(session: &mut Session) -> Vec<Entry> {
                 request.name,
                 request.irregular,
             )),
-            Audit::Response(_) | Audit::Task(_) | Audit::Decision(_) | Audit::ToolDrift(_) => None,
+            Audit::Response(_)
+            | Audit::Task(_)
+            | Audit::Decision(_)
+            | Audit::ToolDrift(_)
+            | Audit::Restart(_) => None,
         })
         .collect()
 }
@@ -951,7 +955,11 @@ fn a_results_type_is_journaled_and_an_mrtr_round_is_not_a_final_result() {
                 response.request_id.unwrap().get().to_string(),
                 response.result_type,
             )),
-            Audit::Request(_) | Audit::Task(_) | Audit::Decision(_) | Audit::ToolDrift(_) => None,
+            Audit::Request(_)
+            | Audit::Task(_)
+            | Audit::Decision(_)
+            | Audit::ToolDrift(_)
+            | Audit::Restart(_) => None,
         })
         .collect();
     assert_eq!(
@@ -977,9 +985,11 @@ fn task_ends(session: &mut Session) -> Vec<(String, String, TaskStatus, Option<i
                 task.status,
                 task.error_code,
             )),
-            Audit::Request(_) | Audit::Response(_) | Audit::Decision(_) | Audit::ToolDrift(_) => {
-                None
-            }
+            Audit::Request(_)
+            | Audit::Response(_)
+            | Audit::Decision(_)
+            | Audit::ToolDrift(_)
+            | Audit::Restart(_) => None,
         })
         .collect()
 }

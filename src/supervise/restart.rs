@@ -146,6 +146,7 @@ impl Loop<'_> {
             return false;
         };
         restarter_confine.join_by_moving = self.tree.cgroup_killed;
+        let ended = self.exit.map(ChildExit::to_record);
         self.reap_helper();
         let helper = match child::spawn(&argv, StdinFrom::Pipe, &restarter_confine) {
             Ok(helper) => helper,
@@ -179,7 +180,9 @@ impl Loop<'_> {
         if let Some(log) = self.intake.log.as_mut() {
             log.marker(&format!("restart {attempt} pid={}", helper.pid));
         }
-        let replay = session.table.on_restarted(attempt);
+        let replay = session
+            .table
+            .on_restarted(attempt, helper.pid as u32, ended);
         if let Some(pipe) = helper.stdin {
             session.stdin.attach(pipe, replay.as_deref());
         }

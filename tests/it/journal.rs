@@ -102,7 +102,7 @@ fn lines(path: &Path) -> Vec<String> {
         .collect()
 }
 
-fn write_lines(path: &Path, lines: &[String]) {
+pub(crate) fn write_lines(path: &Path, lines: &[String]) {
     let mut text = lines.join("\n");
     text.push('\n');
     std::fs::write(path, text).unwrap();
@@ -116,6 +116,31 @@ fn rehash(line: &str) -> String {
         "{prefix},\"h\":\"{}\"}}",
         journal::hex(&Sha256::digest(prefix.as_bytes()))
     )
+}
+
+/// Lines chained again in their new order, as a forger without a key
+/// can: each line's seq, prev and h made to follow the one before it.
+pub(crate) fn rechained(lines: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for (seq, line) in lines.iter().enumerate() {
+        let entry: Value = serde_json::from_str(line).unwrap();
+        let prev = match out.last() {
+            Some(before) => serde_json::from_str::<Value>(before).unwrap()["h"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+            None => entry["prev"].as_str().unwrap().to_string(),
+        };
+        let edited = line
+            .replacen(
+                &format!("\"seq\":{}", entry["seq"]),
+                &format!("\"seq\":{seq}"),
+                1,
+            )
+            .replacen(entry["prev"].as_str().unwrap(), &prev, 1);
+        out.push(rehash(&edited));
+    }
+    out
 }
 
 #[test]
@@ -982,16 +1007,33 @@ fn a_held_journal_lock_freezes_nothing_in_the_loop() {
     done.check(ok, &format!("verify: {report}"));
 }
 
-/// `log` reads as verify does: its memory follows the calls in flight and
-/// the sessions shown, not the journal's length, whatever the view.
+/// `log`, `check` and `report` read as verify does: their memory follows
+/// the calls in flight and what they show, not the journal's length,
+/// whatever the view.
 #[test]
-fn log_memory_does_not_grow_with_the_journal() {
+fn reading_memory_does_not_grow_with_the_journal() {
     let dir = tempfile::tempdir().unwrap();
     let small = dir.path().join("small.jsonl");
     let large = dir.path().join("large.jsonl");
     synthetic_journal(&small, 2_000);
     synthetic_journal(&large, 100_000);
-    for view in [&["log", "--json"][..], &["log", "--sessions"], &["log"]] {
+    let check = [
+        "check",
+        "--forbid-tool",
+        "rm*",
+        "--no-unfinished",
+        "--no-unapproved",
+        "--max-duration",
+        "1h",
+    ];
+    for view in [
+        &["log", "--json"][..],
+        &["log", "--sessions"],
+        &["log"],
+        &["log", "--requests"],
+        &check,
+        &["report", "-o", "-"],
+    ] {
         let (small_rss, small_code) = peak_rss_kib(view, &small);
         let (large_rss, large_code) = peak_rss_kib(view, &large);
         assert_eq!((small_code, large_code), (0, 0), "{view:?}");

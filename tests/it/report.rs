@@ -1,7 +1,7 @@
 //! `mcp-bound report` in a real browser: a journal the real binary
-//! writes (calls in four sessions and one with none, a timeout, a denial, a debug window, an
-//! MCP session with tool calls run and denied, an argument and a stderr
-//! line holding `<script>`) becomes one HTML file that headless Chromium
+//! writes (calls in five sessions and one with none, a timeout, a
+//! denial, a debug window, a restart, an MCP session with tool calls run
+//! and denied, an argument and a stderr line holding `<script>`) becomes one HTML file that headless Chromium
 //! loads with the network off (`unshare -n`): the DOM it builds has a bar
 //! per call, the verify line and head hash, the tool table; no console
 //! error; the `<script>` stays text; a screenshot is kept as an artifact
@@ -82,9 +82,10 @@ fn load(browser: &[String], page: &Path, args: &[&str]) -> (String, Vec<String>)
 }
 
 /// `log`'s journal (a completed call, a timeout, a denial, an MCP
-/// session), and three calls more: one whose argument and stderr hold
-/// `<script>`, one with a debug window, and an MCP session of three tool
-/// calls, one denied: seven calls.
+/// session), and four calls more: one whose argument and stderr hold
+/// `<script>`, one with a debug window, an MCP session of three tool
+/// calls, one denied, and one whose server crashed and was restarted:
+/// eight calls.
 fn written(dir: &Path) -> PathBuf {
     let journal = crate::log::written(dir);
     let j = journal.to_str().unwrap();
@@ -120,6 +121,23 @@ fn written(dir: &Path) -> PathBuf {
         run.send(&request(json!(id), "tools/call", args));
         assert_eq!(parse(&run.read_line())["id"], id);
     }
+    run.close_stdin();
+    run.finish().expect_state("shut_down", 0);
+    // A server that crashes and is restarted (an mcp_restart entry).
+    let mut run = server(&[])
+        .opt(&[
+            "--mcp",
+            "--restart",
+            "on-failure",
+            "--restart-backoff",
+            "10ms",
+        ])
+        .opt(&["--journal", j, "--session-id", "s5"])
+        .start();
+    run.send(&request(json!(1), "crash", json!({"code": 3})));
+    assert_eq!(parse(&run.read_line())["error"]["code"], -32000);
+    run.send(&request(json!(2), "pid", json!({})));
+    assert_eq!(parse(&run.read_line())["id"], 2);
     run.close_stdin();
     run.finish().expect_state("shut_down", 0);
     journal
@@ -165,7 +183,7 @@ fn a_report_opens_offline_with_a_bar_per_call_and_its_script_text_inert() {
         .filter(|e| e["kind"] == "intent")
         .map(|e| e["call_id"].as_str().unwrap())
         .collect();
-    assert_eq!(calls.len(), 7);
+    assert_eq!(calls.len(), 8);
     assert_eq!(
         dom.matches("<rect class=\"call ").count(),
         calls.len(),
@@ -190,6 +208,12 @@ fn a_report_opens_offline_with_a_bar_per_call_and_its_script_text_inert() {
         "the head hash: {line}"
     );
     assert!(dom.contains("⚑1"), "the debug window is flagged");
+    assert_eq!(
+        dom.matches("<line class=\"restart\"").count(),
+        1,
+        "the restart is marked"
+    );
+    assert!(dom.contains("<b>1</b> restart<"), "and counted");
     let tools = dom.split("id=\"tools\"").nth(1).unwrap();
     let read_file = tools
         .split("<tr>")

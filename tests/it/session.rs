@@ -572,6 +572,72 @@ fn initialize(capabilities: Value) -> Vec<u8> {
     )
 }
 
+/// Each restart is journaled inside its call, between the intent and the
+/// terminal entry (mcp_restart: the attempt, the new pid, how the last
+/// one ended), verify passes, and `log --call` tells it.
+#[test]
+fn a_restart_is_journaled_in_its_call() {
+    let call = server(&[]).opt(&[
+        "--mcp",
+        "--restart",
+        "on-failure",
+        "--restart-backoff",
+        "10ms",
+        "--journal",
+    ]);
+    let journal = call.path("audit.jsonl");
+    let mut run = call.opt(&[journal.to_str().unwrap()]).start();
+    run.send(&request(json!(1), "crash", json!({"code": 3})));
+    assert_eq!(parse(&run.read_line())["error"]["code"], -32000);
+    run.send(&request(json!(2), "pid", json!({})));
+    let second_pid = parse(&run.read_line())["result"]["pid"].clone();
+    run.close_stdin();
+    // The journal lives in the run's directory, as long as `done`.
+    let done = run.finish();
+    done.expect_state("shut_down", 0)
+        .expect("/mcp/restarts", json!(1));
+    let entries = crate::log::entries(&journal);
+    let kinds: Vec<&str> = entries
+        .iter()
+        .map(|e| e["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        ["genesis", "intent", "mcp_restart", "terminal"],
+        "{kinds:?}"
+    );
+    let restart = &entries[2];
+    assert_eq!(restart["call_id"], entries[1]["call_id"]);
+    assert_eq!(
+        (&restart["attempt"], &restart["pid"], &restart["exit"]),
+        (&json!(1), &second_pid, &json!({"code": 3}))
+    );
+    let (ok, report) = util::verify_report(&journal);
+    assert!(ok, "{report}");
+    // Moved after its call's end and chained again, it is a break.
+    let mut lines: Vec<String> = std::fs::read_to_string(&journal)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    lines.swap(2, 3);
+    let moved = journal.with_extension("moved.jsonl");
+    crate::journal::write_lines(&moved, &crate::journal::rechained(&lines));
+    let (ok, report) = util::verify_report(&moved);
+    assert!(!ok, "{report}");
+    assert_eq!(report["break"]["kind"], "ORPHAN_TERMINAL", "{report}");
+    assert_eq!(report["break"]["line"], 4, "{report}");
+    let call_id = entries[1]["call_id"].as_str().unwrap();
+    let (code, out, err) = util::subcommand("log", &["--call", call_id, journal.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains(&format!(
+            "restart 1: pid {second_pid}, after the last one exited 3"
+        )),
+        "{out}"
+    );
+}
+
 #[test]
 fn a_crashed_server_restarts_replays_initialize_and_never_gets_a_request_again() {
     let mut run = restarting_on_failure("10ms");
