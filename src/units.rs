@@ -1,5 +1,6 @@
 //! Parsing of the units users type: durations (GNU timeout's syntax, plus
-//! `ms`) and byte sizes (whole bytes, with binary suffixes). Pure.
+//! `ms`) and byte sizes (whole bytes, with binary suffixes); and a
+//! duration as the journal's readers show it (`short_duration`). Pure.
 
 use std::time::Duration;
 
@@ -275,6 +276,17 @@ pub fn parse_capture_bytes(text: &str) -> Result<usize, String> {
         return Err(format!("'{text}' exceeds the largest capture limit, 1GiB"));
     }
     Ok(bytes as usize)
+}
+
+/// Milliseconds as a person reads them in a column: `85ms`, `1.5s`,
+/// `1m01s`, `2h03m` (`log`, `check`, `report`).
+pub fn short_duration(ms: u64) -> String {
+    match ms {
+        ms if ms < 1000 => format!("{ms}ms"),
+        ms if ms < 60_000 => format!("{:.1}s", ms as f64 / 1000.0),
+        ms if ms < 3_600_000 => format!("{}m{:02}s", ms / 60_000, ms / 1000 % 60),
+        ms => format!("{}h{:02}m", ms / 3_600_000, ms / 60_000 % 60),
+    }
 }
 
 /// Milliseconds for the record, saturating.

@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::error::{Error, code};
-use crate::journal::{self, Report, Verdict};
+use crate::journal::{self, Report};
 use expect::{Checker, Expectations, Glob};
 use lifecycle::Lifecycle;
 
@@ -87,32 +87,7 @@ impl CheckCommand {
 /// The chain's own outcome: a break fails; a torn last line passes
 /// with its warning.
 fn verified(report: &Report, last_line: u64) -> Outcome {
-    let (passed, detail) = match report.verdict(last_line) {
-        Verdict::Intact => {
-            let head = report
-                .head
-                .as_ref()
-                .map(|h| format!(", head seq={} h={}", h.seq, h.h))
-                .unwrap_or_default();
-            (true, format!("{} entries intact{head}", report.entries))
-        }
-        Verdict::TornTail(torn) => (
-            true,
-            format!(
-                "{} entries intact; warning: line {}: {}",
-                report.entries, torn.line, torn.detail
-            ),
-        ),
-        Verdict::Broken(broken) => (
-            false,
-            format!(
-                "the chain breaks at line {} ({}: {}); the entries after it were checked but are not verified",
-                broken.line,
-                broken.kind.as_str(),
-                broken.detail
-            ),
-        ),
-    };
+    let (passed, detail) = report.said(last_line);
     Outcome {
         name: "verify".into(),
         passed,

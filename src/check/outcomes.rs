@@ -33,10 +33,6 @@ fn outcome(name: String, passed: bool, detail: String) -> Outcome {
     }
 }
 
-fn milliseconds(ms: u64) -> String {
-    humantime::format_duration(std::time::Duration::from_millis(ms)).to_string()
-}
-
 /// Each expectation asked, in the order `--help` lists the options.
 pub(super) fn of(expect: &Expectations, found: &Found) -> Vec<Outcome> {
     let mut outcomes = Vec::new();
@@ -93,7 +89,7 @@ fn max_duration(expect: &Expectations, found: &Found) -> Option<Outcome> {
         Some((ms, worst)) => format!(
             "{} of the {what} over {typed}; the longest: {worst}, {}",
             found.over,
-            milliseconds(*ms)
+            crate::units::short_duration(*ms)
         ),
     };
     let passed = found.worst.as_ref().is_none_or(|(ms, _)| ms <= limit);

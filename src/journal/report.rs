@@ -121,6 +121,39 @@ impl Report {
             None => Verdict::Intact,
         }
     }
+
+    /// The verdict in one line, and whether it passes (a torn tail
+    /// does, with its warning): what `check` and `report` say of it.
+    pub fn said(&self, last_seen: u64) -> (bool, String) {
+        let intact = || {
+            let head = self
+                .head
+                .as_ref()
+                .map(|h| {
+                    let id = self.journal_id.as_deref().unwrap_or("?");
+                    format!(", journal {id}, head seq={} h={}", h.seq, h.h)
+                })
+                .unwrap_or_default();
+            format!("{} entries intact{head}", self.entries)
+        };
+        match self.verdict(last_seen) {
+            Verdict::Intact => (true, intact()),
+            Verdict::TornTail(torn) => (
+                true,
+                format!("{}; warning: line {}: {}", intact(), torn.line, torn.detail),
+            ),
+            Verdict::Broken(broken) => (
+                false,
+                format!(
+                    "the chain breaks at line {} ({}: {}); {} lines verified before it; what follows is read, and not verified",
+                    broken.line,
+                    broken.kind.as_str(),
+                    broken.detail,
+                    self.validated_lines
+                ),
+            ),
+        }
+    }
 }
 
 /// A client request (`mcp_request`) with no `mcp_response`.

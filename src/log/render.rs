@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use super::activity::{CallRow, SessionRow};
 use super::requests::RequestRow;
+use crate::units::short_duration as duration;
 
 /// How the text is laid out.
 #[derive(Debug, Clone, Copy, Default)]
@@ -88,15 +89,6 @@ pub fn bytes(n: u64) -> String {
         n if n >= 10 << 20 => format!("{}M", n >> 20),
         n if n >= 10 << 10 => format!("{}K", n >> 10),
         n => n.to_string(),
-    }
-}
-
-fn duration(ms: u64) -> String {
-    match ms {
-        ms if ms < 1000 => format!("{ms}ms"),
-        ms if ms < 60_000 => format!("{:.1}s", ms as f64 / 1000.0),
-        ms if ms < 3_600_000 => format!("{}m{:02}s", ms / 60_000, ms / 1000 % 60),
-        ms => format!("{}h{:02}m", ms / 3_600_000, ms / 60_000 % 60),
     }
 }
 

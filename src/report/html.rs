@@ -9,8 +9,9 @@ use std::fmt::Write as _;
 use sha2::Digest;
 
 use super::collect::{CallBar, Collected, MAX_CALLS_DRAWN, MAX_ROWS, Tool};
-use super::svg::{self, class, duration};
+use super::svg::{self, class};
 use crate::markup::escape;
+use crate::units::short_duration as duration;
 
 const STYLE: &str = include_str!("report.css");
 const SCRIPT: &str = include_str!("report.js");

@@ -16,7 +16,7 @@ use std::io::Write;
 use std::path::PathBuf;
 
 use crate::error::{Error, code};
-use crate::journal::{self, Verdict};
+use crate::journal;
 use collect::Collected;
 use html::Verified;
 
@@ -30,50 +30,12 @@ pub struct ReportCommand {
 }
 
 fn verified(report: &journal::Report, last_line: u64) -> Verified {
-    let head = |report: &journal::Report| {
-        report
-            .head
-            .as_ref()
-            .map(|h| {
-                format!(
-                    ", journal {}, head seq={} h={}",
-                    report.journal_id.as_deref().unwrap_or("?"),
-                    h.seq,
-                    h.h
-                )
-            })
-            .unwrap_or_default()
+    let (ok, said) = report.said(last_line);
+    let text = match ok {
+        true => format!("Verified: {said}"),
+        false => format!("FAILED: {said}"),
     };
-    match report.verdict(last_line) {
-        Verdict::Intact => Verified {
-            ok: true,
-            text: format!(
-                "Verified: {} entries intact{}",
-                report.entries,
-                head(report)
-            ),
-        },
-        Verdict::TornTail(torn) => Verified {
-            ok: true,
-            text: format!(
-                "Verified: {} entries intact{}; warning: line {}: {}",
-                report.entries,
-                head(report),
-                torn.line,
-                torn.detail
-            ),
-        },
-        Verdict::Broken(broken) => Verified {
-            ok: false,
-            text: format!(
-                "FAILED: the chain breaks at line {} ({}: {}); {} lines verified before it; what came after is shown, marked, and not verified",
-                broken.line,
-                broken.kind.as_str(),
-                broken.detail,
-                report.validated_lines
-            ),
-        },
-    }
+    Verified { ok, text }
 }
 
 pub fn run(command: &ReportCommand) -> Result<i32, Error> {

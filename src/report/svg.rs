@@ -10,6 +10,7 @@ use std::fmt::Write as _;
 
 use super::collect::{CallBar, Session, Wait};
 use crate::markup::escape;
+use crate::units::short_duration as duration;
 
 const WIDTH: f64 = 1000.0;
 const LEFT: f64 = 170.0;
@@ -23,14 +24,6 @@ pub fn class(word: &str) -> String {
     word.chars()
         .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
         .collect()
-}
-
-pub fn duration(ms: u64) -> String {
-    match ms {
-        0..1_000 => format!("{ms} ms"),
-        1_000..60_000 => format!("{:.1} s", ms as f64 / 1000.0),
-        _ => humantime::format_duration(std::time::Duration::from_secs(ms / 1000)).to_string(),
-    }
 }
 
 /// The session's span: its first intent to its last known moment.
