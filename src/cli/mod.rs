@@ -378,6 +378,18 @@ pub enum Parsed {
     Print(String),
 }
 
+impl From<Sub> for Parsed {
+    fn from(sub: Sub) -> Parsed {
+        match sub {
+            Sub::Verify(args) => Parsed::Verify(args),
+            Sub::Log(args) => Parsed::Log(args),
+            Sub::Check(args) => Parsed::Check(args),
+            Sub::Report(args) => Parsed::Report(args),
+            Sub::Pin(args) => Parsed::Pin(args),
+        }
+    }
+}
+
 /// Parse; usage errors become one line and exit 125 (not clap's 2).
 pub fn parse<I, T>(args: I) -> Result<Parsed, Error>
 where
@@ -395,39 +407,11 @@ where
     match parsed {
         Ok((
             Cli {
-                subcommand: Some(Sub::Verify(verify)),
+                subcommand: Some(sub),
                 ..
             },
             _,
-        )) => Ok(Parsed::Verify(verify)),
-        Ok((
-            Cli {
-                subcommand: Some(Sub::Pin(pin)),
-                ..
-            },
-            _,
-        )) => Ok(Parsed::Pin(pin)),
-        Ok((
-            Cli {
-                subcommand: Some(Sub::Log(log)),
-                ..
-            },
-            _,
-        )) => Ok(Parsed::Log(log)),
-        Ok((
-            Cli {
-                subcommand: Some(Sub::Check(check)),
-                ..
-            },
-            _,
-        )) => Ok(Parsed::Check(check)),
-        Ok((
-            Cli {
-                subcommand: Some(Sub::Report(report)),
-                ..
-            },
-            _,
-        )) => Ok(Parsed::Report(report)),
+        )) => Ok(Parsed::from(sub)),
         Ok((
             Cli {
                 generate: Some(what),
