@@ -163,8 +163,7 @@ impl Checker {
                 if let Some(id) = view.request_id
                     && call.pending.len() < MAX_PENDING
                 {
-                    let tool = (view.method.as_deref() == Some("tools/call"))
-                        .then(|| view.name.as_deref().unwrap_or("").to_string());
+                    let tool = view.tool_call().map(|(_, tool)| tool.to_string());
                     let pending = Pending {
                         tool,
                         approved: None,

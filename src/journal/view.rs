@@ -64,6 +64,18 @@ fn borrowed<'a>(text: &'a Option<Cow<'a, str>>) -> Option<Cow<'a, str>> {
     text.as_deref().map(Cow::Borrowed)
 }
 
+impl EntryView<'_> {
+    /// A tools/call request's id (as JSON text) and tool ("" when it
+    /// names none): what the readers follow until its response.
+    pub fn tool_call(&self) -> Option<(&str, &str)> {
+        if self.kind != "mcp_request" || self.method.as_deref() != Some("tools/call") {
+            return None;
+        }
+        let id = self.request_id?.get();
+        Some((id, self.name.as_deref().unwrap_or("")))
+    }
+}
+
 impl<'a> EntryView<'a> {
     /// From the verifier's strict reading of the line.
     pub(crate) fn of(parsed: &'a Parsed<'a>) -> EntryView<'a> {

@@ -129,12 +129,10 @@ impl Activity {
             "decision" => row.approval = fields.decision.as_deref().map(str::to_string),
             "mcp_request" => {
                 row.requests += 1;
-                if fields.method.as_deref() == Some("tools/call")
-                    && let Some(id) = fields.request_id
+                if let Some((id, tool)) = fields.tool_call()
                     && pending.len() < MAX_PENDING
                 {
-                    let tool = fields.name.as_deref().unwrap_or("").to_string();
-                    pending.insert(id.get().to_string(), tool);
+                    pending.insert(id.to_string(), tool.to_string());
                 }
             }
             "mcp_response" => {

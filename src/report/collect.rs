@@ -170,12 +170,10 @@ impl Collected {
             "mcp_request" => {
                 self.requests_total += 1;
                 bar.requests_total += 1;
-                if view.method.as_deref() == Some("tools/call")
-                    && let Some(id) = view.request_id
+                if let Some((id, tool)) = view.tool_call()
                     && pending.len() < MAX_OPEN
                 {
-                    let tool = view.name.as_deref().unwrap_or("").to_string();
-                    pending.insert(id.get().to_string(), tool);
+                    pending.insert(id.to_string(), tool.to_string());
                 }
                 if bar.requests.len() < MAX_REQUESTS_DRAWN {
                     bar.requests.push(RequestBar {
