@@ -9,7 +9,6 @@
 //! crate-private.
 
 use std::ffi::OsString;
-use std::io::Write;
 
 pub mod capture;
 pub mod cli;
@@ -32,6 +31,7 @@ mod log;
 mod markup;
 mod otel;
 mod pin;
+mod printed;
 mod redact;
 mod repeats;
 mod replace;
@@ -86,19 +86,20 @@ where
         };
     }
     match cli::parse(args) {
-        Ok(cli::Parsed::Print(text)) => {
-            let _ = std::io::stdout().write_all(text.as_bytes());
-            0
-        }
-        Ok(cli::Parsed::Generate(what)) => {
-            match std::io::stdout().write_all(cli::generate(what).as_bytes()) {
-                Ok(()) => 0,
-                Err(err) => {
-                    complain("mcp-bound --generate", &err);
-                    error::code::OWN_FAILURE
-                }
+        Ok(cli::Parsed::Print(text)) => match printed::print(&text) {
+            Ok(()) => 0,
+            Err(err) => {
+                complain("mcp-bound: stdout", &err);
+                error::code::OWN_FAILURE
             }
-        }
+        },
+        Ok(cli::Parsed::Generate(what)) => match printed::print(&cli::generate(what)) {
+            Ok(()) => 0,
+            Err(err) => {
+                complain("mcp-bound --generate: stdout", &err);
+                error::code::OWN_FAILURE
+            }
+        },
         Ok(cli::Parsed::Verify(args)) => verify::run(&args).unwrap_or_else(|err| {
             complain("mcp-bound verify", &err);
             err.exit_code()

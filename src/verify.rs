@@ -36,7 +36,7 @@ pub fn run(args: &VerifyArgs) -> Result<i32, Error> {
     } else {
         render(&report)
     };
-    print!("{text}");
+    crate::printed::print_or_fail(&text)?;
     Ok(if report.ok {
         code::VERIFY_OK
     } else {

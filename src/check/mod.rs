@@ -12,7 +12,6 @@ mod junit;
 mod lifecycle;
 mod outcomes;
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -132,11 +131,7 @@ pub fn run(command: &CheckCommand) -> Result<i32, Error> {
         true => junit::document(&shown.to_string(), &outcomes),
         false => text(&outcomes),
     };
-    let mut stdout = std::io::stdout().lock();
-    stdout
-        .write_all(out.as_bytes())
-        .and_then(|()| stdout.flush())
-        .map_err(|e| Error::VerifyUsage(format!("stdout: {e}")))?;
+    crate::printed::print_or_fail(&out)?;
     Ok(match outcomes.iter().all(|o| o.passed) {
         true => code::VERIFY_OK,
         false => code::VERIFY_BROKEN,

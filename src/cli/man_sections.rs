@@ -288,7 +288,11 @@ recorded earlier (from \"OK: ... h=<hex>\"), which must still be in the journal;
 tail, a rollback or a rewrite. --json: print the report as one JSON object (ok, entries, journal_id, \
 keyed, head, validated_lines, break, anchor, anchor_found, unfinished, final_newline_missing) \
 instead of text. --key FILE: the key of a keyed journal (the one given to --journal-key). Exit 0 \
-intact (warnings allowed), 1 integrity failure, 2 usage or I/O error.",
+intact (warnings allowed), 1 integrity failure, 2 usage or I/O error. For verify and every \
+subcommand after it, and --generate: a reader that goes away (| head, | grep -q) ends what is \
+printed without a word, and the exit status is still the one the command would have had (log reads \
+on to the journal's end to give it); another failure to write stdout (a full disk) is one line on \
+stderr and exit 2 (125 for --generate and --help).",
     ),
     (
         "LOG",
@@ -304,7 +308,8 @@ writes JSON Lines (schema/log.schema.json). --requests prints one line per MCP r
 call, id, method, the gate's decision and wait, outcome, duration, tool), at its response or its \
 call's end; the time filters then apply to the request's time and --tool to its tool. -f follows \
 the journal as it grows, as tail -f: each call's line as it ends; a path that names another file, \
-or a file cut shorter, is read again from its start, said on stderr. A break is reported on stderr \
+or a file cut shorter, is read again from its start, said on stderr; when its reader goes, it ends \
+(at once on Linux and macOS, at its next row on Windows). A break is reported on stderr \
 and the rows after it are marked ! (verified false); a torn last line is a warning. Exit 0, 1 the \
 chain is broken, 2 usage or I/O error.",
     ),

@@ -17,8 +17,12 @@ use crate::sys;
 /// How long between two looks at a file that has not grown.
 const INTERVAL: Duration = Duration::from_millis(200);
 
+/// Waits up to the interval; false ends the following.
+pub type Wait = Box<dyn FnMut(Duration) -> bool>;
+
 pub struct Follow {
     path: PathBuf,
+    wait: Wait,
     file: File,
     id: (u64, u64),
     read: u64,
@@ -28,10 +32,11 @@ pub struct Follow {
 }
 
 impl Follow {
-    pub fn open(path: &Path) -> io::Result<Follow> {
+    pub fn open(path: &Path, wait: Wait) -> io::Result<Follow> {
         let file = File::open(path)?;
         Ok(Follow {
             path: path.to_path_buf(),
+            wait,
             id: sys::file_id(&file)?,
             file,
             read: 0,
@@ -75,7 +80,9 @@ impl Read for Follow {
                 self.replaced = true;
                 return Ok(0);
             }
-            std::thread::sleep(INTERVAL);
+            if !(self.wait)(INTERVAL) {
+                return Ok(0);
+            }
         }
     }
 }

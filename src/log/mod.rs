@@ -21,6 +21,8 @@ use std::time::SystemTime;
 
 use crate::error::{Error, code};
 use crate::journal::{self, Follow, Verdict};
+use crate::printed::Printed;
+use crate::sys;
 use activity::{Activity, CallRow, Filter, Sessions};
 use render::Layout;
 use requests::RequestRow;
@@ -102,7 +104,7 @@ struct Out<'a> {
     filter: Filter,
     layout: Layout,
     sessions: Sessions,
-    stdout: std::io::BufWriter<std::io::StdoutLock<'static>>,
+    stdout: Printed<std::io::BufWriter<std::io::StdoutLock<'static>>>,
     header: bool,
     /// `--call`: its entries shown.
     entries: u64,
@@ -204,7 +206,7 @@ pub fn run(command: &LogCommand) -> Result<i32, Error> {
         filter: command.filter()?,
         layout: command.layout(),
         sessions: Sessions::default(),
-        stdout: std::io::BufWriter::new(std::io::stdout().lock()),
+        stdout: Printed::new(std::io::BufWriter::new(std::io::stdout().lock())),
         header: false,
         entries: 0,
     };
@@ -214,8 +216,12 @@ pub fn run(command: &LogCommand) -> Result<i32, Error> {
     }
     // Followed: read to the end, then as it grows; a replaced file is
     // read again from its start, as a journal of its own.
+    // Its reader gone, nothing more can be shown: the following ends.
+    let stopped = out.stdout.stopped();
     loop {
-        let mut source = Follow::open(&command.journal).map_err(|e| usage(e.to_string()))?;
+        let stopped = std::rc::Rc::clone(&stopped);
+        let wait = Box::new(move |interval| !stopped.get() && !sys::wait_for_output_gone(interval));
+        let mut source = Follow::open(&command.journal, wait).map_err(|e| usage(e.to_string()))?;
         let code = pass(&mut out, key.as_ref(), &mut source)?;
         if !source.replaced() {
             return Ok(code);
@@ -265,7 +271,7 @@ fn pass(out: &mut Out<'_>, key: Option<&journal::Key>, source: impl Read) -> Res
         out.row(row);
     }
     out.sessions();
-    let _ = out.stdout.flush();
+    out.stdout.finish().map_err(crate::printed::failed)?;
     if let Some(call) = command.call.as_ref().filter(|_| out.entries == 0) {
         return Err(Error::VerifyUsage(format!(
             "{shown}: no entry of call {call}"

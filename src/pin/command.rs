@@ -55,7 +55,7 @@ pub fn run(args: &PinCommand) -> Result<i32, Error> {
     } else {
         said + &render(store.file())
     };
-    print!("{text}");
+    crate::printed::print_or_fail(&text)?;
     Ok(if waiting {
         code::VERIFY_BROKEN
     } else {

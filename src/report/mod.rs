@@ -12,7 +12,6 @@ mod html;
 mod sketch;
 mod svg;
 
-use std::io::Write;
 use std::path::PathBuf;
 
 use crate::error::{Error, code};
@@ -56,16 +55,12 @@ pub fn run(command: &ReportCommand) -> Result<i32, Error> {
     let verified = verified(&report, last_line);
     let generated = crate::ids::rfc3339(std::time::SystemTime::now());
     let page = html::page(&shown, &verified, &collected.end(), &generated);
-    let output = command.output.display();
-    let written = if command.output.as_os_str() == "-" {
-        let mut stdout = std::io::stdout().lock();
-        stdout
-            .write_all(page.as_bytes())
-            .and_then(|()| stdout.flush())
+    if command.output.as_os_str() == "-" {
+        crate::printed::print_or_fail(&page)?;
     } else {
         crate::replace::replace_atomically(&command.output, &page)
-    };
-    written.map_err(|e| Error::VerifyUsage(format!("-o {output}: {e}")))?;
+            .map_err(|e| Error::VerifyUsage(format!("-o {}: {e}", command.output.display())))?;
+    }
     if !verified.ok {
         eprintln!("mcp-bound report: {shown}: {}", verified.text);
         return Ok(code::VERIFY_BROKEN);

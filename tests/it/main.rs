@@ -31,6 +31,7 @@ mod repeats;
 mod report;
 mod session;
 mod stderr_log;
+mod stdout_reader;
 mod structure;
 mod supervisor;
 mod tool_gate;

@@ -130,6 +130,29 @@ pub fn poll_until(
     super::os::wait_once(interests, ready, Some(deadline - now))
 }
 
+/// Wait up to `timeout` for standard output's reader to go away: true
+/// once it has (a pipe whose reader closed, a hung-up terminal or
+/// socket). Asked with POLLRDBAND, which an output is never ready for,
+/// so that only POLLERR or POLLHUP answer; macOS answers so for a
+/// widowed pipe only when some event is asked. An output poll(2) cannot
+/// watch (POLLNVAL: a terminal on macOS) is slept beside, and never said
+/// gone: its going is then seen at the next write, as EPIPE.
+pub fn wait_for_output_gone(timeout: Duration) -> bool {
+    let mut fd = libc::pollfd {
+        fd: libc::STDOUT_FILENO,
+        events: libc::POLLRDBAND,
+        revents: 0,
+    };
+    let start = std::time::Instant::now();
+    // SAFETY: one valid, exclusively borrowed pollfd.
+    let rc = unsafe { libc::poll(&mut fd, 1, timeout_ms(Some(timeout))) };
+    if rc > 0 && fd.revents & libc::POLLNVAL != 0 {
+        std::thread::sleep(timeout.saturating_sub(start.elapsed()));
+        return false;
+    }
+    rc > 0 && fd.revents & (libc::POLLERR | libc::POLLHUP) != 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
