@@ -1,5 +1,5 @@
 //! What a usage error says: clap's message on one line (what is missing,
-//! its typo tip, a pointer to --help), naming the environment variable a
+//! the values it takes, its typo tip, a pointer to --help), naming the environment variable a
 //! refused value came from; and the subcommand a helper's name was
 //! probably meant to be.
 
@@ -24,6 +24,15 @@ pub(super) fn one_line(rendered: &str, kind: clap::error::ErrorKind) -> String {
             .collect();
         text.push(' ');
         text.push_str(&missing.join(", "));
+    }
+    // A value not among the choices: clap lists them on a line of its own.
+    if let Some(values) = rendered.lines().find_map(|line| {
+        line.trim()
+            .strip_prefix("[possible values: ")
+            .and_then(|rest| rest.strip_suffix(']'))
+    }) {
+        text.push_str("; possible values: ");
+        text.push_str(values);
     }
     // clap's suggestion for a typo ("tip: a similar argument exists:
     // '--timeout'") is on a line of its own: kept on ours.
@@ -112,6 +121,19 @@ pub fn subcommand_near(helper: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_value_not_among_the_choices_names_them() {
+        let refused = command()
+            .try_get_matches_from(["mcp-bound", "--generate", "mna", "--", "true"])
+            .unwrap_err();
+        let line = one_line(&refused.render().to_string(), refused.kind());
+        assert_eq!(
+            line,
+            "invalid value 'mna' for '--generate <WHAT>'; possible values: man, complete-bash, \
+             complete-zsh, complete-fish, schema-record, schema-journal (see --help)"
+        );
+    }
 
     #[test]
     fn a_typo_of_a_subcommand_is_named_and_other_names_are_not() {
