@@ -139,7 +139,7 @@ complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand log" -s h -l help -d
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand check" -l expect-tool -d 'A tool matching this glob was called: a call to it reached the server (a denial is not a call). Repeatable' -r
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand check" -l forbid-tool -d 'No tool matching this glob was called (a denial is not a call). Repeatable' -r
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand check" -l max-duration -d 'No call took longer than DUR (with --requests, no MCP request); the worst offender is named' -r
-complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand check" -l expect-state -d 'Every call ended in this state (completed, timeout, shut_down, ...)' -r
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand check" -l expect-state -d 'Every call ended in this state (completed, timed_out, shut_down, ...)' -r
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand check" -l expect -d 'A JSON file of the lifecycle one call should produce, matched in order (see the man page)' -r -F
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand check" -l since -d 'Only calls whose intent is at or after TIME: RFC 3339, or a duration ago (1h)' -r
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand check" -l until -d 'Only calls whose intent is at or before TIME: RFC 3339, or a duration ago' -r

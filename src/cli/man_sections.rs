@@ -302,7 +302,7 @@ it, in one streaming pass, and prints one line per call: the intent's time, call
 end state, exit, duration, stderr seen and kept, the approval before the launch, its MCP requests \
 by outcome, and the command; --sessions prints one line per session instead, and --call ID one \
 call's whole lifecycle, an entry a line (with --json, its entries as journaled). --since and --until \
-take RFC 3339 or a duration ago (1h) and apply to the intent's time; --state unfinished names calls \
+take RFC 3339 or a DURATION ago (1h, 90) and apply to the intent's time; --state unfinished names calls \
 with no terminal entry; --tool GLOB keeps calls in which a matching tool reached the server. --json \
 writes JSON Lines (schema/log.schema.json). --requests prints one line per MCP request instead (its \
 call, id, method, the gate's decision and wait, outcome, duration, tool), at its response or its \
@@ -323,7 +323,8 @@ first expectation, so a journal that fails verification fails the check (a torn 
 warning). A tool counts as called when a call to it reached the server: a gate's denial is \
 reported but is no call, so --forbid-tool passes and --expect-tool fails on it. --max-duration \
 applies to each call (with --requests, to each MCP request) and names the worst offender. \
---expect-state: every call ended so (an unfinished one did not). --no-unfinished: every call has \
+--expect-state: every call ended so (an unfinished one did not); --state and --expect-state take \
+the record's states, and another word is a usage error that lists them. --no-unfinished: every call has \
 its terminal entry. --no-unapproved: every tool call that reached the server had an approved \
 mcp_decision (a call with no tool gate has none), and none was left waiting for one. --expect \
 FILE: a JSON file {\"lifecycle\": [{\"kind\": \"intent\"}, {\"kind\": \"mcp_response\", \

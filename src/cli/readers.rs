@@ -70,7 +70,7 @@ pub struct LogArgs {
     pub session: Option<String>,
 
     /// Only calls that ended in this state (unfinished: no terminal entry).
-    #[arg(long, value_name = "STATE")]
+    #[arg(long, value_name = "STATE", value_parser = a_state_or_unfinished)]
     pub state: Option<String>,
 
     /// Only calls in which a tool matching this glob was called (reached the server).
@@ -113,15 +113,15 @@ pub struct CheckArgs {
 
     /// No call took longer than DUR (with --requests, no MCP request); the worst offender is
     /// named.
-    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = crate::units::parse_duration)]
     pub max_duration: Option<std::time::Duration>,
 
     /// --max-duration applies to each MCP request rather than to each call.
     #[arg(long, requires = "max_duration")]
     pub requests: bool,
 
-    /// Every call ended in this state (completed, timeout, shut_down, ...).
-    #[arg(long, value_name = "STATE")]
+    /// Every call ended in this state (completed, timed_out, shut_down, ...).
+    #[arg(long, value_name = "STATE", value_parser = a_state)]
     pub expect_state: Option<String>,
 
     /// Every call has its terminal entry.
@@ -228,5 +228,20 @@ fn parse_anchor(text: &str) -> Result<String, String> {
         Ok(hex)
     } else {
         Err("an anchor is 64 hex digits (the h printed by verify)".into())
+    }
+}
+
+/// A state as the record names one (`record::State`), kept as written.
+fn a_state(text: &str) -> Result<String, String> {
+    serde_json::from_value::<crate::record::State>(serde_json::Value::from(text))
+        .map(|_| text.to_string())
+        .map_err(|refused| refused.to_string())
+}
+
+/// A state, or `unfinished` (no terminal entry).
+fn a_state_or_unfinished(text: &str) -> Result<String, String> {
+    match text {
+        "unfinished" => Ok(text.to_string()),
+        _ => a_state(text).map_err(|refused| format!("{refused}, or `unfinished`")),
     }
 }

@@ -49,10 +49,11 @@ pub struct LogCommand {
     pub follow: bool,
 }
 
-/// `--since` or `--until`: RFC 3339, or a duration ago (`1h`), as the
-/// journal writes times (UTC, milliseconds), so that they compare as text.
+/// `--since` or `--until`: RFC 3339, or a DURATION ago (`1h`, `90`: as
+/// `--timeout` reads one), as the journal writes times (UTC,
+/// milliseconds), so that they compare as text.
 pub(crate) fn time_bound(option: &str, text: &str) -> Result<String, Error> {
-    if let Ok(ago) = humantime::parse_duration(text) {
+    if let Ok(ago) = crate::units::parse_duration(text) {
         let at = SystemTime::now()
             .checked_sub(ago)
             .unwrap_or(SystemTime::UNIX_EPOCH);

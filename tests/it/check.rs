@@ -306,3 +306,46 @@ fn a_broken_chain_fails_the_check_and_a_torn_last_line_does_not() {
     let (code, _, err) = check(&[dir.path().join("none.jsonl").to_str().unwrap()]);
     assert_eq!(code, 2, "{err}");
 }
+
+/// A duration and a state are read as everywhere else in mcp-bound: a
+/// bare number is seconds (GNU timeout's DURATION), and a state not in
+/// the record's vocabulary is a usage error naming those that are, never
+/// a filter that quietly matches nothing.
+#[test]
+fn a_duration_and_a_state_are_read_as_everywhere_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = crate::log::written(dir.path());
+    let j = journal.to_str().unwrap();
+    let (_, mark, _) = holds(&journal, &["--max-duration", "3600"], "max-duration 1h");
+    assert_eq!(mark, "PASS", "3600 is an hour");
+    let (_, mark, _) = holds(&journal, &["--max-duration", "0.05"], "max-duration 50ms");
+    assert_eq!(
+        mark, "FAIL",
+        "0.05 is 50 ms, and a call timed out at 100 ms"
+    );
+    for (sub, args) in [
+        ("check", vec!["--expect-state", "complete", j]),
+        ("log", vec!["--state", "timeout", j]),
+    ] {
+        let (code, out, err) = util::subcommand(sub, &args);
+        assert_eq!((code, out.as_str()), (2, ""), "{sub} {args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(
+            err.contains("completed") && err.contains("timed_out"),
+            "{err}"
+        );
+    }
+    let (code, out, err) = util::subcommand("log", &["--state", "unfinished", j]);
+    assert_eq!(
+        (code, out.as_str()),
+        (0, ""),
+        "no call is unfinished: {err}"
+    );
+    let (code, out, err) = util::subcommand("log", &["--since", "3600", j]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        out.lines().count(),
+        5,
+        "a header and the hour's four calls: {out}"
+    );
+}
