@@ -1,11 +1,12 @@
 //! What a command prints on stdout, under one rule for a stdout that
 //! fails. A reader that went away (EPIPE, as `| head` or `| grep -q`
-//! leave it) took what it wanted: the printing stops without a word, and
-//! the exit status is the one the command would have had. Any other
-//! failure (a full disk, EIO) stops it too, and is the command's I/O
-//! error, said once. `Printed` is a writer that stops at its first
-//! failure and keeps it, so that a command streaming rows writes them as
-//! it always did and asks once, at its end.
+//! leave it; `sys::reader_gone` says which failures are that) took what
+//! it wanted: the printing stops without a word, and the exit status is
+//! the one the command would have had. Any other failure (a full disk,
+//! EIO) stops it too, and is the command's I/O error, said once.
+//! `Printed` is a writer that stops at its first failure and keeps it,
+//! so that a command streaming rows writes them as it always did and
+//! asks once, at its end.
 
 use std::cell::Cell;
 use std::io::{self, Write};
@@ -51,7 +52,7 @@ impl<W: Write> Printed<W> {
             self.keep(failure);
         }
         match self.failure.take() {
-            Some(failure) if failure.kind() != io::ErrorKind::BrokenPipe => Err(failure),
+            Some(failure) if !crate::sys::reader_gone(&failure) => Err(failure),
             _ => Ok(()),
         }
     }

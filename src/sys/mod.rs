@@ -32,7 +32,12 @@
 //!   rename(2), or on Windows `MoveFileExW`, tried again while another
 //!   process holds the file open, then said);
 //! - **pipes** (`pipe_cloexec`, and the flood path's `splice`, which only
-//!   Linux has).
+//!   Linux has);
+//! - **stdout's reader**: which failed writes mean it went away
+//!   (`reader_gone`), and a wait that ends when it goes
+//!   (`wait_for_output_gone`: poll(2) on Unix; on Windows, where a pipe's
+//!   writer learns of it only by writing, a sleep that never says so,
+//!   as the platform table says).
 //!
 //! The backends, chosen here once:
 //! - `unix/linux/`: Linux, whole: epoll, a child subreaper, the

@@ -1030,3 +1030,101 @@ fn a_journal_written_on_windows_verifies_there_and_on_linux() {
         2
     );
 }
+
+/// `log -f` on Windows: a call appended shows as its row, a journal
+/// renamed over the path is noticed by its file index and read from its
+/// start, and once its reader has gone it ends at its next row (Windows
+/// tells a pipe's writer of its reader's close only when it writes).
+#[test]
+fn log_follows_a_journal_notices_its_replacement_and_ends_after_its_reader() {
+    use std::io::BufRead;
+    let Some(exe) = windows_exe() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    // The calls are journaled by the Linux binary: the same format, and
+    // no Wine start per call.
+    let call = |journal: &str, session: &str| {
+        let status = Command::new(crate::util::BIN)
+            .args(["--journal", journal, "--session-id", session, "--", "true"])
+            .current_dir(dir.path())
+            .status()
+            .unwrap();
+        assert!(status.success());
+    };
+    call("audit.jsonl", "first");
+    let mut wine = under_wine()
+        .arg(&exe)
+        .args(["log", "-f", "--json", "audit.jsonl"])
+        .current_dir(dir.path())
+        .env("WINEDEBUG", "-all")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(dir.path().join("err.txt")).unwrap())
+        .spawn()
+        .unwrap();
+    let mut rows = std::io::BufReader::new(wine.stdout.take().unwrap());
+    let mut row = || {
+        let mut line = String::new();
+        rows.read_line(&mut line).unwrap();
+        let row: serde_json::Value =
+            serde_json::from_str(&line).unwrap_or_else(|_| panic!("not a row: {line:?}"));
+        (row["session_id"].as_str().unwrap_or("").to_string(), row)
+    };
+    assert_eq!(row().0, "first");
+    call("audit.jsonl", "appended");
+    assert_eq!(row().0, "appended");
+    call("other.jsonl", "replacement");
+    std::fs::rename(
+        dir.path().join("other.jsonl"),
+        dir.path().join("audit.jsonl"),
+    )
+    .unwrap();
+    let (session, replacement) = row();
+    assert_eq!(session, "replacement");
+    assert_eq!(replacement["verified"], true);
+    drop(rows);
+    // Its reader gone, the next row ends it: exit 0, nothing said but
+    // the replacement.
+    call("audit.jsonl", "unread");
+    let status = wine.wait().unwrap();
+    let err = std::fs::read_to_string(dir.path().join("err.txt")).unwrap();
+    let own: Vec<&str> = err.lines().filter(|l| l.starts_with("mcp-bound")).collect();
+    eprintln!("--- status {status:?}\n--- stderr\n{err}");
+    assert_eq!(status.code(), Some(0));
+    assert_eq!(own.len(), 1, "{err}");
+    assert!(own[0].contains("the file was replaced"), "{err}");
+}
+
+/// Into a pipe whose reader is gone, what prints stops without a word and
+/// keeps its exit, as on Unix (Wine answers such a write with
+/// ERROR_PIPE_NOT_CONNECTED, Windows with ERROR_NO_DATA).
+#[test]
+fn a_reader_gone_ends_the_printing_quietly_on_windows_too() {
+    let Some(exe) = windows_exe() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let status = Command::new(crate::util::BIN)
+        .args(["--journal", "audit.jsonl", "--", "true"])
+        .current_dir(dir.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    for args in [
+        &["--generate", "man"][..],
+        &["verify", "audit.jsonl"],
+        &["report", "-o", "-", "audit.jsonl"],
+    ] {
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = under_wine()
+            .arg(&exe)
+            .args(args)
+            .current_dir(dir.path())
+            .env("WINEDEBUG", "-all")
+            .stdin(std::process::Stdio::null())
+            .stdout(writer)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        assert!(own_lines(&out).is_empty(), "{args:?}: {err}");
+    }
+}

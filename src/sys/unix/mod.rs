@@ -60,6 +60,11 @@ pub fn set_cloexec(fd: BorrowedFd<'_>) -> io::Result<()> {
     Ok(())
 }
 
+/// Whether a write failed because its reader went away: EPIPE.
+pub fn reader_gone(failure: &io::Error) -> bool {
+    failure.kind() == io::ErrorKind::BrokenPipe
+}
+
 /// Whether `fd` is open at all.
 pub fn is_open(fd: RawFd) -> bool {
     // SAFETY: F_GETFD on any integer is harmless.

@@ -99,6 +99,16 @@ pub fn real_time_signals() -> std::ops::RangeInclusive<i32> {
     1..=0
 }
 
+/// Whether a write failed because its reader went away: the pipe broken
+/// or closing (ERROR_BROKEN_PIPE, ERROR_NO_DATA: std's `BrokenPipe`), or
+/// no longer connected (ERROR_PIPE_NOT_CONNECTED: a named pipe's other
+/// end gone, and what Wine answers for a Unix pipe whose reader closed).
+pub fn reader_gone(failure: &io::Error) -> bool {
+    use windows_sys::Win32::Foundation::ERROR_PIPE_NOT_CONNECTED;
+    failure.kind() == io::ErrorKind::BrokenPipe
+        || failure.raw_os_error() == Some(ERROR_PIPE_NOT_CONNECTED as i32)
+}
+
 /// Wait `timeout`; never says standard output's reader went away.
 /// Windows tells a pipe's writer that its reader closed only when it
 /// writes (ERROR_NO_DATA, read as EPIPE): a `log -f` whose reader went
