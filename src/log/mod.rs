@@ -216,8 +216,8 @@ pub fn run(command: &LogCommand) -> Result<i32, Error> {
         return pass(&mut out, key.as_ref(), file);
     }
     // Followed: read to the end, then as it grows; a replaced file is
-    // read again from its start, as a journal of its own.
-    // Its reader gone, nothing more can be shown: the following ends.
+    // read again from its start, as a journal of its own. Once stdout's
+    // reader is gone, nothing more can be shown: the following ends.
     let stopped = out.stdout.stopped();
     loop {
         let stopped = std::rc::Rc::clone(&stopped);
