@@ -130,7 +130,7 @@ complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand log" -l state -d 'On
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand log" -l tool -d 'Only calls in which a tool matching this glob was called (reached the server)' -r
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand log" -l anchor -d 'A head h recorded earlier: it must still be in the journal (as verify --anchor)' -r
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand log" -l key -d 'The key of a keyed journal (as verify --key)' -r -F
-complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand log" -l sessions -d 'One line per session: its calls, first and last time, ends by state, tool calls'
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand log" -l sessions -d 'One line per session: its calls, first and last time, ends by state, restarts, tool calls'
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand log" -l json -d 'JSON Lines of the same rows (schema/log.schema.json)'
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand log" -l wide -d 'Do not cut lines at the terminal\'s width'
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand log" -l requests -d 'One line per MCP request journaled instead of per call: its call, id, method, the gate\'s decision, outcome, duration and tool (--since, --until, --session and --tool apply to it)'

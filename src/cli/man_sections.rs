@@ -300,7 +300,8 @@ stderr and exit 2 (125 for --generate and --help).",
 [--until TIME] [--session ID] [--state STATE] [--tool GLOB] [--anchor HEX] [--key FILE] JOURNAL reads the journal as verify checks \
 it, in one streaming pass, and prints one line per call: the intent's time, call and session ids, \
 end state, exit, duration, stderr seen and kept, the approval before the launch, its MCP requests \
-by outcome, and the command; --sessions prints one line per session instead, and --call ID one \
+by outcome and the server's restarts, and the command; --sessions prints one line per session \
+instead (calls, first and last time, ends by state, restarts, tool calls), and --call ID one \
 call's whole lifecycle, an entry a line (with --json, its entries as journaled). --since and --until \
 take RFC 3339 or a DURATION ago (1h, 90) and apply to the intent's time; --state unfinished names calls \
 with no terminal entry; --tool GLOB keeps calls in which a matching tool reached the server. --json \

@@ -41,7 +41,7 @@ pub struct LogArgs {
     #[arg(value_name = "JOURNAL")]
     pub journal: PathBuf,
 
-    /// One line per session: its calls, first and last time, ends by state, tool calls.
+    /// One line per session: its calls, first and last time, ends by state, restarts, tool calls.
     #[arg(long)]
     pub sessions: bool,
 

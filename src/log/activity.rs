@@ -33,20 +33,31 @@ pub struct CallRow {
     pub stderr_kept: Option<u64>,
     /// The approval before the launch (`--approve-cmd`), if any.
     pub approval: Option<String>,
-    /// Requests journaled under the session layer, and how they ended.
-    pub requests: u64,
-    pub outcomes: BTreeMap<String, u64>,
-    /// Tool calls that reached the server, by tool.
-    pub tools_called: BTreeMap<String, u64>,
-    /// Tool calls the gate denied or no one approved in time: never sent.
-    pub tools_not_run: u64,
+    /// What it did under the session layer (its fields are the row's own
+    /// in the JSON).
+    #[serde(flatten)]
+    pub mcp: McpActivity,
     /// The intent's line, and whether the chain held there and after,
     /// up to the terminal.
     pub line: u64,
     pub verified: bool,
 }
 
-impl CallRow {
+/// A call's activity under the session layer.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct McpActivity {
+    /// Requests journaled, and how they ended.
+    pub requests: u64,
+    pub outcomes: BTreeMap<String, u64>,
+    /// Tool calls that reached the server, by tool.
+    pub tools_called: BTreeMap<String, u64>,
+    /// Tool calls the gate denied or no one approved in time: never sent.
+    pub tools_not_run: u64,
+    /// The server's restarts (`mcp_restart`).
+    pub restarts: u64,
+}
+
+impl McpActivity {
     /// A tool call that reached the server.
     fn called(&mut self, tool: String) {
         let tool = if self.tools_called.len() < MAX_TOOLS || self.tools_called.contains_key(&tool) {
@@ -70,6 +81,8 @@ pub struct SessionRow {
     /// Tool calls that reached the server, and the ones not run.
     pub tool_calls: u64,
     pub tools_not_run: u64,
+    /// The servers' restarts in its calls.
+    pub restarts: u64,
     pub verified: bool,
 }
 
@@ -108,10 +121,7 @@ impl Activity {
                 stderr_seen: None,
                 stderr_kept: None,
                 approval: None,
-                requests: 0,
-                outcomes: BTreeMap::new(),
-                tools_called: BTreeMap::new(),
-                tools_not_run: 0,
+                mcp: McpActivity::default(),
                 line,
                 verified,
             };
@@ -127,8 +137,9 @@ impl Activity {
         row.verified &= verified;
         match &*fields.kind {
             "decision" => row.approval = fields.decision.as_deref().map(str::to_string),
+            "mcp_restart" => row.mcp.restarts += 1,
             "mcp_request" => {
-                row.requests += 1;
+                row.mcp.requests += 1;
                 if let Some((id, tool)) = fields.tool_call()
                     && pending.len() < MAX_PENDING
                 {
@@ -137,11 +148,11 @@ impl Activity {
             }
             "mcp_response" => {
                 let outcome = fields.outcome.as_deref().unwrap_or("unknown");
-                *row.outcomes.entry(outcome.to_string()).or_default() += 1;
+                *row.mcp.outcomes.entry(outcome.to_string()).or_default() += 1;
                 let tool = fields.request_id.and_then(|id| pending.remove(id.get()));
                 match tool {
-                    Some(_) if NOT_SENT.contains(&outcome) => row.tools_not_run += 1,
-                    Some(tool) => row.called(tool),
+                    Some(_) if NOT_SENT.contains(&outcome) => row.mcp.tools_not_run += 1,
+                    Some(tool) => row.mcp.called(tool),
                     None => {}
                 }
             }
@@ -149,7 +160,7 @@ impl Activity {
                 let Open { mut row, pending } = self.open.remove(call_id)?;
                 // Sent and never answered: they reached the server.
                 for (_, tool) in pending {
-                    row.called(tool);
+                    row.mcp.called(tool);
                 }
                 row.state = fields.state.as_deref().map(str::to_string);
                 row.exit_code = fields.exit_code;
@@ -198,7 +209,7 @@ impl Filter {
             && self
                 .tool
                 .as_ref()
-                .is_none_or(|t| row.tools_called.keys().any(|name| t.is_match(name)))
+                .is_none_or(|t| row.mcp.tools_called.keys().any(|name| t.is_match(name)))
     }
 }
 
@@ -234,8 +245,9 @@ impl Sessions {
         }
         let state = call.state.as_deref().unwrap_or("unfinished");
         *row.states.entry(state.to_string()).or_default() += 1;
-        row.tool_calls += call.tools_called.values().sum::<u64>();
-        row.tools_not_run += call.tools_not_run;
+        row.tool_calls += call.mcp.tools_called.values().sum::<u64>();
+        row.tools_not_run += call.mcp.tools_not_run;
+        row.restarts += call.mcp.restarts;
         row.verified &= call.verified;
     }
 
@@ -272,6 +284,7 @@ mod tests {
                 r#"{"kind":"mcp_response","ts":"t3","call_id":"c1","request_id":1,"method":"tools/call","outcome":"result"}"#,
                 r#"{"kind":"mcp_request","ts":"t4","call_id":"c1","request_id":"a","method":"tools/call","name":"rm"}"#,
                 r#"{"kind":"mcp_response","ts":"t5","call_id":"c1","request_id":"a","method":"tools/call","outcome":"denied"}"#,
+                r#"{"kind":"mcp_restart","ts":"t5","call_id":"c1","attempt":1,"pid":7,"exit":{"code":3}}"#,
                 r#"{"kind":"intent","ts":"t6","call_id":"c2","session_id":null,"argv":["x"]}"#,
                 r#"{"kind":"terminal","ts":"t7","call_id":"c1","state":"shut_down","exit_code":0,"duration_ms":12,"streams":{"stdout_bytes":1,"stderr_bytes_seen":9,"stderr_bytes_retained":4,"stderr_truncated":true}}"#,
             ],
@@ -280,11 +293,12 @@ mod tests {
         let row = &rows[0];
         assert_eq!(row.state.as_deref(), Some("shut_down"));
         assert_eq!((row.stderr_seen, row.stderr_kept), (Some(9), Some(4)));
-        assert_eq!(row.requests, 2);
-        assert_eq!(row.outcomes["denied"], 1);
-        assert_eq!(row.tools_called.len(), 1, "a denial is not a call");
-        assert_eq!(row.tools_called["search"], 1);
-        assert_eq!(row.tools_not_run, 1);
+        assert_eq!(row.mcp.requests, 2);
+        assert_eq!(row.mcp.outcomes["denied"], 1);
+        assert_eq!(row.mcp.tools_called.len(), 1, "a denial is not a call");
+        assert_eq!(row.mcp.tools_called["search"], 1);
+        assert_eq!(row.mcp.tools_not_run, 1);
+        assert_eq!(row.mcp.restarts, 1);
         let open = activity.unfinished();
         assert_eq!(open.len(), 1);
         assert_eq!(open[0].state, None);
@@ -294,6 +308,7 @@ mod tests {
         let sessions = sessions.rows();
         assert_eq!(sessions.len(), 2);
         assert_eq!(sessions[0].states["shut_down"], 1);
+        assert_eq!(sessions[0].restarts, 1);
         assert_eq!(sessions[1].states["unfinished"], 1);
     }
 

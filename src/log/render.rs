@@ -6,6 +6,8 @@
 
 use std::collections::BTreeMap;
 
+#[cfg(test)]
+use super::activity::McpActivity;
 use super::activity::{CallRow, SessionRow};
 use super::requests::RequestRow;
 use crate::units::short_duration as duration;
@@ -20,9 +22,9 @@ pub struct Layout {
 
 /// The call view's columns: TIME, CALL, SESSION, STATE, EXIT, DURATION,
 /// STDERR, APPROVAL, MCP; then the command, as wide as it is.
-const CALL_WIDTHS: [usize; 9] = [19, 18, 13, 25, 4, 8, 16, 8, 31];
+const CALL_WIDTHS: [usize; 9] = [19, 18, 13, 25, 4, 8, 16, 8, 40];
 /// The session view's: SESSION, CALLS, FIRST, LAST, STATES; then tool calls.
-const SESSION_WIDTHS: [usize; 5] = [13, 5, 19, 19, 36];
+const SESSION_WIDTHS: [usize; 6] = [13, 5, 19, 19, 36, 8];
 
 /// The requests view's: TIME, CALL, SESSION, REQUEST, METHOD, DECISION,
 /// OUTCOME, DURATION; then the tool.
@@ -63,7 +65,7 @@ pub fn request_header() -> String {
 }
 
 pub fn session_header() -> String {
-    let names = ["SESSION", "CALLS", "FIRST", "LAST", "STATES"];
+    let names = ["SESSION", "CALLS", "FIRST", "LAST", "STATES", "RESTARTS"];
     columns(true, &names, &SESSION_WIDTHS, "TOOL CALLS")
 }
 
@@ -145,10 +147,18 @@ pub fn visible(text: String) -> String {
 /// One call's line.
 pub fn call(row: &CallRow, layout: Layout) -> String {
     let state = row.state.as_deref().unwrap_or("unfinished");
-    let mcp = if row.requests == 0 {
-        "-".to_string()
-    } else {
-        format!("{} req: {}", row.requests, counts(&row.outcomes))
+    let activity = &row.mcp;
+    let requests = (activity.requests > 0)
+        .then(|| format!("{} req: {}", activity.requests, counts(&activity.outcomes)));
+    let restarts = match activity.restarts {
+        0 => None,
+        1 => Some("1 restart".to_string()),
+        n => Some(format!("{n} restarts")),
+    };
+    let mcp: Vec<String> = requests.into_iter().chain(restarts).collect();
+    let mcp = match mcp.is_empty() {
+        true => "-".to_string(),
+        false => mcp.join("; "),
     };
     let stderr = match (row.stderr_seen, row.stderr_kept) {
         (Some(seen), Some(kept)) => format!("{}/{}", bytes(seen), bytes(kept)),
@@ -232,6 +242,7 @@ pub fn session(row: &SessionRow, layout: Layout) -> String {
         time(&row.first),
         time(&row.last),
         counts(&row.states),
+        row.restarts.to_string(),
     ];
     let cells: Vec<&str> = cells.iter().map(String::as_str).collect();
     let line = columns(row.verified, &cells, &SESSION_WIDTHS, &tools);
@@ -266,10 +277,13 @@ mod tests {
             stderr_seen: Some(20 << 10),
             stderr_kept: Some(4 << 10),
             approval: None,
-            requests: 3,
-            outcomes: [("result".to_string(), 2), ("denied".to_string(), 1)].into(),
-            tools_called: BTreeMap::new(),
-            tools_not_run: 1,
+            mcp: McpActivity {
+                requests: 3,
+                outcomes: [("result".to_string(), 2), ("denied".to_string(), 1)].into(),
+                tools_called: BTreeMap::new(),
+                tools_not_run: 1,
+                restarts: 2,
+            },
             line: 2,
             verified: true,
         };
@@ -278,7 +292,10 @@ mod tests {
         let header = call_header();
         assert_eq!(at(&line, "completed"), at(&header, "STATE"), "{line}");
         assert_eq!(at(&line, "npx"), at(&header, "COMMAND"), "{line}");
-        assert!(line.contains("3 req: 2 result, 1 denied"), "{line}");
+        assert!(
+            line.contains("3 req: 2 result, 1 denied; 2 restarts"),
+            "{line}"
+        );
         assert!(line.contains("20K/4096"), "{line}");
         assert!(line.contains(r"a server\n<script>"), "escaped: {line}");
         let narrow = Layout {

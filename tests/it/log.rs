@@ -462,3 +462,24 @@ fn follow_shows_each_call_as_it_ends_and_notices_a_replaced_file() {
         (Some("new"), Some(true))
     );
 }
+
+/// A restart (`mcp_restart`) is counted on its call's row and its
+/// session's, in both the text and the JSON.
+#[test]
+fn a_restart_is_counted_on_its_call_and_its_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("audit.jsonl");
+    crate::session::restarted_once(&journal, &["--session-id", "restarted"]);
+    let row = &rows(&journal, &[])[0];
+    assert_eq!(row["restarts"], 1, "{row}");
+    let session = &rows(&journal, &["--sessions"])[0];
+    assert_eq!(session["restarts"], 1, "{session}");
+    let (code, text, err) = log(&[journal.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(text.contains("1 restart"), "{text}");
+    let (code, text, err) = log(&["--sessions", journal.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let lines: Vec<&str> = text.lines().collect();
+    let at = lines[0].find("RESTARTS").expect(&text);
+    assert!(lines[1][at..].starts_with("1 "), "{text}");
+}

@@ -124,22 +124,7 @@ fn written(dir: &Path) -> PathBuf {
     run.close_stdin();
     run.finish().expect_state("shut_down", 0);
     // A server that crashes and is restarted (an mcp_restart entry).
-    let mut run = server(&[])
-        .opt(&[
-            "--mcp",
-            "--restart",
-            "on-failure",
-            "--restart-backoff",
-            "10ms",
-        ])
-        .opt(&["--journal", j, "--session-id", "s5"])
-        .start();
-    run.send(&request(json!(1), "crash", json!({"code": 3})));
-    assert_eq!(parse(&run.read_line())["error"]["code"], -32000);
-    run.send(&request(json!(2), "pid", json!({})));
-    assert_eq!(parse(&run.read_line())["id"], 2);
-    run.close_stdin();
-    run.finish().expect_state("shut_down", 0);
+    crate::session::restarted_once(&journal, &["--session-id", "s5"]);
     journal
 }
 

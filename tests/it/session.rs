@@ -572,30 +572,41 @@ fn initialize(capabilities: Value) -> Vec<u8> {
     )
 }
 
-/// Each restart is journaled inside its call, between the intent and the
-/// terminal entry (mcp_restart: the attempt, the new pid, how the last
-/// one ended), verify passes, and `log --call` tells it.
-#[test]
-fn a_restart_is_journaled_in_its_call() {
-    let call = server(&[]).opt(&[
-        "--mcp",
-        "--restart",
-        "on-failure",
-        "--restart-backoff",
-        "10ms",
-        "--journal",
-    ]);
-    let journal = call.path("audit.jsonl");
-    let mut run = call.opt(&[journal.to_str().unwrap()]).start();
+/// A session journaled to `journal` (with `options`) whose server
+/// crashes once, is restarted (`--restart on-failure`) and answers, then
+/// is shut down: the second server's pid.
+pub(crate) fn restarted_once(journal: &std::path::Path, options: &[&str]) -> Value {
+    let mut run = server(&[])
+        .opt(&[
+            "--mcp",
+            "--restart",
+            "on-failure",
+            "--restart-backoff",
+            "10ms",
+            "--journal",
+            journal.to_str().unwrap(),
+        ])
+        .opt(options)
+        .start();
     run.send(&request(json!(1), "crash", json!({"code": 3})));
     assert_eq!(parse(&run.read_line())["error"]["code"], -32000);
     run.send(&request(json!(2), "pid", json!({})));
     let second_pid = parse(&run.read_line())["result"]["pid"].clone();
     run.close_stdin();
-    // The journal lives in the run's directory, as long as `done`.
-    let done = run.finish();
-    done.expect_state("shut_down", 0)
+    run.finish()
+        .expect_state("shut_down", 0)
         .expect("/mcp/restarts", json!(1));
+    second_pid
+}
+
+/// Each restart is journaled inside its call, between the intent and the
+/// terminal entry (mcp_restart: the attempt, the new pid, how the last
+/// one ended), verify passes, and `log --call` tells it.
+#[test]
+fn a_restart_is_journaled_in_its_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("audit.jsonl");
+    let second_pid = restarted_once(&journal, &[]);
     let entries = crate::log::entries(&journal);
     let kinds: Vec<&str> = entries
         .iter()
