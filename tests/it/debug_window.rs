@@ -33,6 +33,9 @@ fn log_len(log: &Path) -> usize {
 /// A flood under a 1 KiB/s live budget, with --live and with --mcp (the
 /// session layer and the guard in the way): drops before the window,
 /// every line while it is open, the budget again after the second SIGUSR1.
+/// The window lifts the rate, not the queue's bound: a reader of our
+/// stderr slower than the flood (this test's, on a loaded machine) still
+/// loses lines, each loss said by a marker where it happened.
 #[test]
 fn sigusr1_opens_a_window_with_every_line_and_a_second_closes_it() {
     for mode in ["--live", "--mcp"] {
@@ -119,16 +122,29 @@ fn window_in(mode: &str) {
         before.contains("[mcp-bound: dropped "),
         "the budget held before",
     );
-    let numbers: Vec<u64> = inside
-        .lines()
-        .filter_map(|line| line.strip_prefix("line "))
-        .filter_map(|rest| rest.split(' ').next()?.parse().ok())
+    // Between two markers, every line; a loss only where a marker says
+    // so, and the record counts it. Far more lines than the budget's
+    // 1 KiB/s lets through in the window's milliseconds.
+    let runs: Vec<Vec<u64>> = inside
+        .split("[mcp-bound: dropped ")
+        .map(|run| {
+            run.lines()
+                .filter_map(|line| line.strip_prefix("line "))
+                .filter_map(|rest| rest.split(' ').next()?.parse().ok())
+                .collect()
+        })
         .collect();
+    let shown: usize = runs.iter().map(Vec::len).sum();
+    let unbroken = runs
+        .iter()
+        .all(|run| run.windows(2).all(|pair| pair[1] == pair[0] + 1));
+    let said = runs.len() == 1 || done.field("/stderr/live_bytes_dropped").as_u64() > Some(0);
     done.check(
-        numbers.len() > 1000
-            && numbers.windows(2).all(|pair| pair[1] == pair[0] + 1)
-            && !inside.contains("[mcp-bound: dropped "),
-        &format!("every line inside the window ({} lines)", numbers.len()),
+        shown > 1000 && unbroken && said,
+        &format!(
+            "every line inside the window but where a marker says ({shown} lines, {} markers)",
+            runs.len() - 1
+        ),
     );
     done.check(
         after.contains("debug window open ") && after.contains(" s;"),
