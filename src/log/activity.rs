@@ -195,13 +195,16 @@ pub struct Filter {
 }
 
 impl Filter {
+    /// A row of this time and session: within `--since` and `--until`,
+    /// of `--session`.
+    pub(super) fn keeps_when_and_whose(&self, ts: &str, session_id: Option<&String>) -> bool {
+        self.since.as_deref().is_none_or(|t| ts >= t)
+            && self.until.as_deref().is_none_or(|t| ts <= t)
+            && self.session.as_ref().is_none_or(|s| session_id == Some(s))
+    }
+
     pub fn keeps(&self, row: &CallRow) -> bool {
-        self.since.as_ref().is_none_or(|t| row.ts >= *t)
-            && self.until.as_ref().is_none_or(|t| row.ts <= *t)
-            && self
-                .session
-                .as_ref()
-                .is_none_or(|s| row.session_id.as_ref() == Some(s))
+        self.keeps_when_and_whose(&row.ts, row.session_id.as_ref())
             && self
                 .state
                 .as_ref()

@@ -124,12 +124,7 @@ impl Requests {
 impl Filter {
     /// `--requests`: the times are the request's; the tool its tool's.
     pub fn keeps_request(&self, row: &RequestRow) -> bool {
-        self.since.as_ref().is_none_or(|t| row.ts >= *t)
-            && self.until.as_ref().is_none_or(|t| row.ts <= *t)
-            && self
-                .session
-                .as_ref()
-                .is_none_or(|s| row.session_id.as_ref() == Some(s))
+        self.keeps_when_and_whose(&row.ts, row.session_id.as_ref())
             && self
                 .tool
                 .as_ref()
