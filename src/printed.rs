@@ -46,11 +46,8 @@ impl<W: Write> Printed<W> {
     /// Flush what is held, then the printing's end: `Ok` when it was
     /// whole or its reader went away, the failure otherwise.
     pub fn finish(&mut self) -> io::Result<()> {
-        if self.failure.is_none()
-            && let Err(failure) = self.out.flush()
-        {
-            self.keep(failure);
-        }
+        // Never fails: a failure is kept, and read below.
+        let _ = Write::flush(self);
         match self.failure.take() {
             Some(failure) if !crate::sys::reader_gone(&failure) => Err(failure),
             _ => Ok(()),
@@ -60,16 +57,12 @@ impl<W: Write> Printed<W> {
 
 impl<W: Write> Write for Printed<W> {
     fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
-        if self.failure.is_some() {
-            return Ok(bytes.len());
+        if self.failure.is_none()
+            && let Err(failure) = self.out.write_all(bytes)
+        {
+            self.keep(failure);
         }
-        match self.out.write_all(bytes) {
-            Ok(()) => Ok(bytes.len()),
-            Err(failure) => {
-                self.keep(failure);
-                Ok(bytes.len())
-            }
-        }
+        Ok(bytes.len())
     }
 
     fn flush(&mut self) -> io::Result<()> {

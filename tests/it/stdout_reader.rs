@@ -43,6 +43,15 @@ fn printing(journal: &Path, broken: &Path) -> Vec<(Vec<String>, i32)> {
         .collect()
 }
 
+/// The binary with `args`, its stdout `stdout`: what it did.
+fn into(stdout: impl Into<Stdio>, args: &[String]) -> std::process::Output {
+    Command::new(util::BIN)
+        .args(args)
+        .stdout(stdout)
+        .output()
+        .unwrap()
+}
+
 fn shown(args: &[String], out: &std::process::Output) -> String {
     format!(
         "mcp-bound {}: {}\nstderr: {}",
@@ -62,11 +71,7 @@ fn a_reader_gone_ends_the_printing_quietly_and_keeps_the_exit() {
         // is EPIPE.
         let (reader, writer) = std::io::pipe().unwrap();
         drop(reader);
-        let out = Command::new(util::BIN)
-            .args(&args)
-            .stdout(writer)
-            .output()
-            .unwrap();
+        let out = into(writer, &args);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(code), "{}", shown(&args, &out));
         assert!(
@@ -87,11 +92,7 @@ fn any_other_stdout_failure_is_one_line_and_the_io_exit() {
             .write(true)
             .open("/dev/full")
             .unwrap();
-        let out = Command::new(util::BIN)
-            .args(&args)
-            .stdout(full)
-            .output()
-            .unwrap();
+        let out = into(full, &args);
         let err = String::from_utf8_lossy(&out.stderr);
         // A subcommand's I/O error is 2, as verify's; the wrapper's own
         // (--generate, --help) is 125.
