@@ -48,7 +48,7 @@ pub use report::{Break, BreakKind, Head, Report, Unfinished, Verdict};
 pub use shapes::KINDS;
 pub use stream::{Seen, verify, verify_observed, verify_reader};
 pub use verify::VerifyError;
-pub use view::{EntryView, NOT_SENT};
+pub use view::{EntryView, NOT_SENT, restart_after};
 
 pub const VERSION: u64 = 1;
 pub const ZERO_HASH: &str = "0000000000000000000000000000000000000000000000000000000000000000";

@@ -64,6 +64,18 @@ fn borrowed<'a>(text: &'a Option<Cow<'a, str>>) -> Option<Cow<'a, str>> {
     text.as_deref().map(Cow::Borrowed)
 }
 
+/// How the incarnation before a restart ended, from an `mcp_restart`
+/// entry's `exit`, as every reader says it: "exited 3", "was killed by
+/// SIGTERM", "with no exit seen".
+pub fn restart_after(exit: &serde_json::Value) -> String {
+    match (exit["signal"].as_str(), &exit["code"]) {
+        _ if exit.is_null() => "with no exit seen".to_string(),
+        (Some(signal), _) => format!("was killed by SIG{signal}"),
+        (None, serde_json::Value::Number(code)) => format!("exited {code}"),
+        (None, _) => "exited -".to_string(),
+    }
+}
+
 impl EntryView<'_> {
     /// A tools/call request's id (as JSON text) and tool ("" when it
     /// names none): what the readers follow until its response.

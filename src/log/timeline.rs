@@ -72,12 +72,7 @@ fn summary(kind: &str, entry: &Value) -> String {
             "restart {}: pid {}, after the last one {}",
             f("attempt"),
             f("pid"),
-            match &entry["exit"] {
-                Value::Null => "with no exit seen".to_string(),
-                exit if exit["signal"].is_string() =>
-                    format!("was killed by SIG{}", word(&exit["signal"])),
-                exit => format!("exited {}", word(&exit["code"])),
-            }
+            crate::journal::restart_after(&entry["exit"])
         ),
         "terminal" => format!(
             "{}, exit {}, {}ms, stderr {} seen {} kept",

@@ -322,14 +322,7 @@ impl Collected {
 /// A restart entry's attempt, and how the incarnation before it ended.
 fn restart_of(content: &[u8]) -> (u64, String) {
     let entry: serde_json::Value = serde_json::from_slice(content).unwrap_or_default();
-    let exit = &entry["exit"];
-    let after = if let Some(signal) = exit["signal"].as_str() {
-        format!("killed by SIG{signal}")
-    } else if let Some(code) = exit["code"].as_u64() {
-        format!("exited {code}")
-    } else {
-        "no exit seen".to_string()
-    };
+    let after = crate::journal::restart_after(&entry["exit"]);
     (entry["attempt"].as_u64().unwrap_or(0), after)
 }
 
