@@ -16,6 +16,7 @@ mod check;
 mod contain;
 mod debug_window;
 mod gate_parsers;
+mod frozen;
 mod generated_docs;
 mod hardening;
 mod host_approval;
