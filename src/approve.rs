@@ -214,11 +214,13 @@ fn by_tty(request: &Request<'_>, gate: &Gate<'_>, started: Instant) -> Verdict {
         Err(e) => return error(format!("--approve tty: no terminal to ask on: {e}")),
     };
     let argv = serde_json::to_string(&request.argv).expect("strings serialize");
+    let shown = crate::shown::untrusted;
     let question = format!(
-        "\nmcp-bound: approve this call?\n  argv: {argv}\n  cwd:  {}\n  call: {}\n\
+        "\nmcp-bound: approve this call?\n  argv: {}\n  cwd:  {}\n  call: {}\n\
          Run it? [y/N] (expires in {}s) ",
-        request.cwd.unwrap_or("?"),
-        request.call_id,
+        shown(&argv),
+        shown(request.cwd.unwrap_or("?")),
+        shown(request.call_id),
         gate.timeout.as_secs_f64()
     );
     if let Err(e) = tty.write_all(question.as_bytes()) {

@@ -41,6 +41,7 @@ mod rlimit;
 mod run;
 mod session;
 mod settings;
+mod shown;
 mod signals;
 mod sink;
 mod stderr_log;

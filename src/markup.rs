@@ -1,10 +1,12 @@
 //! Text made safe for HTML and XML (the report, JUnit): the five
 //! characters that mean markup become entities, and the control
-//! characters XML 1.0 cannot carry are written as `\u{..}`, so that
-//! whatever a journal holds (an argument, a stderr line holding
-//! `<script>`) stays text.
+//! characters, bidirectional controls and noncharacters that
+//! `shown::is_unsafe` names (XML 1.0 cannot carry some, and a reader
+//! would act on the others) are written as `\u{..}`, so that whatever a
+//! journal holds (an argument, a stderr line holding `<script>`) stays
+//! text.
 
-use std::fmt::Write as _;
+use crate::shown;
 
 /// `text`, escaped for an element's content or an attribute's value.
 pub fn escape(text: &str) -> String {
@@ -17,9 +19,7 @@ pub fn escape(text: &str) -> String {
             '"' => out.push_str("&quot;"),
             '\'' => out.push_str("&#39;"),
             '\t' | '\n' | '\r' => out.push(c),
-            c if c.is_control() => {
-                let _ = write!(out, "\\u{{{:x}}}", c as u32);
-            }
+            c if shown::is_unsafe(c) => shown::push_escaped(&mut out, c),
             c => out.push(c),
         }
     }
@@ -37,5 +37,10 @@ mod tests {
             "&lt;script&gt;alert(&#39;x&amp;y&#39;)&lt;/script&gt;&quot;\\u{1b}[31m\\u{0}\n"
         );
         assert_eq!(escape("plain é ✓"), "plain é ✓");
+        assert_eq!(
+            escape("a\u{FFFE}b\u{FFFF}\u{202E}c"),
+            "a\\u{fffe}b\\u{ffff}\\u{202e}c",
+            "XML 1.0 cannot carry the noncharacters"
+        );
     }
 }

@@ -7,6 +7,7 @@ use std::path::Path;
 use crate::cli::VerifyArgs;
 use crate::error::{Error, code};
 use crate::journal::{self, Key, Report, VerifyError};
+use crate::shown::untrusted;
 
 /// `--key FILE`, loaded (for `verify` and the journal's readers).
 pub(crate) fn key_given(path: Option<&Path>) -> Result<Option<Key>, Error> {
@@ -52,7 +53,9 @@ pub fn render(report: &Report) -> String {
         let _ = writeln!(
             out,
             "WARNING: unfinished call {} (pid {pid}, intent at {}, line {}): no terminal entry; its outcome is unknown",
-            call.call_id, call.ts, call.line
+            untrusted(&call.call_id),
+            untrusted(&call.ts),
+            call.line
         );
     }
     for request in &report.unfinished_requests {
@@ -64,7 +67,11 @@ pub fn render(report: &Report) -> String {
         let _ = writeln!(
             out,
             "WARNING: unfinished request {} {} of call {} (at {}, line {}): {what}",
-            request.method, request.request_id, request.call_id, request.ts, request.line
+            untrusted(&request.method),
+            untrusted(&request.request_id),
+            untrusted(&request.call_id),
+            untrusted(&request.ts),
+            request.line
         );
     }
     if report.final_newline_missing && report.broken.is_none() {
@@ -86,7 +93,7 @@ pub fn render(report: &Report) -> String {
                 "FAILED: line {}: {}: {} ({verified})",
                 broken.line,
                 broken.kind.as_str(),
-                broken.detail,
+                untrusted(&broken.detail),
             );
         }
         (None, Some(head)) => {
@@ -94,7 +101,7 @@ pub fn render(report: &Report) -> String {
                 out,
                 "OK: {} entries, journal {}, head seq={} h={}",
                 report.entries,
-                report.journal_id.as_deref().unwrap_or("?"),
+                untrusted(report.journal_id.as_deref().unwrap_or("?")),
                 head.seq,
                 head.h
             );

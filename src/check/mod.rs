@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use crate::error::{Error, code};
 use crate::journal::{self, Report};
+use crate::shown::untrusted;
 use expect::{Checker, Expectations, Glob};
 use lifecycle::Lifecycle;
 
@@ -99,7 +100,12 @@ fn text(outcomes: &[Outcome]) -> String {
     let mut out = String::new();
     for outcome in outcomes {
         let mark = if outcome.passed { "PASS" } else { "FAIL" };
-        out.push_str(&format!("{mark}  {}: {}\n", outcome.name, outcome.detail));
+        // A tool's name and a call's id are the journal's words.
+        out.push_str(&format!(
+            "{mark}  {}: {}\n",
+            untrusted(&outcome.name),
+            untrusted(&outcome.detail)
+        ));
     }
     let failed = outcomes.iter().filter(|o| !o.passed).count();
     out.push_str(&match failed {

@@ -4,6 +4,8 @@
 
 use serde::Serialize;
 
+use crate::shown::untrusted;
+
 /// How the chain broke; written as its name (`HASH_MISMATCH`, …) in text
 /// and JSON alike.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,7 +132,7 @@ impl Report {
                 .head
                 .as_ref()
                 .map(|h| {
-                    let id = self.journal_id.as_deref().unwrap_or("?");
+                    let id = untrusted(self.journal_id.as_deref().unwrap_or("?"));
                     format!(", journal {id}, head seq={} h={}", h.seq, h.h)
                 })
                 .unwrap_or_default();
@@ -140,7 +142,12 @@ impl Report {
             Verdict::Intact => (true, intact()),
             Verdict::TornTail(torn) => (
                 true,
-                format!("{}; warning: line {}: {}", intact(), torn.line, torn.detail),
+                format!(
+                    "{}; warning: line {}: {}",
+                    intact(),
+                    torn.line,
+                    untrusted(&torn.detail)
+                ),
             ),
             Verdict::Broken(broken) => (
                 false,
@@ -148,7 +155,7 @@ impl Report {
                     "the chain breaks at line {} ({}: {}); {} lines verified before it; what follows is read, and not verified",
                     broken.line,
                     broken.kind.as_str(),
-                    broken.detail,
+                    untrusted(&broken.detail),
                     self.validated_lines
                 ),
             ),

@@ -22,6 +22,7 @@ use std::time::SystemTime;
 use crate::error::{Error, code};
 use crate::journal::{self, Follow, Verdict};
 use crate::printed::Printed;
+use crate::shown::untrusted;
 use crate::sys;
 use activity::{Activity, CallRow, Filter, Sessions};
 use render::Layout;
@@ -280,7 +281,10 @@ fn pass(out: &mut Out<'_>, key: Option<&journal::Key>, source: impl Read) -> Res
     }
     match report.verdict(last_line) {
         Verdict::TornTail(torn) => {
-            eprintln!("mcp-bound log: {shown}: warning: {}", torn.detail);
+            eprintln!(
+                "mcp-bound log: {shown}: warning: {}",
+                untrusted(&torn.detail)
+            );
             return Ok(code::VERIFY_OK);
         }
         Verdict::Broken(broken) => {
@@ -288,7 +292,7 @@ fn pass(out: &mut Out<'_>, key: Option<&journal::Key>, source: impl Read) -> Res
                 "mcp-bound log: {shown}: the chain breaks at line {} ({}: {}); the rows marked ! came after it and are not verified",
                 broken.line,
                 broken.kind.as_str(),
-                broken.detail
+                untrusted(&broken.detail)
             );
             return Ok(code::VERIFY_BROKEN);
         }

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use super::activity::McpActivity;
 use super::activity::{CallRow, SessionRow};
 use super::requests::RequestRow;
+use crate::shown::untrusted;
 use crate::units::short_duration as duration;
 
 /// How the text is laid out.
@@ -31,14 +32,15 @@ const SESSION_WIDTHS: [usize; 6] = [13, 5, 19, 19, 36, 8];
 const REQUEST_WIDTHS: [usize; 8] = [19, 18, 13, 8, 14, 15, 10, 8];
 
 /// A row: its mark (`!` unverified), each cell cut and padded to its
-/// column, then the last value whole.
+/// column, then the last value whole. Every cell is journal text, shown
+/// through the one escaping rule (`shown::untrusted`) before it is cut.
 fn columns(verified: bool, cells: &[&str], widths: &[usize], last: &str) -> String {
     let mut line = String::from(if verified { "  " } else { "! " });
     for (text, width) in cells.iter().zip(widths) {
-        line.push_str(&cell(text, *width));
+        line.push_str(&cell(&untrusted(text), *width));
         line.push_str("  ");
     }
-    line.push_str(last);
+    line.push_str(&untrusted(last));
     line
 }
 
@@ -128,22 +130,6 @@ fn cut_to(line: String, layout: Layout) -> String {
     }
 }
 
-/// `text` with its control characters shown escaped (`\n`): a journaled
-/// argument may hold anything, and a terminal must not act on it.
-pub fn visible(text: String) -> String {
-    if !text.chars().any(char::is_control) {
-        return text;
-    }
-    let mut shown = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        match c.is_control() {
-            true => shown.extend(c.escape_debug()),
-            false => shown.push(c),
-        }
-    }
-    shown
-}
-
 /// One call's line.
 pub fn call(row: &CallRow, layout: Layout) -> String {
     let state = row.state.as_deref().unwrap_or("unfinished");
@@ -166,8 +152,6 @@ pub fn call(row: &CallRow, layout: Layout) -> String {
     };
     let command =
         shlex::try_join(row.argv.iter().map(String::as_str)).unwrap_or_else(|_| row.argv.join(" "));
-    // The command may hold anything: control characters are shown escaped.
-    let command = visible(command);
     let exit = row.exit_code.map_or("-".into(), |c| c.to_string());
     let took = row.duration_ms.map_or("-".into(), duration);
     let cells = [
@@ -221,9 +205,8 @@ pub fn request(row: &RequestRow, layout: Layout) -> String {
         row.outcome.clone().unwrap_or_else(|| "unanswered".into()),
         row.duration_ms.map_or_else(dash, duration),
     ];
-    let cells: Vec<String> = cells.into_iter().map(visible).collect();
     let cells: Vec<&str> = cells.iter().map(String::as_str).collect();
-    let tool = visible(row.tool.clone().unwrap_or_default());
+    let tool = row.tool.clone().unwrap_or_default();
     cut_to(
         columns(row.verified, &cells, &REQUEST_WIDTHS, &tool),
         layout,
@@ -297,7 +280,7 @@ mod tests {
             "{line}"
         );
         assert!(line.contains("20K/4096"), "{line}");
-        assert!(line.contains(r"a server\n<script>"), "escaped: {line}");
+        assert!(line.contains(r"a server\u{a}<script>"), "escaped: {line}");
         let narrow = Layout {
             width: Some(60),
             colour: false,

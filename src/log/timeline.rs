@@ -96,7 +96,7 @@ pub fn line(entry: &Value, line: u64, verified: bool) -> String {
         if verified { ' ' } else { '!' },
         summary(kind, entry)
     );
-    super::render::visible(text)
+    crate::shown::untrusted(&text).into_owned()
 }
 
 #[cfg(test)]
@@ -118,7 +118,7 @@ mod tests {
         let text = line(&intent, 2, false);
         assert!(text.starts_with("! t"), "{text}");
         assert!(
-            text.contains(r"session -, cwd /w: sh -c 'echo\n<b>'"),
+            text.contains(r"session -, cwd /w: sh -c 'echo\u{a}<b>'"),
             "{text}"
         );
         let decision = json!({"kind": "mcp_decision", "ts": "t", "request_id": "a", "tool": "w",

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 
 use super::{Latest, PinFile, Store};
 use crate::error::{Error, code};
+use crate::shown::untrusted;
 
 /// What `mcp-bound pin` was asked (`cli::PinArgs`, resolved).
 pub struct PinCommand {
@@ -41,7 +42,7 @@ pub fn run(args: &PinCommand) -> Result<i32, Error> {
             // Another process accepted it in between.
             return Err(usage(format!("nothing of {name} waits to be accepted")));
         }
-        let _ = writeln!(said, "accepted {name} for {key}");
+        let _ = writeln!(said, "accepted {} for {}", untrusted(name), untrusted(&key));
     }
     let waiting = store
         .file()
@@ -98,13 +99,22 @@ fn render(file: &PinFile) -> String {
     }
     for (key, pins) in &file.servers {
         let waiting = pins.waiting().count();
+        // The key holds the server's command, and the names are the
+        // server's words: both shown through the one escaping rule.
         let _ = writeln!(
             out,
-            "{key}: {} tools, {waiting} waiting to be accepted",
+            "{}: {} tools, {waiting} waiting to be accepted",
+            untrusted(key),
             pins.tools.len()
         );
-        let width = pins.tools.keys().map(|n| n.len()).max().unwrap_or(0);
+        let width = pins
+            .tools
+            .keys()
+            .map(|n| untrusted(n).chars().count())
+            .max()
+            .unwrap_or(0);
         for (name, tool) in &pins.tools {
+            let name = untrusted(name);
             let state = match (&tool.pinned, &tool.latest) {
                 (Some(pinned), None) => format!("pinned {}", pinned.seen),
                 (Some(pinned), Some(latest)) => format!(
@@ -140,7 +150,7 @@ fn shown(latest: &Latest) -> String {
         let text = value.to_string();
         let cut: String = text.chars().take(200).collect();
         let more = if cut.len() < text.len() { "..." } else { "" };
-        let _ = writeln!(out, "      {field}: {cut}{more}");
+        let _ = writeln!(out, "      {}: {}{more}", untrusted(field), untrusted(&cut));
     }
     out
 }

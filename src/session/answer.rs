@@ -72,7 +72,12 @@ pub(crate) fn agent_excerpt(text: &str, max: usize) -> Option<String> {
 /// `message`, then the excerpt behind a line that says what it is.
 fn with_excerpt(message: String, label: &str, excerpt: Option<&str>) -> String {
     match excerpt {
-        Some(excerpt) => format!("{message}\n\n{label} (masked):\n{excerpt}"),
+        // The server's words, in a message a host shows in a terminal:
+        // its lines kept, every control in them escaped.
+        Some(excerpt) => format!(
+            "{message}\n\n{label} (masked):\n{}",
+            crate::shown::untrusted_lines(excerpt)
+        ),
         None => message,
     }
 }

@@ -152,6 +152,7 @@ pub(super) fn arguments_summary(arguments: Option<&str>, redactor: &Redactor) ->
     };
     let (piece, cut) = head(arguments, MAX_ARGUMENTS);
     let masked = redactor.redact_piece(piece, false, cut);
+    let masked = crate::shown::untrusted(&masked).into_owned();
     if cut {
         format!("{masked} ... ({} bytes in all)", arguments.len())
     } else {
@@ -163,11 +164,13 @@ impl Card<'_> {
     /// The message the person reads, at most [`MAX_MESSAGE`] bytes.
     pub(super) fn message(&self, redactor: &Redactor) -> String {
         let name = |text: &str| {
+            // One line: a name with a newline must not draw a block.
             let (piece, cut) = head(text, MAX_NAME);
+            let piece = crate::shown::untrusted(piece);
             if cut {
                 format!("{piece}...")
             } else {
-                piece.to_string()
+                piece.into_owned()
             }
         };
         let message = format!(

@@ -37,5 +37,6 @@ mod structure;
 mod supervisor;
 mod tool_gate;
 mod tool_pin;
+mod untrusted;
 mod usage;
 mod wine;
