@@ -212,6 +212,10 @@ pub enum HostAction {
     Cancel,
     Timeout,
     Error,
+    /// Not an answer: a later round of a call the person approved, the
+    /// one retry carrying the server's latest state (journaled with
+    /// `covered_by`), never counted as the client's answer.
+    Covered,
 }
 
 /// The client's answers, by action.
@@ -232,6 +236,7 @@ impl HostActionCounts {
             HostAction::Cancel => &mut self.cancel,
             HostAction::Timeout => &mut self.timeout,
             HostAction::Error => &mut self.error,
+            HostAction::Covered => return,
         };
         *slot += 1;
     }

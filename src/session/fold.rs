@@ -9,8 +9,10 @@
 
 /// The keys the audit reads at a message's top level.
 pub(crate) const TOP_KEYS: [&str; 4] = ["jsonrpc", "id", "method", "params"];
-/// The keys the audit reads in a call's `params`.
-pub(crate) const CALL_KEYS: [&str; 2] = ["name", "arguments"];
+/// The keys the audit reads in a call's `params`, as spelled: the tool,
+/// its arguments, and the 2026-07-28 retry's state and answers (the gate
+/// reads those to tell a retry, so a server must not read them otherwise).
+pub(crate) const CALL_KEYS: [&str; 4] = ["name", "arguments", "requestState", "inputResponses"];
 
 /// One character as the loosest server parser folds it: ASCII case, `ſ`
 /// (U+017F) to `s`, and `K` (U+212A, Kelvin) to `k`.
@@ -22,11 +24,14 @@ fn fold(c: char) -> char {
     }
 }
 
-/// Which of `keys` (lowercase ASCII) `key` folds to, if any.
+/// Which of `keys` (ASCII) `key` folds to, if any.
 pub(crate) fn folds_to(key: &str, keys: &[&'static str]) -> Option<&'static str> {
     keys.iter().copied().find(|target| {
         let mut chars = key.chars();
-        target.chars().all(|t| chars.next().map(fold) == Some(t)) && chars.next().is_none()
+        target
+            .chars()
+            .all(|t| chars.next().map(fold) == Some(fold(t)))
+            && chars.next().is_none()
     })
 }
 
@@ -41,6 +46,9 @@ mod tests {
         }
         assert_eq!(folds_to("param\u{17F}", &TOP_KEYS), Some("params"));
         assert_eq!(folds_to("\u{212A}ey", &["key"]), Some("key"));
+        for key in ["requeststate", "REQUESTSTATE", "request\u{17F}tate"] {
+            assert_eq!(folds_to(key, &CALL_KEYS), Some("requestState"), "{key}");
+        }
         for key in ["\u{131}d", "\u{130}d", "ids", "i", "par\u{E1}ms", "ＩＤ"] {
             assert_eq!(folds_to(key, &TOP_KEYS), None, "{key}");
         }

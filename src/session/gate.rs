@@ -80,7 +80,7 @@ pub(super) enum Asked {
 }
 
 /// What the gate says of a tool, before any approver is asked.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Verdict {
     /// Authorized by the policy alone.
     Allowed,
@@ -97,7 +97,7 @@ pub(crate) enum Verdict {
 }
 
 /// A retry's decision, read from the answer it carried and its state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Sealed {
     pub(crate) decision: crate::record::Decision,
     pub(crate) action: Option<crate::record::mcp::HostAction>,
@@ -106,8 +106,9 @@ pub(crate) struct Sealed {
     pub(crate) broken: Option<super::seal::Broken>,
     /// Until when an approval covers the call's later rounds.
     pub(crate) until: Option<Instant>,
-    /// A later round an approval covers: not asked again.
-    pub(crate) covered: bool,
+    /// A later round an approval covers, not asked again: the approved
+    /// retry's id (its JSON text).
+    pub(crate) covered_by: Option<String>,
 }
 
 /// A glob as an anchored regular expression: `*` any run, `?` one

@@ -18,7 +18,6 @@
 
 use std::time::Instant;
 
-use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::Session;
@@ -36,21 +35,6 @@ use crate::units::millis;
 
 /// The key of mcp-bound's card among a result's input requests.
 pub(super) const INPUT_KEY: &str = "mcp-bound-approval";
-
-/// What a 2026-07-28 request's params say of the client and the retry.
-#[derive(Deserialize, Default)]
-struct RetryParams {
-    #[serde(rename = "requestState", default)]
-    request_state: Option<Value>,
-    #[serde(rename = "inputResponses", default)]
-    input_responses: Option<Value>,
-}
-
-fn read_params(params: Option<&str>) -> RetryParams {
-    params
-        .and_then(|p| serde_json::from_str(p).ok())
-        .unwrap_or_default()
-}
 
 /// The `input_required` answer that carries the card and the state.
 fn input_required(id: &str, message: &str, state: &str) -> Vec<u8> {
@@ -72,10 +56,13 @@ fn input_required(id: &str, message: &str, state: &str) -> Vec<u8> {
 pub(super) struct RetryCall<'a> {
     /// The id's JSON text.
     pub(super) id: &'a str,
-    pub(super) params: Option<&'a str>,
     pub(super) tool: &'a str,
     /// `params.arguments`, its text.
     pub(super) arguments: Option<&'a str>,
+    /// The top-level `params.requestState` and `params.inputResponses`,
+    /// their text: only those make a call a retry.
+    pub(super) request_state: Option<&'a str>,
+    pub(super) input_responses: Option<&'a str>,
 }
 
 /// What a retry is.
@@ -165,22 +152,28 @@ impl Session {
         form: &Form<'_>,
     ) -> Option<Retry> {
         let gate = self.gate.as_mut()?;
-        let text = call.params?;
-        let retried = text.contains("requestState") || text.contains("inputResponses");
+        let retried = call.request_state.is_some() || call.input_responses.is_some();
         if !gate.settings.ask_host || !retried {
             return None;
         }
-        let params = read_params(call.params);
-        let state = params.request_state.as_ref().and_then(Value::as_str);
-        let Some(state) = state.filter(|s| s.starts_with(seal::PREFIX)) else {
-            gate.grants.covering(call.tool, call.arguments, now)?;
+        // A state that is not a string is no state of anybody's round.
+        let state: Option<String> = match call.request_state {
+            Some(raw) => Some(serde_json::from_str(raw).ok()?),
+            None => None,
+        };
+        let Some(state) = state.clone().filter(|s| s.starts_with(seal::PREFIX)) else {
+            // The server's own round: covered only by the grant waiting
+            // for this very state (or for none), and used up by it.
+            let key = crate::request_id::key(call.id)?;
+            let round = (state.as_deref(), &*key);
+            let covered_by = gate.grants.cover(call.tool, call.arguments, round, now)?;
             return Some(Retry::Decided(Verdict::Sealed(Sealed {
                 decision: Decision::Approved,
-                action: Some(HostAction::Accept),
+                action: Some(HostAction::Covered),
                 waited_ms: 0,
                 broken: None,
                 until: None,
-                covered: true,
+                covered_by: Some(covered_by),
             })));
         };
         let refused = |broken: Broken| {
@@ -193,22 +186,21 @@ impl Session {
                 waited_ms: 0,
                 broken: Some(broken),
                 until: None,
-                covered: false,
+                covered_by: None,
             }))
         };
         // Only a whole, regular line is sent rewritten.
         if !form.single || !form.regular() || self.current_line.in_batch {
             return Some(refused(Broken::Tampered));
         }
-        let (asked, until) = match gate.seals.open(state, now) {
+        let (asked, until) = match gate.seals.open(&state, now) {
             Ok(opened) => opened,
             Err(broken) => return Some(refused(broken)),
         };
-        let answer = params
+        let answer = call
             .input_responses
-            .as_ref()
-            .and_then(|r| r.get(INPUT_KEY))
-            .map(Value::to_string);
+            .and_then(|raw| serde_json::from_str::<Value>(raw).ok())
+            .and_then(|r| r.get(INPUT_KEY).map(Value::to_string));
         let (decision, action) = read_answer(answer.as_deref(), false);
         let verdict = Verdict::Sealed(Sealed {
             decision,
@@ -216,7 +208,7 @@ impl Session {
             waited_ms: millis(now.saturating_duration_since(asked.asked)),
             broken: None,
             until: Some(until),
-            covered: false,
+            covered_by: None,
         });
         let body = asked.params.as_deref().map(|p| format!(",\"params\":{p}"));
         let line = format!(
@@ -239,16 +231,15 @@ impl Session {
         call: &Call<'_>,
         sealed: Sealed,
     ) -> bool {
-        let gate = self.gate.as_mut();
-        let covered_by = gate
-            .filter(|_| sealed.covered)
-            .and_then(|g| g.grants.covering(&call.tool, call.arguments, now))
-            .and_then(|id| RequestId::new(&id));
-        if let (Some(gate), Some(until)) = (self.gate.as_mut(), sealed.until)
-            && sealed.decision == Decision::Approved
+        let covered_by = sealed.covered_by.as_deref().and_then(RequestId::new);
+        if let (Some(gate), Some(until), Some(key)) = (
+            self.gate.as_mut(),
+            sealed.until,
+            crate::request_id::key(call.id),
+        ) && sealed.decision == Decision::Approved
         {
             gate.grants
-                .grant(&call.tool, call.arguments, until, call.id);
+                .grant(&call.tool, call.arguments, until, (call.id, &key));
         }
         let ruling = Ruling {
             decision: sealed.decision,
@@ -487,26 +478,51 @@ mod tests {
         audit(&mut session);
         let theirs = r#","inputResponses":{"ok":{"action":"accept","content":{"ok":true}}},"requestState":"server-state""#;
         let later = call(3, &params(r#"{ "path" : "a" }"#, theirs));
+        assert_eq!(
+            client(&mut session, t0, &later),
+            "",
+            "no state from the server yet: asked"
+        );
+        answered(&mut session);
+        server(&mut session, t0, 2, "server-state");
         assert_eq!(client(&mut session, t0, &later), later, "sent as it came");
         let decided: Vec<Value> = audit(&mut session)
             .into_iter()
             .filter(|e| e.get("decision").is_some())
             .collect();
         assert_eq!(decided[0]["decision"], "approved");
+        assert_eq!(decided[0]["action"], "covered");
         assert_eq!(decided[0]["covered_by"], 2);
-        let other = call(4, &params(r#"{"path":"b"}"#, theirs));
+        let again = call(4, &params(r#"{"path":"a"}"#, theirs));
+        assert_eq!(client(&mut session, t0, &again), "", "used up: asked");
+        answered(&mut session);
+        server(&mut session, t0, 3, "next-state");
+        let next = r#","requestState":"next-state""#;
+        let other = call(5, &params(r#"{"path":"b"}"#, next));
         assert_eq!(client(&mut session, t0, &other), "", "asked again");
         assert_eq!(
             answered(&mut session)["result"]["resultType"],
             "input_required"
         );
-        let expired = call(5, &params(r#"{"path":"a"}"#, theirs));
+        let nested = call(6, &params(r#"{"path":"a","memo":"requestState"}"#, ""));
+        assert_eq!(client(&mut session, t0, &nested), "", "not a retry: asked");
+        answered(&mut session);
+        let expired = call(7, &params(r#"{"path":"a"}"#, next));
         let late = t0 + Duration::from_secs(60);
         assert_eq!(
             client(&mut session, late, &expired),
             "",
             "past the approval's deadline"
         );
+    }
+
+    /// The server's answer to request `id`: input_required with `state`.
+    fn server(session: &mut Session, now: Instant, id: u64, state: &str) {
+        let line = format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"result":{{"resultType":"input_required","requestState":"{state}","inputRequests":{{}}}}}}"#
+        ) + "\n";
+        let mut out = Vec::new();
+        assert!(session.on_server_line(now, line.as_bytes(), &mut out));
     }
 
     /// A 2026-07-28 server names itself only in its results' `_meta`:

@@ -47,6 +47,10 @@ pub(crate) enum CallParams<'a> {
         name: Option<Result<String, ()>>,
         /// `arguments`: the last one's exact text.
         arguments: Option<&'a str>,
+        /// `requestState` and `inputResponses` (a 2026-07-28 retry): the
+        /// last one's exact text each, read at the top level only.
+        request_state: Option<&'a str>,
+        input_responses: Option<&'a str>,
         /// A key the audit reads given twice or spelled otherwise: which,
         /// and whether it was a spelling (else a repeat).
         ambiguous: Option<(&'static str, bool)>,
@@ -80,41 +84,36 @@ pub(crate) fn read(text: &str) -> (Reading<'_>, Reach) {
     (reading, reader.reach)
 }
 
-/// A call's `params`, read permissively: `name` and `arguments`, and
-/// whether either is ambiguous.
+/// A call's `params`, read permissively: the last of each of
+/// [`CALL_KEYS`], and whether one is ambiguous.
 pub(crate) fn call_params(params: &str) -> CallParams<'_> {
     let mut reader = Reader::new(params);
-    let mut name = None;
-    let mut arguments = None;
-    let mut seen = [0u8; 2];
+    let mut last: [Option<&str>; CALL_KEYS.len()] = [None; CALL_KEYS.len()];
     let mut ambiguous = None;
     reader.space();
     let read = reader.object(&mut |key, value| {
-        let Some(target) = folds_to(&key, &CALL_KEYS) else {
+        let Some(slot) =
+            folds_to(&key, &CALL_KEYS).and_then(|t| CALL_KEYS.iter().position(|k| *k == t))
+        else {
             return;
         };
+        let target = CALL_KEYS[slot];
         if key != target {
             ambiguous.get_or_insert((target, true));
-            return;
-        }
-        let slot = usize::from(target == "arguments");
-        seen[slot] = seen[slot].saturating_add(1);
-        if seen[slot] > 1 {
+        } else if last[slot].replace(value).is_some() {
             ambiguous.get_or_insert((target, false));
-        }
-        if slot == 0 {
-            name = Some(Reader::new(value).string_value().ok_or(()));
-        } else {
-            arguments = Some(value);
         }
     });
     reader.space();
     if read.is_none() || reader.at != reader.bytes.len() {
         return CallParams::NotObject;
     }
+    let [name, arguments, request_state, input_responses] = last;
     CallParams::Object {
-        name,
+        name: name.map(|raw| Reader::new(raw).string_value().ok_or(())),
         arguments,
+        request_state,
+        input_responses,
         ambiguous,
     }
 }
@@ -533,6 +532,8 @@ mod tests {
             CallParams::Object {
                 name: Some(Ok("rm\u{FFFD}".into())),
                 arguments: None,
+                request_state: None,
+                input_responses: None,
                 ambiguous: None
             }
         );
@@ -551,6 +552,8 @@ mod tests {
             CallParams::Object {
                 name: Some(Ok("rm".into())),
                 arguments: Some("{}"),
+                request_state: None,
+                input_responses: None,
                 ambiguous: Some(("name", false))
             }
         );
@@ -565,6 +568,8 @@ mod tests {
             CallParams::Object {
                 name: None,
                 arguments: Some(r#"{"name":1,"name":2}"#),
+                request_state: None,
+                input_responses: None,
                 ambiguous: None
             }
         );
@@ -598,6 +603,8 @@ mod tests {
             r#"{"NAME":"b"}"#,
             r#"{"name":"a","ARGUMENTS":{}}"#,
             r#"{"name":"a","argument\u017f":{}}"#,
+            r#"{"name":"a","requeststate":"s"}"#,
+            r#"{"name":"a","InputResponses":{}}"#,
         ] {
             assert!(
                 matches!(

@@ -56,6 +56,10 @@ pub(super) struct CallRead<'a> {
     pub(super) name: Option<String>,
     /// `params.arguments`, its exact text.
     arguments: Option<&'a str>,
+    /// `params.requestState` and `params.inputResponses`, their exact
+    /// text: a 2026-07-28 retry.
+    pub(super) request_state: Option<&'a str>,
+    pub(super) input_responses: Option<&'a str>,
 }
 
 /// How the table can keep a request.
@@ -99,13 +103,19 @@ impl Session {
             }
             verdict => verdict,
         };
+        // Arguments strict JSON cannot read are refused before any
+        // approval is looked for: none can cover what cannot be compared.
+        if verdict == Some(Verdict::Ask) && call.arguments.is_some_and(|a| !lenient::is_strict(a)) {
+            return self.refuse_request(Refusal::NotStrictJson, &request, form);
+        }
         if verdict == Some(Verdict::Ask) {
             use super::input_required::{Retry, RetryCall};
             let retry = RetryCall {
                 id: request.id,
-                params: request.params,
                 tool: call.name.as_deref().unwrap_or_default(),
                 arguments: call.arguments,
+                request_state: call.request_state,
+                input_responses: call.input_responses,
             };
             match self.sealed_retry(now, retry, form) {
                 None => {}
@@ -116,9 +126,6 @@ impl Session {
                     return self.go_on_opened(now, &request, opened, form);
                 }
             }
-        }
-        if verdict == Some(Verdict::Ask) && call.arguments.is_some_and(|a| !lenient::is_strict(a)) {
-            return self.refuse_request(Refusal::NotStrictJson, &request, form);
         }
         self.checked_go_on(now, request, call, verdict, form)
     }
@@ -253,10 +260,14 @@ impl Session {
             CallParams::Object {
                 name: Some(Ok(name)),
                 arguments,
+                request_state,
+                input_responses,
                 ..
             } => Ok(CallRead {
                 name: Some(name),
                 arguments,
+                request_state,
+                input_responses,
             }),
             CallParams::Object { .. } => undecidable(Refusal::NameNotString),
         }
@@ -335,7 +346,7 @@ impl Session {
         }
         // Only under a gate: the tool's name is copied for it (nothing
         // is on the path of an ungated request).
-        let call = verdict.map(|_| super::ruling::Call {
+        let call = verdict.as_ref().map(|_| super::ruling::Call {
             id,
             tool: read.name.clone().unwrap_or_default(),
             params,
@@ -345,6 +356,7 @@ impl Session {
         if let (Some(tracing), Some(call)) = (&mut self.out.tracing, &call) {
             tracing.gated(call.id, call.params, 2 * self.policy.max_in_flight);
         }
+        let asked = verdict == Some(Verdict::Ask);
         match (verdict, &call) {
             (Some(Verdict::Denied), Some(call)) => {
                 self.decided_by_policy(now, call, false);
@@ -357,7 +369,7 @@ impl Session {
             (Some(Verdict::Allowed), Some(call)) => self.decided_by_policy(now, call, true),
             // A retry's answer: approved, it goes on; else answered here.
             (Some(Verdict::Sealed(sealed)), Some(call))
-                if !self.decided_through_seal(now, call, sealed) =>
+                if !self.decided_through_seal(now, call, sealed.clone()) =>
             {
                 return Disposition::Answered;
             }
@@ -369,10 +381,10 @@ impl Session {
         };
         self.opening.replay.on_client_request(&key, method, params);
         // A call held for approval is sent later, as it came.
-        form.single &= !matches!(verdict, Some(Verdict::Ask));
+        form.single &= !asked;
         let entry = self.new_entry(now, request, &key, read.name, audited, form);
         let key = Key::new(&key);
-        if let (Some(Verdict::Ask), Some(call)) = (verdict, &call) {
+        if let (true, Some(call)) = (asked, &call) {
             return if self.hold(now, call, key, entry) {
                 Disposition::Held
             } else {

@@ -52,6 +52,25 @@ pub(crate) fn read(method: &str, result: &str) -> (ResultType, Option<String>) {
     }
 }
 
+/// What an `input_required` result names as its `requestState`:
+/// Some(Some) a string, Some(None) none; None for any other result, and
+/// for a state that is not a string.
+pub(crate) fn input_required_state(result: &str) -> Option<Option<String>> {
+    #[derive(Deserialize)]
+    struct Round {
+        #[serde(default, rename = "resultType")]
+        result_type: Option<String>,
+        #[serde(default, rename = "requestState")]
+        request_state: Option<serde_json::Value>,
+    }
+    let round: Round = serde_json::from_str(result).ok()?;
+    match (round.result_type.as_deref(), round.request_state) {
+        (Some("input_required"), Some(serde_json::Value::String(state))) => Some(Some(state)),
+        (Some("input_required"), None) => Some(None),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -98,5 +117,19 @@ mod tests {
             (ResultType::Complete, None)
         );
         assert_eq!(read("ping", "{}"), (ResultType::Complete, None));
+        let state = |text| input_required_state(text);
+        assert_eq!(
+            state(r#"{"resultType":"input_required","requestState":"s1"}"#),
+            Some(Some("s1".into()))
+        );
+        assert_eq!(state(r#"{"resultType":"input_required"}"#), Some(None));
+        assert_eq!(
+            state(r#"{"resultType":"complete","requestState":"s1"}"#),
+            None
+        );
+        assert_eq!(
+            state(r#"{"resultType":"input_required","requestState":7}"#),
+            None
+        );
     }
 }

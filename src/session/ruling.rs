@@ -124,6 +124,7 @@ pub(super) fn denied_because(action: Option<HostAction>) -> &'static str {
         Some(HostAction::Cancel) => "the person dismissed the request",
         Some(HostAction::Timeout) => "no answer by the deadline",
         Some(HostAction::Error) => "the client answered with an error",
+        Some(HostAction::Covered) => "an approval covers only the call's next round",
         None => "the client cannot be asked",
     }
 }

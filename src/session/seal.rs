@@ -144,15 +144,34 @@ impl Seals {
 }
 
 /// An approval given through a 2026-07-28 client, covering the call's
-/// later rounds (the server's own `input_required`) until its deadline:
-/// a retry with the same tool and the same arguments is not asked again.
+/// later rounds (the server's own `input_required`), one at a time: the
+/// server's latest `input_required` answer to the approved call (or to
+/// the round covered last) names a `requestState` (or none), and the
+/// one retry that carries that state byte for byte (or, for none, none),
+/// with the same tool and the same arguments, is covered. The grant then waits for that retry's
+/// answer: another `input_required` moves it to the new state, any
+/// other answer ends it, and so does the deadline.
 struct Grant {
     tool: String,
-    /// The arguments as JSON reads them (the client may respell them).
-    arguments: serde_json::Value,
+    /// The arguments as canonical JSON of a strict parse (None: none
+    /// given), since the client's SDK may respell them.
+    arguments: Option<String>,
     until: Instant,
     /// The approved retry's id, its JSON text.
     approved: String,
+    /// Where the grant stands.
+    stage: Stage,
+}
+
+/// A grant waits for the server's answer to one request, or for the
+/// client's retry carrying one state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Stage {
+    /// The key of the request whose answer moves the grant on.
+    Answer(String),
+    /// The `requestState` the server's last `input_required` named
+    /// (None: it named none).
+    Retry(Option<String>),
 }
 
 /// The approvals that cover later rounds, bounded.
@@ -169,16 +188,20 @@ impl Grants {
         }
     }
 
-    /// `approved` (a retry's id) approved `tool` with `arguments` (their
-    /// text) until `until`; past the bound the oldest is let go.
+    /// `approved` (a retry's id, its JSON text; `key`, the table's key
+    /// for it) approved `tool` with `arguments` (their text) until
+    /// `until`. Arguments that strict JSON does not read are never
+    /// covered. Past the bound the oldest is let go.
     pub(super) fn grant(
         &mut self,
         tool: &str,
         arguments: Option<&str>,
         until: Instant,
-        approved: &str,
+        (approved, key): (&str, &str),
     ) {
-        let arguments = parse_arguments(arguments);
+        let Ok(arguments) = canonical_arguments(arguments) else {
+            return;
+        };
         if self.open.len() >= self.max {
             self.open.pop_front();
         }
@@ -187,29 +210,69 @@ impl Grants {
             arguments,
             until,
             approved: approved.to_string(),
+            stage: Stage::Answer(key.to_string()),
         });
     }
 
-    /// The approved retry whose grant covers this round, if one does.
-    pub(super) fn covering(
+    /// The server answered the request `key`: with `input_required` and
+    /// this `state` (Some(None): no state), or (None) otherwise. A grant
+    /// waiting for that answer moves to the state, or ends.
+    pub(super) fn answered(&mut self, key: &str, state: Option<Option<String>>) {
+        let Some(at) = self
+            .open
+            .iter()
+            .position(|g| g.stage == Stage::Answer(key.to_string()))
+        else {
+            return;
+        };
+        match state {
+            Some(state) => self.open[at].stage = Stage::Retry(state),
+            None => {
+                self.open.remove(at);
+            }
+        }
+    }
+
+    /// Whether a grant waits for the answer to `key`.
+    pub(super) fn awaits(&self, key: &str) -> bool {
+        self.open
+            .iter()
+            .any(|g| matches!(&g.stage, Stage::Answer(k) if k == key))
+    }
+
+    /// The round `key` (a retry carrying `state`, or none) of `tool` with
+    /// `arguments`: the approved retry whose grant covers it, used up by
+    /// it (the grant then waits for this round's answer), if one does.
+    pub(super) fn cover(
         &mut self,
         tool: &str,
         arguments: Option<&str>,
+        (state, key): (Option<&str>, &str),
         now: Instant,
     ) -> Option<String> {
         self.open.retain(|g| g.until > now);
-        let arguments = parse_arguments(arguments);
-        self.open
-            .iter()
-            .find(|g| g.tool == tool && g.arguments == arguments)
-            .map(|g| g.approved.clone())
+        let arguments = canonical_arguments(arguments).ok()?;
+        let grant = self.open.iter_mut().find(|g| {
+            g.tool == tool
+                && g.arguments == arguments
+                && matches!(&g.stage, Stage::Retry(s) if s.as_deref() == state)
+        })?;
+        grant.stage = Stage::Answer(key.to_string());
+        Some(grant.approved.clone())
     }
 }
 
-fn parse_arguments(arguments: Option<&str>) -> serde_json::Value {
+/// `arguments` as canonical JSON (keys sorted, as serde_json's map
+/// keeps them), None when absent; Err when strict JSON does not read
+/// them, so that what cannot be read never equals what can.
+fn canonical_arguments(arguments: Option<&str>) -> Result<Option<String>, ()> {
     arguments
-        .and_then(|a| serde_json::from_str(a).ok())
-        .unwrap_or(serde_json::Value::Null)
+        .map(|text| {
+            serde_json::from_str::<serde_json::Value>(text)
+                .map(|value| value.to_string())
+                .map_err(|_| ())
+        })
+        .transpose()
 }
 
 fn millis(duration: Duration) -> u64 {
@@ -296,18 +359,75 @@ mod tests {
     }
 
     #[test]
-    fn a_grant_covers_the_same_tool_and_arguments_until_its_deadline() {
+    fn a_grant_covers_one_retry_carrying_the_servers_state_and_moves_with_its_answers() {
         let t0 = Instant::now();
         let until = t0 + Duration::from_secs(5);
         let mut grants = Grants::new(2);
-        grants.grant("write", Some(r#"{"a": 1, "b": [2]}"#), until, "9");
+        grants.grant("write", Some(r#"{"a": 1, "b": [2]}"#), until, ("9", "9"));
         let respelled = Some(r#"{"b":[2],"a":1}"#);
-        assert_eq!(grants.covering("write", respelled, t0), Some("9".into()));
         assert_eq!(
-            grants.covering("write", Some(r#"{"a":2,"b":[2]}"#), t0),
+            grants.cover("write", respelled, (Some("s1"), "10"), t0),
+            None,
+            "no state from the server yet"
+        );
+        grants.answered("9", Some(Some("s1".into())));
+        assert_eq!(
+            grants.cover("write", respelled, (Some("s0"), "10"), t0),
             None
         );
-        assert_eq!(grants.covering("read", respelled, t0), None);
-        assert_eq!(grants.covering("write", respelled, until), None, "expired");
+        assert_eq!(
+            grants.cover("write", Some(r#"{"a":2,"b":[2]}"#), (Some("s1"), "10"), t0),
+            None
+        );
+        assert_eq!(
+            grants.cover("read", respelled, (Some("s1"), "10"), t0),
+            None
+        );
+        assert_eq!(
+            grants.cover("write", respelled, (Some("s1"), "10"), t0),
+            Some("9".into())
+        );
+        assert_eq!(
+            grants.cover("write", respelled, (Some("s1"), "11"), t0),
+            None,
+            "used up by the round it covered"
+        );
+        assert!(grants.awaits("10"));
+        grants.answered("10", Some(Some("s2".into())));
+        assert_eq!(
+            grants.cover("write", respelled, (Some("s2"), "11"), t0),
+            Some("9".into())
+        );
+        grants.answered("11", None);
+        assert!(!grants.awaits("11"), "a final answer ends it");
+        assert_eq!(
+            grants.cover("write", respelled, (Some("s2"), "12"), t0),
+            None
+        );
+        grants.grant("write", None, until, ("20", "20"));
+        grants.answered("20", Some(Some("s".into())));
+        assert_eq!(
+            grants.cover("write", Some("{\"n\":NaN}"), (Some("s"), "21"), t0),
+            None,
+            "what strict JSON cannot read is not \"no arguments\""
+        );
+        assert_eq!(
+            grants.cover("write", None, (Some("s"), "21"), until),
+            None,
+            "expired"
+        );
+        grants.grant("write", None, until, ("40", "40"));
+        grants.answered("40", Some(None));
+        assert_eq!(grants.cover("write", None, (Some("x"), "41"), t0), None);
+        assert_eq!(
+            grants.cover("write", None, (None, "41"), t0),
+            Some("40".into()),
+            "no state named, none carried"
+        );
+        grants.grant("write", Some("{\"n\":NaN}"), until, ("30", "30"));
+        assert!(
+            !grants.awaits("30"),
+            "unreadable arguments are never granted"
+        );
     }
 }

@@ -159,6 +159,18 @@ impl Session {
         {
             *rewritten = self.filter_tools(&id, raw, result);
         }
+        if &*entry.method == "tools/call"
+            && let Some(gate) = self.gate.as_mut()
+            && gate.grants.awaits(&key)
+        {
+            // An approval covers the server's next round only: the one
+            // retry carrying the state this answer names.
+            let state = match (result, error) {
+                (Some(result), None) => results::input_required_state(result),
+                _ => None,
+            };
+            gate.grants.answered(&key, state);
+        }
         self.on_task_answer(now, &entry, result, error);
         let end = match error {
             Some(code) => End::error(code),

@@ -11,12 +11,13 @@
 mod util;
 
 mod approval;
+mod approval_once;
 mod audit;
 mod check;
 mod contain;
 mod debug_window;
-mod gate_parsers;
 mod frozen;
+mod gate_parsers;
 mod generated_docs;
 mod hardening;
 mod host_approval;
