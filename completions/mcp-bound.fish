@@ -88,8 +88,8 @@ host\t'The person, through the client (MCP elicitation)'"
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l tool-approve -d 'Which tools are asked about (--tool-approve-cmd or --tool-approve-via host; globs, comma-separated, repeatable) [default: *]' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l tool-approval-timeout -d 'Wall-clock deadline for one call\'s approval, from the call\'s arrival; nothing extends it. At it the approver\'s tree gets TERM and KILL together, and the call is answered -32000 (reason tool_approval_expired), never sent' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l max-pending-approvals -d 'Most calls waiting for approval at once; past it a call is answered -32000 at once (reason too_many_pending_approvals)' -r
-complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l tool-pin -d 'Hold the server to the tools first trusted: the first complete tools/list (every page) is pinned in FILE (per tool, a digest of its title, description, inputSchema, outputSchema and annotations); later, a tool that differs from its pin, or has none, is hidden from tools/list, its calls answered -32000 (reason tool_changed), and journaled (mcp_tool_drift), until `mcp-bound pin FILE --accept NAME`' -r -F
-complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l tool-pin-key -d 'The server\'s key in the --tool-pin file [default: its serverInfo.name and the command]' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l tool-pin -d 'Hold the server to the tools first trusted: the first complete tools/list (every page) is pinned in FILE (per tool, a digest of its whole object but name); later, a tool that differs from its pin, or has none, is hidden from tools/list, its calls answered -32000 (reason tool_changed), and journaled (mcp_tool_drift), until `mcp-bound pin FILE --accept NAME@SHA256`' -r -F
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l tool-pin-key -d 'The server\'s key in the --tool-pin file [default: its command, each word masked]' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l journal -d 'Append an intent (before dispatch, synced) and a terminal entry to this hash-chained journal. If the intent cannot be written, the helper is not started' -r -F
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l journal-excerpt-bytes -d 'Most bytes of stderr excerpt in the journal\'s terminal entry; 0 for none' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l journal-key -d 'Key the journal: h becomes HMAC-SHA256 with the key in FILE (at least 16 bytes; ours or root\'s, private: mode 0600 or stricter), so an append forged without the key fails verification' -r -F
@@ -155,7 +155,7 @@ complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand report" -s o -l outp
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand report" -l anchor -d 'A head h recorded earlier: it must still be in the journal (as verify --anchor)' -r
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand report" -l key -d 'The key of a keyed journal (as verify --key)' -r -F
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand report" -s h -l help -d 'Print help'
-complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand pin" -l accept -d 'Trust the latest definition seen for this tool (repeatable)' -r
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand pin" -l accept -d 'Trust the latest definition seen for this tool, bound to the sha256 shown for it: at least its first 8 hex digits, split from NAME at the last @ (repeatable)' -r
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand pin" -l key -d 'The server\'s key, when a tool of that name waits under several' -r
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand pin" -l json -d 'Print the file\'s pins as one JSON object'
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand pin" -s h -l help -d 'Print help'

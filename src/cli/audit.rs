@@ -88,10 +88,10 @@ pub struct ToolGateArgs {
     pub max_pending_approvals: u32,
 
     /// Hold the server to the tools first trusted: the first complete tools/list (every page) is
-    /// pinned in FILE (per tool, a digest of its title, description, inputSchema, outputSchema and
-    /// annotations); later, a tool that differs from its pin, or has none, is hidden from
-    /// tools/list, its calls answered -32000 (reason tool_changed), and journaled
-    /// (mcp_tool_drift), until `mcp-bound pin FILE --accept NAME`.
+    /// pinned in FILE (per tool, a digest of its whole object but name); later, a tool that
+    /// differs from its pin, or has none, is hidden from tools/list, its calls answered -32000
+    /// (reason tool_changed), and journaled (mcp_tool_drift), until `mcp-bound pin FILE --accept
+    /// NAME@SHA256`.
     #[arg(
         long,
         value_name = "FILE",
@@ -100,7 +100,7 @@ pub struct ToolGateArgs {
     )]
     pub tool_pin: Option<PathBuf>,
 
-    /// The server's key in the --tool-pin file [default: its serverInfo.name and the command].
+    /// The server's key in the --tool-pin file [default: its command, each word masked].
     #[arg(long, value_name = "NAME", env = "MCP_BOUND_TOOL_PIN_KEY", value_parser = parse_pattern, help_heading = "Tool call gate options")]
     pub tool_pin_key: Option<String>,
 }

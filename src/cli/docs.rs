@@ -144,7 +144,7 @@ fn synopsis() -> String {
         .control("br", [])
         .text([
             bold("mcp-bound pin"),
-            roman(" [--accept NAME]... [--key KEY] [--json] FILE"),
+            roman(" [--accept NAME@SHA256]... [--key KEY] [--json] FILE"),
         ])
         .control("br", [])
         .text([bold("mcp-bound"), roman(" --generate WHAT")])

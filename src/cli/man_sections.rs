@@ -352,16 +352,23 @@ page says where and marks the rows after it), 2 usage or I/O error.",
         "TOOL PINNING",
         "--tool-pin FILE holds a server to the tools first trusted. A server with no pins in FILE \
 gets its first complete tools/list (every page, until no nextCursor) pinned: per tool, the SHA-256 \
-of its title, description, inputSchema, outputSchema and annotations as canonical JSON. Later, a \
+of its whole object but name (and of each field) as canonical JSON; a pin an earlier mcp-bound \
+wrote holds title, description, inputSchema, outputSchema and annotations, compared as before \
+until an accept rewrites it. Later, a \
 tool whose definition differs from its pin, or that has none, is removed from tools/list results, \
 a tools/call to it is answered -32000 (reason tool_changed, by pin) without reaching the server, \
 and the journal gets an mcp_tool_drift entry (the tool, changed or new, the fields that differ); \
-the file keeps the latest definition seen. The file is keyed by the server's serverInfo.name and \
-command, or --tool-pin-key NAME; it is changed under a lock on FILE.lock and replaced atomically, \
+the file keeps the latest definition seen. The file is keyed by the server's command, each word \
+masked, or --tool-pin-key NAME, never by the name the server gives itself: a run under another \
+serverInfo.name is a drift (change server_renamed), its tools still judged by the pins; keys an \
+earlier mcp-bound wrote (NAME (CMD), CMD) are folded into it, the latest accept winning. It is \
+changed under a lock on FILE.lock and replaced atomically, \
 refused when it is not ours or others can write it, and read again when it changes. \
-mcp-bound pin [--accept NAME]... [--key KEY] [--json] FILE lists the pins and what waits to be \
-accepted; --accept trusts the latest definition seen for NAME (--key when NAME waits under several \
-servers). Exit 0 nothing waits, 1 something does, 2 usage or I/O error. mcp-bound never invents a \
+mcp-bound pin [--accept NAME@SHA256]... [--key KEY] [--json] FILE lists the pins and what waits \
+to be accepted, with the first 12 hex digits of each definition's SHA-256; --accept trusts the \
+definition waiting for NAME only when its SHA-256 begins with the hex given (8 digits at least, \
+split at the last @), so a definition listed after it was read is refused (--key when NAME waits \
+under several servers). Exit 0 nothing waits, 1 something does, 2 usage or I/O error. mcp-bound never invents a \
 list_changed notification.",
     ),
     (

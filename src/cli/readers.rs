@@ -190,8 +190,9 @@ pub struct PinArgs {
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
 
-    /// Trust the latest definition seen for this tool (repeatable).
-    #[arg(long, value_name = "NAME")]
+    /// Trust the latest definition seen for this tool, bound to the sha256 shown for it: at
+    /// least its first 8 hex digits, split from NAME at the last @ (repeatable).
+    #[arg(long, value_name = "NAME@SHA256")]
     pub accept: Vec<String>,
 
     /// The server's key, when a tool of that name waits under several.

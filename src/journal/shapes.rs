@@ -250,6 +250,7 @@ pub(crate) struct McpToolDrift<'a> {
 enum DriftChange {
     Changed,
     New,
+    ServerRenamed,
 }
 
 #[derive(Deserialize)]

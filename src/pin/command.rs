@@ -1,5 +1,7 @@
 //! `mcp-bound pin FILE`: the pins and what drifted from them, and
-//! `--accept NAME`, which trusts the latest definition seen for NAME.
+//! `--accept NAME@HEX`, which trusts the latest definition seen for
+//! NAME when its sha256 begins with HEX (as `pin` printed it), so that a
+//! definition swapped in after the person read it is never accepted.
 //! Exit 0 when nothing waits to be accepted, 1 when something does, 2
 //! for usage or I/O (as `verify`).
 
@@ -29,18 +31,32 @@ pub fn run(args: &PinCommand) -> Result<i32, Error> {
         eprintln!("mcp-bound pin: {}: warning: {warning}", args.file.display());
     }
     let mut said = String::new();
-    for name in &args.accept {
+    for accept in &args.accept {
+        let (name, hex) = bound(accept).map_err(usage)?;
         let key = key_waiting(store.file(), name, args.key.as_deref()).map_err(usage)?;
-        let mut accepted = false;
+        let mut seen = None;
         store
             .update(&key, |pins| {
-                accepted = pins.accept(name);
-                accepted
+                seen = pins.latest_sha256(name);
+                seen.as_deref().is_some_and(|sha| sha.starts_with(&hex)) && pins.accept(name)
             })
             .map_err(|e| usage(e.to_string()))?;
-        if !accepted {
+        match seen {
             // Another process accepted it in between.
-            return Err(usage(format!("nothing of {name} waits to be accepted")));
+            None => {
+                return Err(usage(format!(
+                    "nothing of {} waits to be accepted",
+                    untrusted(name)
+                )));
+            }
+            Some(sha) if !sha.starts_with(&hex) => {
+                return Err(usage(format!(
+                    "the latest definition of {} is {}, not {hex}: read `mcp-bound pin FILE` again",
+                    untrusted(name),
+                    short(&sha)
+                )));
+            }
+            Some(_) => {}
         }
         let _ = writeln!(said, "accepted {} for {}", untrusted(name), untrusted(&key));
     }
@@ -62,6 +78,28 @@ pub fn run(args: &PinCommand) -> Result<i32, Error> {
     } else {
         code::VERIFY_OK
     })
+}
+
+/// `NAME@HEX`, split at the last `@`: the tool, and HEX in lowercase,
+/// at least 8 hex digits of the definition's sha256.
+fn bound(accept: &str) -> Result<(&str, String), String> {
+    let form = "--accept takes NAME@HEX, HEX at least 8 hex digits of the sha256 `mcp-bound pin FILE` shows for the definition";
+    let Some((name, hex)) = accept.rsplit_once('@') else {
+        return Err(format!("{form}; got {}", untrusted(accept)));
+    };
+    if hex.len() < 8
+        || hex.len() > 64
+        || !hex.bytes().all(|b| b.is_ascii_hexdigit())
+        || name.is_empty()
+    {
+        return Err(format!("{form}; got {}", untrusted(accept)));
+    }
+    Ok((name, hex.to_ascii_lowercase()))
+}
+
+/// A digest as `pin` shows it: its first 12 hex digits.
+fn short(sha: &str) -> &str {
+    sha.get(..12).unwrap_or(sha)
 }
 
 /// The one server key under which NAME waits (the given one, if any).
@@ -118,14 +156,17 @@ fn render(file: &PinFile) -> String {
             let state = match (&tool.pinned, &tool.latest) {
                 (Some(pinned), None) => format!("pinned {}", pinned.seen),
                 (Some(pinned), Some(latest)) => format!(
-                    "pinned {}; CHANGED {} (seen {}): hidden, calls denied",
+                    "pinned {}; CHANGED {} (seen {}, sha256 {}): hidden, calls denied",
                     pinned.seen,
-                    latest.changed.join(", "),
-                    latest.seen.seen
+                    untrusted(&latest.changed.join(", ")),
+                    latest.seen.seen,
+                    short(&latest.seen.sha256)
                 ),
-                (None, Some(latest)) => {
-                    format!("NEW (seen {}): hidden, calls denied", latest.seen.seen)
-                }
+                (None, Some(latest)) => format!(
+                    "NEW (seen {}, sha256 {}): hidden, calls denied",
+                    latest.seen.seen,
+                    short(&latest.seen.sha256)
+                ),
                 (None, None) => "no definition".to_string(),
             };
             let _ = writeln!(out, "  {name:width$}  {state}");
@@ -135,7 +176,7 @@ fn render(file: &PinFile) -> String {
         }
     }
     if file.servers.values().any(|p| p.waiting().next().is_some()) {
-        out.push_str("mcp-bound pin FILE --accept NAME trusts the latest definition seen\n");
+        out.push_str("mcp-bound pin FILE --accept NAME@SHA256 trusts the definition shown with that sha256 (its first 8 hex digits or more); --json holds each whole\n");
     }
     out
 }
@@ -190,7 +231,7 @@ mod tests {
     fn the_listing_names_what_changed_and_shows_it() {
         let text = render(&file());
         assert!(
-            text.contains("search  pinned t0; CHANGED description (seen t1)"),
+            text.contains("search  pinned t0; CHANGED description (seen t1, sha256 "),
             "{text}"
         );
         assert!(text.contains("      description: \"Upload\""), "{text}");

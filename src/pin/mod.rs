@@ -3,11 +3,14 @@
 //!
 //! A person approves a tool as the server described it; a server can
 //! change a tool's description, schema or annotations afterwards (the
-//! "rug pull"). The pin file holds, per server key (`serverInfo.name`
-//! and the command, or `--tool-pin-key`), per tool, the digest of each
-//! field of its definition that tells the model or the person what the
-//! tool does ([`FIELDS`]), and the latest definition seen but not
-//! accepted.
+//! "rug pull"). The pin file holds, per server key (the command as the
+//! record shows it, masked, or `--tool-pin-key`: never a name the server
+//! chooses), per tool, the digest of its whole definition but `name`
+//! (canonical JSON: `_meta`, `icons` and any other field count) and of
+//! each of its fields, the name the server gave itself when pinned, and
+//! the latest definition seen but not accepted. A pin an earlier
+//! mcp-bound wrote holds the five fields of [`FIELDS`] only, and is
+//! compared as before until an accept rewrites it.
 //!
 //! - **Trust on first use:** a key with no pins takes the first complete
 //!   listing (every page, until a result with no `nextCursor`).
@@ -30,8 +33,8 @@ use sha2::{Digest, Sha256};
 pub use command::{PinCommand, run};
 pub use store::Store;
 
-/// The fields of a tool's definition that are pinned, as the 2025 and
-/// 2026 schemas name them. `name` is the pin's key.
+/// The fields an earlier mcp-bound pinned (a pin without `whole`), as
+/// the 2025 and 2026 schemas name them. `name` is the pin's key.
 pub const FIELDS: [&str; 5] = [
     "title",
     "description",
@@ -65,6 +68,10 @@ impl Default for PinFile {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ServerPins {
+    /// The name the server gave itself (`serverInfo.name`) when its
+    /// tools were pinned: a later run under another name is a drift.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_name: Option<String>,
     pub tools: BTreeMap<String, ToolPin>,
 }
 
@@ -82,11 +89,20 @@ pub struct ToolPin {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Seen {
-    /// SHA-256 of the pinned fields together.
+    /// SHA-256 of the definition but `name` (of [`FIELDS`] only, in a
+    /// pin without `whole`).
     pub sha256: String,
-    /// SHA-256 of each pinned field present.
+    /// SHA-256 of each field present.
     pub fields: BTreeMap<String, String>,
     pub seen: String,
+    /// The whole definition was digested; false in a pin an earlier
+    /// mcp-bound wrote.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub whole: bool,
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
 }
 
 /// A definition seen and not accepted: its digests, the fields that
@@ -105,10 +121,14 @@ pub struct Latest {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Definition {
     pub name: String,
+    /// The whole definition but `name`, as canonical JSON.
     pub sha256: String,
+    /// Each field but `name`.
     pub fields: BTreeMap<String, String>,
-    /// The pinned fields, keys sorted.
+    /// The definition but `name`, keys sorted.
     pub body: Value,
+    /// The digest an earlier mcp-bound took: [`FIELDS`] only.
+    pub five_sha256: String,
 }
 
 /// A listed tool against its pin.
@@ -141,8 +161,8 @@ fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// A tool's definition (one element of `tools`): None when it is not an
-/// object with a string `name`. Each field is digested as canonical JSON
-/// (keys sorted), so a server that reorders keys has not changed.
+/// object with a string `name`. Digested as canonical JSON (keys
+/// sorted), so a server that reorders keys has not changed.
 pub fn read_tool(raw: &str) -> Option<Definition> {
     let Value::Object(mut tool) = serde_json::from_str::<Value>(raw).ok()? else {
         return None;
@@ -150,36 +170,40 @@ pub fn read_tool(raw: &str) -> Option<Definition> {
     let Value::String(name) = tool.remove("name")? else {
         return None;
     };
-    let mut body = serde_json::Map::new();
-    let mut fields = BTreeMap::new();
-    for field in FIELDS {
-        if let Some(value) = tool.remove(field) {
-            let canonical = serde_json::to_string(&value).expect("a Value serializes");
-            fields.insert(field.to_string(), sha256_hex(canonical.as_bytes()));
-            body.insert(field.to_string(), value);
-        }
-    }
-    let body = Value::Object(body);
-    let sha256 = sha256_hex(
-        serde_json::to_string(&body)
-            .expect("a Value serializes")
-            .as_bytes(),
-    );
+    let digest = |value: &Value| {
+        sha256_hex(
+            serde_json::to_string(value)
+                .expect("a Value serializes")
+                .as_bytes(),
+        )
+    };
+    let fields = tool.iter().map(|(k, v)| (k.clone(), digest(v))).collect();
+    let five: serde_json::Map<String, Value> = tool
+        .iter()
+        .filter(|(k, _)| FIELDS.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let body = Value::Object(tool);
     Some(Definition {
         name,
-        sha256,
+        sha256: digest(&body),
         fields,
+        five_sha256: digest(&Value::Object(five)),
         body,
     })
 }
 
 /// The fields in which two digests differ (present in one only, or
-/// with another digest).
-fn changed(pinned: &BTreeMap<String, String>, seen: &BTreeMap<String, String>) -> Vec<String> {
-    FIELDS
-        .iter()
-        .filter(|field| pinned.get(**field) != seen.get(**field))
-        .map(|field| field.to_string())
+/// with another digest); of [`FIELDS`] only for a pin without `whole`.
+fn changed(pinned: &Seen, seen: &BTreeMap<String, String>) -> Vec<String> {
+    let mut names: Vec<&String> = pinned.fields.keys().chain(seen.keys()).collect();
+    names.sort();
+    names.dedup();
+    names
+        .into_iter()
+        .filter(|field| pinned.whole || FIELDS.contains(&field.as_str()))
+        .filter(|field| pinned.fields.get(*field) != seen.get(*field))
+        .cloned()
         .collect()
 }
 
@@ -188,8 +212,9 @@ impl ServerPins {
     pub fn judge(&self, tool: &Definition) -> Judgement {
         match self.tools.get(&tool.name).and_then(|t| t.pinned.as_ref()) {
             None => Judgement::New,
-            Some(pinned) if pinned.sha256 == tool.sha256 => Judgement::Pinned,
-            Some(pinned) => Judgement::Changed(changed(&pinned.fields, &tool.fields)),
+            Some(pinned) if pinned.whole && pinned.sha256 == tool.sha256 => Judgement::Pinned,
+            Some(pinned) if !pinned.whole && pinned.sha256 == tool.five_sha256 => Judgement::Pinned,
+            Some(pinned) => Judgement::Changed(changed(pinned, &tool.fields)),
         }
     }
 
@@ -258,6 +283,12 @@ impl ServerPins {
         true
     }
 
+    /// The sha256 of the definition of `name` waiting to be accepted.
+    pub fn latest_sha256(&self, name: &str) -> Option<String> {
+        let latest = self.tools.get(name)?.latest.as_ref()?;
+        Some(latest.seen.sha256.clone())
+    }
+
     /// Tools with a definition waiting to be accepted.
     pub fn waiting(&self) -> impl Iterator<Item = (&String, &Latest)> {
         self.tools
@@ -271,20 +302,62 @@ fn seen(tool: &Definition, now: &str) -> Seen {
         sha256: tool.sha256.clone(),
         fields: tool.fields.clone(),
         seen: now.to_string(),
+        whole: true,
     }
 }
 
+fn joined(argv: &[String]) -> String {
+    shlex::try_join(argv.iter().map(String::as_str)).unwrap_or_else(|_| argv.join(" "))
+}
+
 /// The key a server's pins are kept under: `--tool-pin-key`, else the
-/// name the server gives itself and its command, else the command.
-pub fn server_key(given: Option<&str>, server_name: Option<&str>, argv: &[String]) -> String {
-    if let Some(key) = given {
-        return key.to_string();
+/// command as the record shows it (each word masked), so that no token
+/// in it is written in clear, and the server cannot choose its key.
+pub fn server_key(given: Option<&str>, masked_argv: &[String]) -> String {
+    match given {
+        Some(key) => key.to_string(),
+        None => joined(masked_argv),
     }
-    let command =
-        shlex::try_join(argv.iter().map(String::as_str)).unwrap_or_else(|_| argv.join(" "));
-    match server_name {
-        Some(name) => format!("{name} ({command})"),
-        None => command,
+}
+
+impl PinFile {
+    /// The keys an earlier mcp-bound kept this command's pins under.
+    pub fn legacy_keys(&self, key: &str, argv: &[String]) -> Vec<String> {
+        let command = joined(argv);
+        let suffix = format!(" ({command})");
+        self.servers
+            .keys()
+            .filter(|k| *k != key && (**k == command || k.ends_with(&suffix)))
+            .cloned()
+            .collect()
+    }
+
+    /// Fold the keys an earlier mcp-bound kept this command's pins under
+    /// (`NAME (CMD)` and `CMD`, the command as run) into `key`; where two
+    /// hold the same tool, the latest accept wins. The name of the latest
+    /// is kept as the server's. True when anything moved.
+    pub fn fold_legacy(&mut self, key: &str, argv: &[String]) -> bool {
+        let old = self.legacy_keys(key, argv);
+        let suffix = format!(" ({})", joined(argv));
+        for from in &old {
+            let pins = self.servers.remove(from).expect("listed");
+            let name = from.strip_suffix(&suffix).map(str::to_string);
+            let into = self.servers.entry(key.to_string()).or_default();
+            for (tool, pin) in pins.tools {
+                let accepted = |p: &ToolPin| p.pinned.as_ref().map(|s| s.seen.clone());
+                let newer = into
+                    .tools
+                    .get(&tool)
+                    .is_none_or(|kept| accepted(&pin) >= accepted(kept));
+                if newer {
+                    into.tools.insert(tool, pin);
+                    if name.is_some() {
+                        into.server_name = name.clone();
+                    }
+                }
+            }
+        }
+        !old.is_empty()
     }
 }
 
@@ -300,8 +373,15 @@ mod tests {
 
     #[test]
     fn a_reordered_definition_is_the_same_and_the_name_is_not_a_field() {
-        let reordered = r#"{"inputSchema":{"properties":{"q":{"type":"string"}},"type":"object"},"description":"Find files","name":"search","extra":1}"#;
+        let reordered = r#"{"inputSchema":{"properties":{"q":{"type":"string"}},"type":"object"},"description":"Find files","name":"search"}"#;
         assert_eq!(tool(SEARCH).sha256, tool(reordered).sha256);
+        let extra = reordered.replacen('{', r#"{"extra":1,"#, 1);
+        assert_ne!(
+            tool(SEARCH).sha256,
+            tool(&extra).sha256,
+            "every field counts"
+        );
+        assert_eq!(tool(SEARCH).five_sha256, tool(&extra).five_sha256);
         assert_eq!(
             tool(SEARCH).fields.keys().collect::<Vec<_>>(),
             ["description", "inputSchema"]
@@ -321,9 +401,9 @@ mod tests {
         assert_eq!(
             pins.judge(&changed),
             Judgement::Changed(vec![
+                "annotations".into(),
                 "description".into(),
-                "inputSchema".into(),
-                "annotations".into()
+                "inputSchema".into()
             ])
         );
         assert_eq!(pins.judge(&tool(r#"{"name":"rm"}"#)), Judgement::New);
@@ -368,14 +448,79 @@ mod tests {
     }
 
     #[test]
-    fn the_key_is_the_given_one_or_the_name_and_the_command() {
+    fn the_key_is_the_given_one_or_the_command_never_the_servers_name() {
         let argv = vec!["npx".to_string(), "my server".to_string()];
-        assert_eq!(server_key(Some("files"), Some("x"), &argv), "files");
-        assert_eq!(
-            server_key(None, Some("files"), &argv),
-            "files (npx 'my server')"
+        assert_eq!(server_key(Some("files"), &argv), "files");
+        assert_eq!(server_key(None, &argv), "npx 'my server'");
+    }
+
+    #[test]
+    fn an_earlier_files_keys_fold_into_the_command_the_latest_accept_winning() {
+        let argv = vec!["srv".to_string(), "--token".to_string(), "abc".to_string()];
+        let pinned = |at: &str, description: &str| {
+            let mut pins = ServerPins::default();
+            pins.pin_all(
+                &[tool(&format!(
+                    r#"{{"name":"search","description":"{description}"}}"#
+                ))],
+                at,
+            );
+            pins
+        };
+        let mut file = PinFile::default();
+        file.servers.insert(
+            "files (srv --token abc)".into(),
+            pinned("2026-12-02T00:00:00Z", "new"),
         );
-        assert_eq!(server_key(None, None, &argv), "npx 'my server'");
+        file.servers.insert(
+            "srv --token abc".into(),
+            pinned("2026-12-01T00:00:00Z", "old"),
+        );
+        file.servers
+            .insert("other (srv)".into(), pinned("2026-12-03T00:00:00Z", "x"));
+        assert!(file.fold_legacy("srv --token '[REDACTED]'", &argv));
+        let folded = &file.servers["srv --token '[REDACTED]'"];
+        assert_eq!(folded.server_name.as_deref(), Some("files"));
+        let seen = &folded.tools["search"].pinned.as_ref().unwrap().seen;
+        assert_eq!(seen, "2026-12-02T00:00:00Z", "the latest accept wins");
+        assert_eq!(file.servers.len(), 2, "another command's pins stay");
+        assert!(!file.fold_legacy("srv --token '[REDACTED]'", &argv), "once");
+    }
+
+    #[test]
+    fn the_whole_object_is_pinned_and_an_earlier_five_field_pin_compared_as_before() {
+        let mut pins = ServerPins::default();
+        pins.pin_all(&[tool(SEARCH)], "t0");
+        let meta = SEARCH.replacen('{', r#"{"_meta":{"ui":"ui://evil"},"#, 1);
+        assert_eq!(
+            pins.judge(&tool(&meta)),
+            Judgement::Changed(vec!["_meta".into()])
+        );
+        let variant = SEARCH.replacen('{', r#"{"Description":"<poison>","#, 1);
+        assert_eq!(
+            pins.judge(&tool(&variant)),
+            Judgement::Changed(vec!["Description".into()]),
+            "a field spelled otherwise is a change"
+        );
+        // A pin an earlier mcp-bound wrote: five fields, no `whole`.
+        let mut old = pins.clone();
+        let pin = old
+            .tools
+            .get_mut("search")
+            .unwrap()
+            .pinned
+            .as_mut()
+            .unwrap();
+        pin.whole = false;
+        pin.sha256 = tool(SEARCH).five_sha256;
+        assert_eq!(old.judge(&tool(&meta)), Judgement::Pinned, "as before");
+        old.note_latest(&tool(&meta), &Judgement::New, "t1");
+        assert!(old.accept("search"));
+        assert_eq!(old.judge(&tool(&meta)), Judgement::Pinned);
+        assert_eq!(
+            old.judge(&tool(SEARCH)),
+            Judgement::Changed(vec!["_meta".into()])
+        );
     }
 
     #[test]

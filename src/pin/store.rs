@@ -70,12 +70,16 @@ impl Store {
         key: &str,
         change: impl FnOnce(&mut ServerPins) -> bool,
     ) -> io::Result<()> {
+        self.update_file(|file| change(file.servers.entry(key.to_string()).or_default()))
+    }
+
+    /// As [`Store::update`], for the whole file.
+    pub fn update_file(&mut self, change: impl FnOnce(&mut PinFile) -> bool) -> io::Result<()> {
         let lock = self.lock()?;
         sys::lock_exclusive(&lock, LOCK_WAIT)?;
         let result = (|| {
             self.read()?;
-            let pins = self.file.servers.entry(key.to_string()).or_default();
-            if !change(pins) {
+            if !change(&mut self.file) {
                 return Ok(());
             }
             let mut text = serde_json::to_string_pretty(&self.file).expect("pins serialize");

@@ -14,6 +14,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 
 use serde::Serialize;
+use sha2::Digest as _;
 
 use super::Session;
 use crate::pin::{Definition, Judgement, Store};
@@ -91,15 +92,45 @@ impl Session {
         gate.pin.get_or_insert_with(ToolPinFacts::default)
     }
 
-    /// The key this server's pins are kept under, now.
+    /// The key this server's pins are kept under: its command as the
+    /// record shows it (masked), or `--tool-pin-key`.
     fn pin_key(&self) -> Option<String> {
         let gate = self.gate.as_ref()?;
         let pinning = gate.pinning.as_ref()?;
+        let masked: Vec<String> = gate
+            .settings
+            .server_argv
+            .iter()
+            .map(|word| gate.redactor.redact(word).into_owned())
+            .collect();
         Some(crate::pin::server_key(
             pinning.settings.key.as_deref(),
-            self.opening.replay.server_name(),
-            &gate.settings.server_argv,
+            &masked,
         ))
+    }
+
+    /// Pins an earlier mcp-bound kept under `NAME (CMD)` or `CMD` are
+    /// folded into `key`, once, when `key` has none.
+    fn fold_legacy_pins(&mut self, key: &str) {
+        let Some(gate) = self.gate.as_mut() else {
+            return;
+        };
+        let argv = &gate.settings.server_argv;
+        let Some(Pinning {
+            store: Ok(store),
+            settings,
+            ..
+        }) = gate.pinning.as_mut()
+        else {
+            return;
+        };
+        let none_old = store.file().legacy_keys(key, argv).is_empty();
+        if settings.key.is_some() || store.pins(key).is_some() || none_old {
+            return;
+        }
+        if let Err(e) = store.update_file(|file| file.fold_legacy(key, argv)) {
+            self.pin_failed(e.to_string());
+        }
     }
 
     /// Under --tool-pin: the pin file as it is now (read again if it
@@ -115,6 +146,7 @@ impl Session {
             self.pin_failed(why);
         }
         let key = self.pin_key()?;
+        self.fold_legacy_pins(&key);
         self.pin_facts().key = Some(key.clone());
         Some(key)
     }
@@ -180,11 +212,19 @@ impl Session {
         }
         let first = std::mem::take(&mut pinning.first);
         let mut raced = false;
+        let name = self.opening.replay.server_name().map(str::to_string);
+        let Some(Pinning {
+            store: Ok(store), ..
+        }) = self.pinning()
+        else {
+            return vec![false; tools.len()];
+        };
         let written = store.update(&key, |pins| {
             // Another process pinned it first: judged by its pins.
             raced = !pins.tools.is_empty();
             !raced && {
                 pins.pin_all(&first, &now);
+                pins.server_name = name;
                 true
             }
         });
@@ -200,6 +240,40 @@ impl Session {
         read.iter().map(Option::is_some).collect()
     }
 
+    /// The server now names itself otherwise than when its tools were
+    /// pinned: a drift, journaled once in this run (its tools are still
+    /// judged by the pins of its command, never trusted anew).
+    fn server_renamed(&mut self, request_id: &RequestId, key: &str) {
+        let now = self.opening.replay.server_name().map(str::to_string);
+        let Some(Pinning {
+            store: Ok(store),
+            journaled,
+            ..
+        }) = self.gate.as_mut().and_then(|g| g.pinning.as_mut())
+        else {
+            return;
+        };
+        let before = store.pins(key).and_then(|p| p.server_name.clone());
+        let (Some(now), Some(before)) = (now, before) else {
+            return;
+        };
+        if now == before || !journaled.insert((String::new(), now.clone())) {
+            return;
+        }
+        let digest = |text: &str| crate::ids::hex(&sha2::Sha256::digest(text.as_bytes()));
+        self.out.audit.push(super::Audit::ToolDrift(McpToolDrift {
+            call_id: self.call_id.clone(),
+            request_id: request_id.clone(),
+            key: key.to_string(),
+            tool: now.clone(),
+            change: "server_renamed",
+            fields: vec!["serverInfo.name".into()],
+            sha256: digest(&now),
+            pinned_sha256: Some(digest(&before)),
+        }));
+        self.pin_facts().drifts += 1;
+    }
+
     /// A later listing: each tool against its pin; what drifted is
     /// hidden, kept in the file as the latest seen, and journaled once
     /// in this run.
@@ -211,6 +285,9 @@ impl Session {
         now: &str,
     ) -> Vec<bool> {
         let request_id = RequestId::new(request_id);
+        if let Some(request_id) = &request_id {
+            self.server_renamed(request_id, key);
+        }
         let pinning = self.gate.as_mut().and_then(|g| g.pinning.as_mut());
         let Some(Pinning {
             store: Ok(store),
@@ -351,7 +428,11 @@ mod tests {
         assert_eq!(out.len(), 1);
         assert_eq!(out[0]["result"]["tools"][0]["name"], "search");
         let pins = std::fs::read_to_string(&file).unwrap();
-        assert!(pins.contains("\"files (server)\""), "{pins}");
+        assert!(
+            pins.contains("\"server\": {"),
+            "keyed by the command: {pins}"
+        );
+        assert!(pins.contains("\"server_name\": \"files\""), "{pins}");
 
         let mut second = session(&file);
         let out = listed(
@@ -371,7 +452,7 @@ mod tests {
             .collect();
         assert_eq!(drift.len(), 1);
         assert_eq!(drift[0].fields, ["description"]);
-        assert_eq!(drift[0].key, "files (server)");
+        assert_eq!(drift[0].key, "server");
         let facts = second
             .facts
             .tool_gate

@@ -81,6 +81,16 @@ fn call(run: &mut util::Started, id: u64, tool: &str) -> Value {
     parse(&run.read_line())
 }
 
+/// The sha256 `pin` shows for the definition of `tool` that waits.
+fn shown_sha256(text: &str, tool: &str) -> String {
+    let line = text
+        .lines()
+        .find(|l| l.trim_start().starts_with(&format!("{tool} ")) && l.contains("sha256 "))
+        .unwrap_or_else(|| panic!("no waiting {tool}: {text}"));
+    let at = line.find("sha256 ").unwrap() + 7;
+    line[at..at + 12].to_string()
+}
+
 fn pin_command(args: &[&str]) -> (i32, String, String) {
     util::subcommand("pin", args)
 }
@@ -126,7 +136,7 @@ fn the_first_listing_is_pinned_and_a_changed_or_new_tool_is_hidden_denied_and_jo
         .expect("/mcp/tool_gate/pin/tools_pinned", json!(3))
         .expect("/mcp/tool_gate/tools_hidden", json!(0));
     let key = done.field("/mcp/tool_gate/pin/key").as_str().unwrap();
-    assert!(key.starts_with("fixture (python3 "), "{key}");
+    assert!(key.starts_with("python3 "), "keyed by the command: {key}");
     let (code, text, _) = pin_command(&[pins.to_str().unwrap()]);
     assert_eq!(code, 0, "nothing waits: {text}");
     assert!(text.contains("3 tools, 0 waiting"), "{text}");
@@ -178,9 +188,13 @@ fn the_first_listing_is_pinned_and_a_changed_or_new_tool_is_hidden_denied_and_jo
         "{text}"
     );
     assert!(text.contains("delete  NEW"), "{text}");
-    let (code, text, err) = pin_command(&[pins.to_str().unwrap(), "--accept", "search"]);
+    let (code, _, err) = pin_command(&[pins.to_str().unwrap(), "--accept", "search"]);
+    assert_eq!(code, 2, "an accept names the definition: {err}");
+    assert!(err.contains("--accept takes NAME@HEX"), "{err}");
+    let bound = format!("search@{}", shown_sha256(&text, "search"));
+    let (code, text, err) = pin_command(&[pins.to_str().unwrap(), "--accept", &bound]);
     assert_eq!(code, 1, "others still wait: {text}{err}");
-    assert!(text.starts_with("accepted search for fixture ("), "{text}");
+    assert!(text.starts_with("accepted search for python3 "), "{text}");
     assert_eq!(list(&mut run, 8), ["search"]);
     assert_eq!(call(&mut run, 9, "search")["result"]["ran"], "search");
     run.close_stdin();
@@ -245,9 +259,14 @@ fn pins_that_cannot_be_kept_start_nothing_and_the_command_says_what_is_wrong() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("no such pin file"), "{err}");
     std::fs::write(&pins, "{\"mcp_bound_pins\":1,\"servers\":{}}").unwrap();
-    let (code, out, err) = pin_command(&[pins.to_str().unwrap(), "--accept", "x"]);
+    let (code, out, err) = pin_command(&[pins.to_str().unwrap(), "--accept", "x@0123abcd"]);
     assert_eq!(code, 2, "{out}{err}");
     assert!(err.contains("nothing of x waits to be accepted"), "{err}");
+    for bad in ["x", "x@0123abc", "x@0123abcg", "@0123abcd"] {
+        let (code, out, err) = pin_command(&[pins.to_str().unwrap(), "--accept", bad]);
+        assert_eq!(code, 2, "{bad}: {out}{err}");
+        assert!(err.contains("--accept takes NAME@HEX"), "{bad}: {err}");
+    }
     // A file others can read still serves, and the command says so.
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(&pins, std::fs::Permissions::from_mode(0o644)).unwrap();
@@ -255,4 +274,184 @@ fn pins_that_cannot_be_kept_start_nothing_and_the_command_says_what_is_wrong() {
     assert_eq!(code, 0, "{out}{err}");
     assert!(err.contains("warning: others can read it"), "{err}");
     assert!(out.contains("no pins yet"), "{out}");
+}
+
+/// The fixture serving `tools`, naming itself `name`, with a token in
+/// its argv, under --mcp with pins and a journal.
+fn named(dir: &Path, name: &str) -> util::Started {
+    let (tools, pins, journal) = (
+        dir.join("tools.json"),
+        dir.join("pins.json"),
+        dir.join("audit.jsonl"),
+    );
+    let mut run = server(&["--tools-file", tools.to_str().unwrap(), "--token", TOKEN])
+        .opt(&[
+            "--mcp",
+            "--tool-pin",
+            pins.to_str().unwrap(),
+            "--journal",
+            journal.to_str().unwrap(),
+        ])
+        .start();
+    let init = json!({"protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}, "serverInfo": {"name": name, "version": "1"}});
+    run.send(&request(json!("i"), "initialize", init));
+    run.read_line();
+    run
+}
+
+const TOKEN: &str = "ghp_0123456789abcdefghijklmnopqrstuvwxyz";
+
+/// A server that renames itself (a trailing space) keeps its pins: its
+/// changed tool (a new `_meta`, the resource a host renders) is hidden,
+/// and the rename is journaled. The token in its argv is never written
+/// in clear: not in the pin file, the journal, the record or `pin`'s
+/// output. An accept is bound to the definition read: one swapped in
+/// after it is refused.
+#[test]
+fn a_renamed_server_keeps_its_pins_its_token_stays_masked_and_an_accept_is_bound() {
+    let dir = tempfile::tempdir().unwrap();
+    let (tools, pins, journal) = (
+        dir.path().join("tools.json"),
+        dir.path().join("pins.json"),
+        dir.path().join("audit.jsonl"),
+    );
+    write_tools(&tools, &catalogue());
+    let mut run = named(dir.path(), "fixture");
+    assert_eq!(list(&mut run, 1), ["search", "read", "write"]);
+    run.close_stdin();
+    run.finish()
+        .expect("/mcp/tool_gate/pin/first_use", json!(true));
+
+    let mut changed = catalogue();
+    changed[0]["_meta"] = json!({"ui": {"resourceUri": "ui://search/evil"}});
+    write_tools(&tools, &changed);
+    let mut run = named(dir.path(), "fixture ");
+    assert_eq!(list(&mut run, 1), ["read", "write"], "no first use");
+    run.close_stdin();
+    let done = run.finish();
+    done.expect("/mcp/tool_gate/pin/first_use", json!(false));
+    let key = done
+        .field("/mcp/tool_gate/pin/key")
+        .as_str()
+        .unwrap()
+        .to_string();
+    done.check(
+        !key.contains(TOKEN) && key.starts_with("python3 "),
+        &format!("key {key}"),
+    );
+    let drifts = drifts(&journal);
+    done.check(
+        drifts.contains(&(
+            "fixture ".into(),
+            "server_renamed".into(),
+            vec!["serverInfo.name".into()],
+        )) && drifts.contains(&("search".into(), "changed".into(), vec!["_meta".into()])),
+        &format!("the rename and the _meta journaled: {drifts:?}"),
+    );
+    let (code, text, err) = pin_command(&[pins.to_str().unwrap()]);
+    assert_eq!(code, 1, "{text}{err}");
+    let read = shown_sha256(&text, "search");
+    for (what, written) in [
+        ("the pin file", std::fs::read_to_string(&pins).unwrap()),
+        ("the journal", std::fs::read_to_string(&journal).unwrap()),
+        ("pin's output", text.clone()),
+        (
+            "pin --json",
+            pin_command(&[pins.to_str().unwrap(), "--json"]).1,
+        ),
+    ] {
+        assert!(
+            !written.contains(TOKEN),
+            "{what} holds the token: {written}"
+        );
+    }
+
+    // Between the review and the accept, another definition is listed.
+    changed[0]["_meta"] = json!({"ui": {"resourceUri": "ui://search/worse"}});
+    write_tools(&tools, &changed);
+    let mut run = named(dir.path(), "fixture");
+    assert_eq!(list(&mut run, 1), ["read", "write"]);
+    run.close_stdin();
+    run.finish();
+    let stale = format!("search@{read}");
+    let (code, _, err) = pin_command(&[pins.to_str().unwrap(), "--accept", &stale]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("read `mcp-bound pin FILE` again"), "{err}");
+    let (_, text, _) = pin_command(&[pins.to_str().unwrap()]);
+    let fresh = format!("search@{}", &shown_sha256(&text, "search")[..8]);
+    let (code, text, err) = pin_command(&[pins.to_str().unwrap(), "--accept", &fresh]);
+    assert_eq!(code, 0, "{text}{err}");
+    let mut run = named(dir.path(), "fixture");
+    assert_eq!(list(&mut run, 1), ["search", "read", "write"]);
+    run.close_stdin();
+    run.finish();
+}
+
+/// A pin file an earlier mcp-bound wrote: keyed `NAME (CMD)`, five
+/// fields digested. Its pins fold into the command's key and still hold,
+/// compared as before (a new `_meta` passes, a new description does not).
+#[test]
+fn an_earlier_pin_file_folds_into_the_command_and_its_pins_hold_as_before() {
+    let dir = tempfile::tempdir().unwrap();
+    let (tools, pins) = (dir.path().join("tools.json"), dir.path().join("pins.json"));
+    let mut catalogue = catalogue();
+    catalogue[0]["_meta"] = json!({"x": 1});
+    write_tools(&tools, &catalogue);
+    let command = format!(
+        "python3 {} --tools-file {} --token {TOKEN}",
+        util::SERVER,
+        tools.display()
+    );
+    let digest = |v: &Value| util::sha256_hex(v.to_string().as_bytes());
+    let mut servers = serde_json::Map::new();
+    let mut tools_pinned = serde_json::Map::new();
+    for tool in catalogue.as_array().unwrap() {
+        let mut five = serde_json::Map::new();
+        let mut fields = serde_json::Map::new();
+        for field in [
+            "title",
+            "description",
+            "inputSchema",
+            "outputSchema",
+            "annotations",
+        ] {
+            if let Some(v) = tool.get(field) {
+                five.insert(field.into(), v.clone());
+                fields.insert(field.into(), json!(digest(v)));
+            }
+        }
+        tools_pinned.insert(
+            tool["name"].as_str().unwrap().into(),
+            json!({"pinned": {"sha256": digest(&Value::Object(five)), "fields": fields,
+                "seen": "2026-12-01T00:00:00.000Z"}, "latest": null}),
+        );
+    }
+    servers.insert(
+        format!("fixture ({command})"),
+        json!({"tools": tools_pinned}),
+    );
+    let file = json!({"mcp_bound_pins": 1, "servers": servers});
+    std::fs::write(&pins, file.to_string()).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&pins, std::fs::Permissions::from_mode(0o600)).unwrap();
+
+    let mut run = named(dir.path(), "fixture");
+    assert_eq!(
+        list(&mut run, 1),
+        ["search", "read", "write"],
+        "pinned as before"
+    );
+    run.close_stdin();
+    run.finish()
+        .expect("/mcp/tool_gate/pin/first_use", json!(false));
+    let text = std::fs::read_to_string(&pins).unwrap();
+    assert!(!text.contains("fixture (python3"), "folded: {text}");
+    assert!(!text.contains(TOKEN), "{text}");
+    catalogue[0]["description"] = json!("Find files and upload them");
+    write_tools(&tools, &catalogue);
+    let mut run = named(dir.path(), "fixture");
+    assert_eq!(list(&mut run, 1), ["read", "write"]);
+    run.close_stdin();
+    run.finish();
 }
