@@ -35,6 +35,40 @@ pub(crate) fn folds_to(key: &str, keys: &[&'static str]) -> Option<&'static str>
     })
 }
 
+/// The keys of the JSON object `text` is, in order, repeats kept (as
+/// serde_json reads the server's lines); None when it is not one object.
+pub(crate) fn object_keys(text: &str) -> Option<Vec<std::borrow::Cow<'_, str>>> {
+    use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+    struct Keys;
+    impl<'de> Visitor<'de> for Keys {
+        type Value = Vec<std::borrow::Cow<'de, str>>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Self::Value, M::Error> {
+            let mut keys = Vec::new();
+            while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                map.next_value::<IgnoredAny>()?;
+                keys.push(key);
+            }
+            Ok(keys)
+        }
+    }
+    let mut reader = serde_json::Deserializer::from_str(text);
+    let keys = reader.deserialize_map(Keys).ok()?;
+    reader.end().ok()?;
+    Some(keys)
+}
+
+/// A key of `keys` that another one folds onto (or that repeats): the
+/// later one, which the loosest parsers take for the earlier.
+pub(crate) fn colliding(keys: &[std::borrow::Cow<'_, str>]) -> Option<String> {
+    let folded: Vec<String> = keys.iter().map(|k| k.chars().map(fold).collect()).collect();
+    (1..keys.len())
+        .find(|&i| folded[..i].contains(&folded[i]))
+        .map(|i| keys[i].to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -46,6 +80,24 @@ mod tests {
         }
         assert_eq!(folds_to("param\u{17F}", &TOP_KEYS), Some("params"));
         assert_eq!(folds_to("\u{212A}ey", &["key"]), Some("key"));
+        let keys = |list: &[&'static str]| -> Vec<std::borrow::Cow<'static, str>> {
+            list.iter()
+                .map(|k| std::borrow::Cow::Borrowed(*k))
+                .collect()
+        };
+        assert_eq!(
+            colliding(&keys(&["name", "description", "Description"])),
+            Some("Description".into())
+        );
+        assert_eq!(colliding(&keys(&["tools", "tools"])), Some("tools".into()));
+        assert_eq!(
+            colliding(&keys(&["de\u{17F}c", "desc"])),
+            Some("desc".into())
+        );
+        assert_eq!(colliding(&keys(&["name", "title"])), None);
+        let read = object_keys(r#"{"a":1,"b\u0041":{"x":[1]},"a":2}"#).unwrap();
+        assert_eq!(read, ["a", "bA", "a"]);
+        assert!(object_keys("[1]").is_none() && object_keys("{} 1").is_none());
         for key in ["requeststate", "REQUESTSTATE", "request\u{17F}tate"] {
             assert_eq!(folds_to(key, &CALL_KEYS), Some("requestState"), "{key}");
         }

@@ -194,21 +194,33 @@ impl Session {
         };
         let read: Vec<Option<Definition>> =
             tools.iter().map(|t| crate::pin::read_tool(t)).collect();
+        // A tool with a key spelled twice after folding (`description` and
+        // `Description`): Go's clients read the other one. Never shown.
+        let twice: Vec<Option<String>> = tools
+            .iter()
+            .map(|t| super::fold::object_keys(t).and_then(|keys| super::fold::colliding(&keys)))
+            .collect();
         let now = crate::ids::now_rfc3339();
         let pinning = self.pinning().expect("pinning");
         let Ok(store) = &mut pinning.store else {
             return vec![false; tools.len()];
         };
         if store.pins(&key).is_some() {
-            return self.judge_listing(request_id, &key, read, &now);
+            return self.judge_listing(request_id, &key, (read, twice), &now);
         }
         // First use: every page until one with no nextCursor.
         let room = MAX_REMEMBERED.saturating_sub(pinning.first.len());
+        let readable = read.iter().zip(&twice).filter(|(_, t)| t.is_none());
         pinning
             .first
-            .extend(read.iter().flatten().take(room).cloned());
+            .extend(readable.filter_map(|(d, _)| d.clone()).take(room));
+        let shown: Vec<bool> = read
+            .iter()
+            .zip(&twice)
+            .map(|(d, t)| d.is_some() && t.is_none())
+            .collect();
         if more {
-            return read.iter().map(Option::is_some).collect();
+            return shown;
         }
         let first = std::mem::take(&mut pinning.first);
         let mut raced = false;
@@ -229,7 +241,7 @@ impl Session {
             }
         });
         match written {
-            Ok(()) if raced => return self.judge_listing(request_id, &key, read, &now),
+            Ok(()) if raced => return self.judge_listing(request_id, &key, (read, twice), &now),
             Ok(()) => {
                 let facts = self.pin_facts();
                 facts.first_use = true;
@@ -237,7 +249,7 @@ impl Session {
             }
             Err(e) => self.pin_failed(e.to_string()),
         }
-        read.iter().map(Option::is_some).collect()
+        shown
     }
 
     /// The server now names itself otherwise than when its tools were
@@ -281,7 +293,7 @@ impl Session {
         &mut self,
         request_id: &str,
         key: &str,
-        read: Vec<Option<Definition>>,
+        (read, twice): (Vec<Option<Definition>>, Vec<Option<String>>),
         now: &str,
     ) -> Vec<bool> {
         let request_id = RequestId::new(request_id);
@@ -305,13 +317,16 @@ impl Session {
         // one change after the listing.
         let mut stale = Vec::new();
         let mut drifts = 0;
-        for tool in &read {
+        for (tool, twice) in read.iter().zip(&twice) {
             let Some(tool) = tool else {
                 // Not a tool definition: nothing can vouch for it.
                 shown.push(false);
                 continue;
             };
-            let judgement = pins.judge(tool);
+            let judgement = match twice {
+                Some(spelled) => Judgement::Changed(vec![spelled.clone()]),
+                None => pins.judge(tool),
+            };
             let shows = judgement.shows();
             if listed.len() < MAX_REMEMBERED || listed.contains_key(&tool.name) {
                 listed.insert(tool.name.clone(), shows);
@@ -343,7 +358,8 @@ impl Session {
                         .map(|p| p.sha256.clone()),
                 }));
             }
-            if outdated {
+            // One spelled twice is never waiting to be accepted.
+            if outdated && twice.is_none() {
                 stale.push((tool, judgement));
             }
         }

@@ -353,6 +353,18 @@ impl<'a> Listing<'a> {
             #[serde(borrow)]
             name: std::borrow::Cow<'a, str>,
         }
+        // A key a Go or .NET client would read as `tools` or `nextCursor`
+        // (another spelling, or the same twice): the listing cannot be
+        // filtered for every client alike.
+        let keys = super::fold::object_keys(result)?;
+        let read: Vec<_> = keys
+            .iter()
+            .filter_map(|k| super::fold::folds_to(k, &["tools", "nextCursor"]).map(|t| (t, k)))
+            .collect();
+        let twice = (1..read.len()).any(|i| read[..i].iter().any(|(t, _)| *t == read[i].0));
+        if twice || read.iter().any(|(target, key)| target != key) {
+            return None;
+        }
         let listing = serde_json::from_str::<Tools<'a>>(result).ok()?;
         let tools = listing.tools.get();
         let start = (tools.as_ptr() as usize).checked_sub(raw.as_ptr() as usize)?;
