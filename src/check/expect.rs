@@ -6,6 +6,8 @@
 
 use std::collections::HashMap;
 
+use crate::journal::OpenRequests;
+
 use super::lifecycle::Lifecycle;
 use crate::journal::{EntryView, NOT_SENT};
 
@@ -102,7 +104,7 @@ struct Pending {
 
 struct OpenCall {
     gated: bool,
-    pending: HashMap<String, Pending>,
+    pending: OpenRequests<String, Pending>,
     /// Lifecycle steps matched so far.
     step: usize,
 }
@@ -145,7 +147,7 @@ impl Checker {
             self.found.calls += 1;
             let call = OpenCall {
                 gated: view.tool_gate.is_some(),
-                pending: HashMap::new(),
+                pending: OpenRequests::default(),
                 step: 0,
             };
             if let Some(earlier) = self.open.insert(call_id.to_string(), call) {
@@ -172,8 +174,8 @@ impl Checker {
                 }
             }
             "mcp_decision" => {
-                let id = view.request_id.map(|id| id.get());
-                if let Some(pending) = id.and_then(|id| call.pending.get_mut(id)) {
+                let id = view.request_id.map(|id| id.get().to_string());
+                if let Some(pending) = id.and_then(|id| call.pending.first_mut(&id)) {
                     pending.approved = Some(view.decision.as_deref() == Some("approved"));
                 }
             }
@@ -190,8 +192,8 @@ impl Checker {
         let call = self.open.get_mut(call_id).expect("open");
         let gated = call.gated;
         let id = view.request_id.map(|id| id.get()).unwrap_or("null");
-        let pending = call.pending.remove(id);
         let outcome = view.outcome.as_deref().unwrap_or("unknown");
+        let pending = call.pending.answered(&id.to_string(), outcome);
         let method = view.method.as_deref().unwrap_or("?");
         if self.expect.requests
             && let Some(ms) = view.duration_ms
@@ -291,7 +293,7 @@ impl Checker {
     /// A call's requests never answered: a tools/call sent (no gate, or
     /// approved) reached the server; one held for a decision did not.
     fn left_open(&mut self, call_id: &str, line: u64, call: OpenCall) {
-        for (_, pending) in call.pending {
+        for pending in call.pending.into_values() {
             let Some(tool) = pending.tool else { continue };
             if call.gated && pending.approved != Some(true) {
                 self.found

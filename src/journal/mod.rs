@@ -29,6 +29,7 @@ mod entry;
 mod follow;
 mod key;
 mod line;
+mod open;
 mod report;
 mod requests;
 mod shapes;
@@ -44,6 +45,7 @@ pub use entry::{
 };
 pub use follow::Follow;
 pub use key::Key;
+pub use open::OpenRequests;
 pub use report::{Break, BreakKind, Head, Report, Unfinished, Verdict};
 pub use shapes::KINDS;
 pub use stream::{Seen, verify, verify_observed, verify_reader};

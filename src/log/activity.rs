@@ -5,6 +5,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use crate::journal::OpenRequests;
+
 use serde::Serialize;
 
 pub use crate::journal::EntryView as Fields;
@@ -90,7 +92,7 @@ pub struct SessionRow {
 /// not yet ended (their tool, by request id).
 struct Open {
     row: CallRow,
-    pending: HashMap<String, String>,
+    pending: OpenRequests<String, String>,
 }
 
 /// The calls in flight in the journal being read.
@@ -127,7 +129,7 @@ impl Activity {
             };
             let open = Open {
                 row,
-                pending: HashMap::new(),
+                pending: OpenRequests::default(),
             };
             // A call id reused after its call ended starts a new row; one
             // still open is shown as it stood.
@@ -149,7 +151,9 @@ impl Activity {
             "mcp_response" => {
                 let outcome = fields.outcome.as_deref().unwrap_or("unknown");
                 *row.mcp.outcomes.entry(outcome.to_string()).or_default() += 1;
-                let tool = fields.request_id.and_then(|id| pending.remove(id.get()));
+                let tool = fields
+                    .request_id
+                    .and_then(|id| pending.answered(&id.get().to_string(), outcome));
                 match tool {
                     Some(_) if NOT_SENT.contains(&outcome) => row.mcp.tools_not_run += 1,
                     Some(tool) => row.mcp.called(tool),
@@ -159,7 +163,7 @@ impl Activity {
             "terminal" => {
                 let Open { mut row, pending } = self.open.remove(call_id)?;
                 // Sent and never answered: they reached the server.
-                for (_, tool) in pending {
+                for tool in pending.into_values() {
                     row.mcp.called(tool);
                 }
                 row.state = fields.state.as_deref().map(str::to_string);

@@ -7,6 +7,8 @@
 
 use std::collections::HashMap;
 
+use crate::journal::OpenRequests;
+
 use serde::Serialize;
 
 use super::activity::{Fields, Filter};
@@ -42,7 +44,7 @@ pub struct RequestRow {
 #[derive(Default)]
 pub struct Requests {
     calls: HashMap<String, Option<String>>,
-    open: HashMap<(String, String), RequestRow>,
+    open: OpenRequests<(String, String), RequestRow>,
     /// Requests not followed (more than `MAX_OPEN` open at once).
     pub unfollowed: u64,
 }
@@ -81,14 +83,15 @@ impl Requests {
                 self.open.insert(key(fields), row);
             }
             "mcp_decision" => {
-                if let Some(row) = self.open.get_mut(&key(fields)) {
+                if let Some(row) = self.open.first_mut(&key(fields)) {
                     row.decision = fields.decision.as_deref().map(str::to_string);
                     row.waited_ms = fields.waited_ms;
                     row.verified &= verified;
                 }
             }
             "mcp_response" => {
-                if let Some(mut row) = self.open.remove(&key(fields)) {
+                let outcome = fields.outcome.as_deref().unwrap_or("unknown");
+                if let Some(mut row) = self.open.answered(&key(fields), outcome) {
                     row.outcome = fields.outcome.as_deref().map(str::to_string);
                     row.duration_ms = fields.duration_ms;
                     row.verified &= verified;
@@ -97,14 +100,7 @@ impl Requests {
             }
             "terminal" => {
                 self.calls.remove(call_id);
-                let mut ended: Vec<RequestRow> = Vec::new();
-                self.open.retain(|(call, _), row| {
-                    let keep = call != call_id;
-                    if !keep {
-                        ended.push(row.clone());
-                    }
-                    keep
-                });
+                let mut ended = self.open.take_where(|(call, _)| call == call_id);
                 ended.sort_by_key(|row| row.line);
                 return ended;
             }

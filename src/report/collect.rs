@@ -7,6 +7,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use crate::journal::OpenRequests;
+
 use serde::Deserialize;
 
 use super::sketch::Sketch;
@@ -92,7 +94,7 @@ pub struct Marks {
 /// answered (their tool, by request id).
 struct Open {
     bar: CallBar,
-    pending: HashMap<String, String>,
+    pending: OpenRequests<String, String>,
 }
 
 /// One session: its calls drawn, and how many were not.
@@ -198,7 +200,9 @@ impl Collected {
                     request.duration_ms = view.duration_ms;
                     request.outcome = Some(outcome.clone());
                 }
-                let tool = view.request_id.and_then(|id| pending.remove(id.get()));
+                let tool = view
+                    .request_id
+                    .and_then(|id| pending.answered(&id.get().to_string(), &outcome));
                 if let Some(tool) = tool {
                     self.tool(&tool, &outcome, view.duration_ms);
                 }
@@ -258,7 +262,7 @@ impl Collected {
         };
         let open = Open {
             bar,
-            pending: HashMap::new(),
+            pending: OpenRequests::default(),
         };
         if let Some(earlier) = self.open.insert(call_id.to_string(), open) {
             self.finish(earlier.bar);

@@ -349,3 +349,70 @@ fn a_duration_and_a_state_are_read_as_everywhere_else() {
         "a header and the hour's four calls: {out}"
     );
 }
+
+/// A client reuses a request id while the first request with it is in
+/// flight (no gate: the server runs both, mcp-bound journals the second
+/// as `duplicate_id`). Every reader still counts the first: `check
+/// --forbid-tool rm` fails, `log --tool rm` lists the call, `log
+/// --requests` has its row, and the report's tool table counts it.
+#[test]
+fn a_reused_request_id_hides_no_call_from_the_readers() {
+    let dir = tempfile::tempdir().unwrap();
+    let go = dir.path().join("go");
+    let journal = dir.path().join("audit.jsonl");
+    let mut run = server(&["--wait-for", go.to_str().unwrap()])
+        .opt(&["--mcp", "--journal", journal.to_str().unwrap()])
+        .start();
+    let call = |tool: &str| {
+        request(
+            json!(1),
+            "tools/call",
+            json!({"name": tool, "arguments": {}}),
+        )
+    };
+    run.send(&[call("rm"), call("read_file")].concat());
+    // Both journaled before the server reads either.
+    let requests = || {
+        std::fs::read_to_string(&journal)
+            .unwrap_or_default()
+            .matches("\"kind\":\"mcp_request\"")
+            .count()
+    };
+    while requests() < 2 {
+        std::thread::yield_now();
+    }
+    std::fs::write(&go, "").unwrap();
+    assert_eq!(parse(&run.read_line())["result"]["ran"], "rm");
+    assert_eq!(parse(&run.read_line())["result"]["ran"], "read_file");
+    run.close_stdin();
+    let done = run.finish();
+    done.expect_state("shut_down", 0);
+    let stderr = done.stderr_text();
+    done.check(stderr.contains("tools/call rm"), "the server ran rm");
+    let j = journal.to_str().unwrap();
+    let (code, out, _) = check(&["--forbid-tool", "rm", j]);
+    assert_eq!(code, 1, "rm reached the server: {out}");
+    let (code, out, _) = check(&["--expect-tool", "read_file", j]);
+    assert_eq!(code, 0, "so did read_file: {out}");
+    let (code, out, err) = util::subcommand("log", &["--json", "--tool", "rm", j]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        out.lines().count(),
+        1,
+        "log --tool rm lists the call: {out}"
+    );
+    let (_, out, _) = util::subcommand("log", &["--json", "--requests", j]);
+    let tools: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["tool"].clone())
+        .collect();
+    assert!(
+        tools.contains(&json!("rm")) && tools.contains(&json!("read_file")),
+        "{out}"
+    );
+    let page = dir.path().join("report.html");
+    let (code, _, err) = util::subcommand("report", &[j, "-o", page.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains(">rm<"), "the report's tool table names rm");
+}
