@@ -25,7 +25,8 @@ impl Key {
     /// no access for others).
     pub fn load(path: &Path) -> io::Result<Key> {
         use std::io::Read;
-        let mut file = std::fs::File::open(path)?;
+        // Never a wait: a FIFO opens at once, and is refused below.
+        let mut file = crate::sys::open_to_read(path)?;
         crate::trust::judge(
             &crate::sys::seen(&file)?,
             crate::sys::effective_uid(),

@@ -103,7 +103,9 @@ impl Store {
     /// Read the file as it is (absent: empty).
     fn read(&mut self) -> io::Result<Option<String>> {
         let stamp = stamp_of(&self.path);
-        let mut file = match File::open(&self.path) {
+        // Never a wait in the loop: a FIFO swapped in opens at once,
+        // and is refused by the judgement below.
+        let mut file = match sys::open_to_read(&self.path) {
             Ok(file) => file,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 self.file = PinFile::default();

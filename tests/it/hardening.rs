@@ -573,3 +573,64 @@ fn a_planted_journal_or_log_is_refused_and_a_readable_one_warned_about() {
         .run()
         .expect_state("completed", 0);
 }
+
+/// A FIFO given as `--tool-pin` or `--journal-key` (or as `verify
+/// --key`) is opened without waiting for a writer, and refused: one line,
+/// exit 125 (2 for verify), nothing started, no cgroup left behind (the
+/// harness checks the record's).
+#[test]
+fn a_fifo_given_as_a_pin_file_or_a_key_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    util::mkfifo(&fifo);
+    let f = fifo.to_str().unwrap();
+    let stderr = util::refused(&["--mcp", "--tool-pin", f]);
+    assert!(stderr.contains("--tool-pin"), "{stderr}");
+    let journal = dir.path().join("j.jsonl");
+    let stderr = util::refused(&["--journal", journal.to_str().unwrap(), "--journal-key", f]);
+    assert!(
+        stderr.contains("--journal-key") && stderr.contains("regular"),
+        "{stderr}"
+    );
+    let (code, _, err) = util::subcommand("verify", &["--key", f, journal.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    let (code, _, err) = util::subcommand("pin", &[f]);
+    assert_eq!(code, 2, "{err}");
+}
+
+/// The pin file swapped for a FIFO mid-session: the loop never opens a
+/// file that can block. The session goes on answering (the failure
+/// counted in the record), and the host's SIGTERM still ends it.
+#[test]
+fn a_pin_file_swapped_for_a_fifo_mid_session_freezes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let pins = dir.path().join("pins.json");
+    let mut run = util::server(&[])
+        .opt(&["--mcp", "--tool-pin", pins.to_str().unwrap()])
+        .start();
+    let list = |id: u64| {
+        util::rpc_request(
+            id,
+            "tools/list",
+            serde_json::json!({"tools": [{"name": "a"}]}),
+        )
+    };
+    run.send(&list(1));
+    assert_eq!(util::parse_message(&run.read_line())["id"], 1);
+    std::fs::remove_file(&pins).unwrap();
+    util::mkfifo(&pins);
+    run.send(&list(2));
+    assert_eq!(util::parse_message(&run.read_line())["id"], 2, "answered");
+    run.send(&util::rpc_request(
+        3,
+        "tools/call",
+        serde_json::json!({"name": "a", "arguments": {}}),
+    ));
+    assert_eq!(util::parse_message(&run.read_line())["id"], 3, "answered");
+    let done = run.finish_by("TERM");
+    let errors = done
+        .field("/mcp/tool_gate/pin/file_errors")
+        .as_u64()
+        .unwrap_or(0);
+    done.check(errors >= 1, "the failure is counted");
+}

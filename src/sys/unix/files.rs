@@ -139,6 +139,27 @@ pub fn open_tty() -> io::Result<File> {
     Ok(file)
 }
 
+/// Open `path` to read it, never through a link and never waiting: a
+/// FIFO (or a device) opens at once instead of blocking until a writer
+/// comes, so the caller's judgement of the descriptor (`seen`) refuses
+/// it. Any file mcp-bound opens by name to read goes through here.
+pub fn open_to_read(path: &Path) -> io::Result<File> {
+    let c_path = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a path with a NUL byte"))?;
+    // SAFETY: a valid C string; the flags only read.
+    let fd = unsafe {
+        libc::open(
+            c_path.as_ptr(),
+            libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh descriptor we own.
+    Ok(File::from(unsafe { OwnedFd::from_raw_fd(fd) }))
+}
+
 /// At most `max` bytes from the start of `path`, if it is a regular file
 /// of ours (owned by our effective uid): opened without following a
 /// link and without blocking (a FIFO swapped in cannot hold us), then
