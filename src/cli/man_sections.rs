@@ -265,7 +265,9 @@ descriptor: another user's file, one others may write, or one that is not a regu
 (125, nothing run); one others can read gets one warning (the record's mcp_bound.warnings). Entries are \
 hash-chained: h is SHA-256 (HMAC-SHA256 with --journal-key) of \
 the exact bytes of the line before its h field, prev links to the previous h. Appends take an \
-exclusive flock; a torn tail is kept and accounted for by a recover entry (a whole last entry that \
+exclusive flock, waited for up to 10 s (the terminal entry, and the watchdog's, at most --grace \
+once a terminating signal came; one not written is said, and the record's \
+mcp_bound.journal.terminal_written is false with the error); a torn tail is kept and accounted for by a recover entry (a whole last entry that \
 lacks only its newline is finished and chained onto, and verify warns about it). mcp-bound verify checks \
 every line's hash, strict shape, seq continuity, prev linkage and intent/decision/terminal pairing, \
 reports the first break (HASH_MISMATCH, CHAIN_BREAK, SEQ_GAP, SEQ_ORDER, TORN_TAIL, \

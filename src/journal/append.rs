@@ -17,6 +17,17 @@ use crate::sys;
 
 const READ_BACK_CHUNK: u64 = 64 * 1024;
 
+/// How long an append waits for the lock.
+#[derive(Clone, Copy)]
+enum Wait {
+    /// Not at all: `WouldBlock` when another holds it.
+    Now,
+    Within(Duration),
+    /// Within the first, and within the second once a terminating
+    /// signal has come (already, when the flag says so).
+    Hurried(Duration, Duration, bool),
+}
+
 /// The writer side.
 pub struct Journal {
     pub path: PathBuf,
@@ -82,29 +93,57 @@ impl Journal {
     /// Append entries in order with one write and one sync (a group
     /// commit): all are durable when this returns. Returns the last.
     pub fn append_all(&self, entries: &[Entry<'_>]) -> io::Result<Appended> {
-        self.append_all_waiting(entries, self.lock_wait)
+        self.append_all_waiting(entries, Wait::Within(self.lock_wait))
+    }
+
+    /// As [`Journal::append`], for an entry owed at the end (the terminal
+    /// entry): the lock is waited for at most `lock_wait`, and at most
+    /// `grace` once a terminating signal has come (`signalled`: it ended
+    /// the call; else one that comes during the wait), so another
+    /// appender's lock never holds up the host's stop past its grace.
+    pub fn append_at_the_end(
+        &self,
+        entry: Entry<'_>,
+        grace: Duration,
+        signalled: bool,
+    ) -> io::Result<Appended> {
+        self.append_all_waiting(&[entry], Wait::Hurried(self.lock_wait, grace, signalled))
+    }
+
+    /// This journal, its lock waited for at most `wait`.
+    pub fn waiting_at_most(&self, wait: Duration) -> Journal {
+        Journal {
+            path: self.path.clone(),
+            key: self.key.clone(),
+            lock_wait: self.lock_wait.min(wait),
+            lock: self.lock,
+            sync: self.sync,
+        }
     }
 
     /// As [`Journal::append_all`], only if the lock is free now: an error
     /// of kind `WouldBlock` when another holds it (the loop waits for it
     /// on a timer of its own, never asleep).
     pub fn try_append_all(&self, entries: &[Entry<'_>]) -> io::Result<Appended> {
-        self.append_all_waiting(entries, Duration::ZERO)
+        self.append_all_waiting(entries, Wait::Now)
     }
 
-    fn append_all_waiting(&self, entries: &[Entry<'_>], wait: Duration) -> io::Result<Appended> {
+    fn append_all_waiting(&self, entries: &[Entry<'_>], wait: Wait) -> io::Result<Appended> {
         let (file, created) = sys::open_append_private(&self.path)?;
         sys::judged(&file, crate::trust::Role::Journal)?;
         if created {
             sys::fsync_dir(sys::parent_dir(&self.path))?;
         }
         if self.lock {
-            if wait.is_zero() {
-                if !sys::try_lock_exclusive(&file)? {
+            match wait {
+                Wait::Now if !sys::try_lock_exclusive(&file)? => {
                     return Err(io::ErrorKind::WouldBlock.into());
                 }
-            } else {
-                sys::lock_exclusive(&file, wait)?;
+                Wait::Now => {}
+                Wait::Within(limit) => sys::lock_exclusive(&file, limit)?,
+                Wait::Hurried(limit, grace, signalled) => {
+                    sys::lock_exclusive_hurried(&file, limit, grace, signalled)?
+                }
             }
         }
         let result = self.append_locked(&file, entries);

@@ -348,6 +348,16 @@ pub struct Supervisor {
     /// the call (a journal or stderr log others can read), each said once
     /// on stderr too.
     pub warnings: Vec<String>,
+    /// Set when the journal's terminal entry could not be written.
+    #[serde(default)]
+    pub journal: Option<TerminalWrite>,
+}
+
+/// Whether the journal's terminal entry was written, and why not.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct TerminalWrite {
+    pub terminal_written: bool,
+    pub error: Option<String>,
 }
 
 /// The record, in its published field order. The groups are flattened:

@@ -59,8 +59,8 @@ const FINAL_WRITES: [FinalWrite; 5] = [
 
 /// What the final writes write: the record as one line, and the journal's
 /// terminal entry when one is owed.
-struct FinalWords<'r> {
-    record: &'r Record,
+struct FinalWords {
+    record: Record,
     line: String,
     terminal: Option<journal::Terminal>,
 }
@@ -90,15 +90,24 @@ impl Context<'_> {
             self.say(echo_text(&record, excerpts.echo));
         }
         record.otel = self.call_span(&record);
-        let words = FinalWords {
+        let mut words = FinalWords {
             line: record.to_line(),
             terminal: self
                 .journal
                 .map(|_| journal::Terminal::from_record(&record, excerpts.journal)),
-            record: &record,
+            record,
         };
         for write in FINAL_WRITES {
-            self.final_write(write, &words);
+            if let Some(error) = self.final_write(write, &words) {
+                // The terminal entry could not be written: the record
+                // says so, written again (and so --record-fd gets it).
+                words.record.mcp_bound.journal = Some(crate::record::TerminalWrite {
+                    terminal_written: false,
+                    error: Some(error),
+                });
+                words.line = words.record.to_line();
+                self.write_record(&words);
+            }
         }
         exit_code
     }
@@ -202,8 +211,9 @@ impl Context<'_> {
         }
     }
 
-    /// One of the final writes (see `FINAL_WRITES` for their order).
-    fn final_write(&self, write: FinalWrite, words: &FinalWords<'_>) {
+    /// One of the final writes (see `FINAL_WRITES` for their order): why
+    /// the terminal entry could not be written, when it could not.
+    fn final_write(&self, write: FinalWrite, words: &FinalWords) -> Option<String> {
         let settings = self.settings;
         match write {
             FinalWrite::TellWatchdog => {
@@ -219,16 +229,7 @@ impl Context<'_> {
                 }
             }
             FinalWrite::RecordFile => self.write_record(words),
-            FinalWrite::TerminalEntry => {
-                if let (Some(journal), Some(terminal)) = (self.journal, &words.terminal)
-                    && let Err(err) = journal.append(journal::Entry::Terminal(terminal))
-                {
-                    self.say(format!(
-                        "mcp-bound: --journal {}: cannot write the terminal entry: {err}\n",
-                        journal.path.display()
-                    ));
-                }
-            }
+            FinalWrite::TerminalEntry => return self.terminal_entry(words),
             FinalWrite::WatchdogWritten => {
                 if let Some(link) = self.watchdog.get() {
                     link.written();
@@ -245,11 +246,31 @@ impl Context<'_> {
                 }
             }
         }
+        None
+    }
+
+    /// The journal's terminal entry, when one is owed: why it could not
+    /// be written, when it could not. A host's stop is not held up past
+    /// its grace by another appender's lock.
+    fn terminal_entry(&self, words: &FinalWords) -> Option<String> {
+        let (Some(journal), Some(terminal)) = (self.journal, &words.terminal) else {
+            return None;
+        };
+        let grace = self.settings.policy.grace;
+        let signalled = words.record.lifecycle.cancel_signal.is_some();
+        let err = journal
+            .append_at_the_end(journal::Entry::Terminal(terminal), grace, signalled)
+            .err()?;
+        self.say(format!(
+            "mcp-bound: --journal {}: cannot write the terminal entry: {err}\n",
+            journal.path.display()
+        ));
+        Some(err.to_string())
     }
 
     /// The record file, then --record-keep's pruning; kept for the write
     /// after the last flush while span export is on.
-    fn write_record(&self, words: &FinalWords<'_>) {
+    fn write_record(&self, words: &FinalWords) {
         let Some(path) = &self.settings.record.path else {
             return;
         };

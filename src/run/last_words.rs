@@ -12,7 +12,7 @@
 //! its whole life.
 
 use std::path::{Path, PathBuf};
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde::{Deserialize, Serialize};
 
@@ -133,9 +133,19 @@ fn killed(to: &Destination<'_>, mut record: Record, milestone: Option<Milestone>
     record.supervisor_killed(milestone, t_ms);
     record.times.ended_at = Some(rfc3339(SystemTime::now()));
     if let Some(journal) = to.journal {
-        let _ = journal.append(journal::Entry::Terminal(&journal::Terminal::from_record(
-            &record, None,
-        )));
+        // Bounded as mcp-bound's own end is: another appender's lock
+        // holds the last words up for the grace at most.
+        let grace = Duration::from_millis(record.limits.grace_ms);
+        let terminal = journal::Terminal::from_record(&record, None);
+        let written = journal
+            .waiting_at_most(grace)
+            .append(journal::Entry::Terminal(&terminal));
+        if let Err(err) = written {
+            record.mcp_bound.journal = Some(crate::record::TerminalWrite {
+                terminal_written: false,
+                error: Some(err.to_string()),
+            });
+        }
     }
     if let Some(path) = to.record {
         let _ = write_record_file(path, &record);

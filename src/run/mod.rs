@@ -237,6 +237,7 @@ fn initial_record(settings: &Settings, started_at: SystemTime, redactor: &Redact
             pid: std::process::id(),
             os: sys::BACKEND.os,
             warnings: Vec::new(),
+            journal: None,
         },
     }
 }

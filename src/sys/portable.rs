@@ -57,18 +57,62 @@ pub fn read_small(path: &Path) -> io::Result<String> {
 /// own `try_lock_exclusive`.
 pub(in crate::sys) fn lock_within(
     limit: Duration,
+    try_lock: impl FnMut() -> io::Result<bool>,
+) -> io::Result<()> {
+    lock_hurried(limit, None, try_lock)
+}
+
+/// As `lock_exclusive`, and once a terminating signal has arrived
+/// (`signalled`: it came before the wait; else one that comes during
+/// it, left pending for the caller) the wait ends within `grace` of
+/// then: the host's stop is never held up by another appender's lock for
+/// longer than the grace it gave.
+pub fn lock_exclusive_hurried(
+    file: &File,
+    limit: Duration,
+    grace: Duration,
+    signalled: bool,
+) -> io::Result<()> {
+    let hurry = Hurry { grace, signalled };
+    lock_hurried(limit, Some(hurry), || super::try_lock_exclusive(file))
+}
+
+/// A wait cut to `grace` once a terminating signal has come.
+#[derive(Clone, Copy)]
+struct Hurry {
+    grace: Duration,
+    signalled: bool,
+}
+
+fn lock_hurried(
+    limit: Duration,
+    hurry: Option<Hurry>,
     mut try_lock: impl FnMut() -> io::Result<bool>,
 ) -> io::Result<()> {
-    let deadline = Instant::now() + limit;
+    let started = Instant::now();
+    let mut deadline = started + limit;
+    let mut hurried = false;
     let mut pause = Duration::from_millis(1);
     while !try_lock()? {
-        if Instant::now() >= deadline {
-            return Err(io::Error::new(
-                io::ErrorKind::TimedOut,
-                format!("could not lock it within {} ms", limit.as_millis()),
-            ));
+        let now = Instant::now();
+        if let Some(Hurry { grace, signalled }) = hurry
+            && !hurried
+            && (signalled || super::SignalPipe::terminating_arrived())
+        {
+            hurried = true;
+            deadline = deadline.min(now + grace);
         }
-        std::thread::sleep(pause);
+        if now >= deadline {
+            let waited = now.saturating_duration_since(started).as_millis();
+            let why = match hurried {
+                true => format!(
+                    "could not lock it within the grace after a terminating signal ({waited} ms waited)"
+                ),
+                false => format!("could not lock it within {} ms", limit.as_millis()),
+            };
+            return Err(io::Error::new(io::ErrorKind::TimedOut, why));
+        }
+        std::thread::sleep(pause.min(deadline.saturating_duration_since(now)));
         pause = (pause * 2).min(Duration::from_millis(20));
     }
     Ok(())

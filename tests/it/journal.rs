@@ -1043,3 +1043,75 @@ fn reading_memory_does_not_grow_with_the_journal() {
         );
     }
 }
+
+/// A process that holds the journal's lock, started, and holding it
+/// until its stdin closes (LOCKED is its handshake).
+fn lock_holder(journal: &Path) -> std::process::Child {
+    use std::io::BufRead;
+    let mut holder = Command::new("python3")
+        .args([
+            "-c",
+            "import fcntl, sys\nf = open(sys.argv[1], 'a')\nfcntl.flock(f, fcntl.LOCK_EX)\nprint('LOCKED', flush=True)\nsys.stdin.read()",
+            journal.to_str().unwrap(),
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut locked = String::new();
+    std::io::BufReader::new(holder.stdout.take().unwrap())
+        .read_line(&mut locked)
+        .unwrap();
+    assert_eq!(locked.trim(), "LOCKED");
+    holder
+}
+
+/// Another process holds the journal's lock when the host's SIGTERM
+/// ends the call: the terminal entry's wait is bounded by the grace, not
+/// the 10 s lock wait, and the record says the entry was not written,
+/// and why. The watchdog's `supervisor_killed` obeys the same bound.
+#[test]
+fn a_held_lock_holds_the_host_s_stop_up_for_the_grace_at_most() {
+    for killed in [false, true] {
+        let call = Call::sh("touch \"$READY\"; exec sleep 30");
+        let (ready, journal) = (call.path("ready"), call.path("audit.jsonl"));
+        let run = call
+            .env("READY", ready.to_str().unwrap())
+            .opt(&["--grace", "500ms", "--journal", journal.to_str().unwrap()])
+            .start();
+        while !util::exists(&ready) {
+            std::thread::yield_now();
+        }
+        let mut holder = lock_holder(&journal);
+        let started = std::time::Instant::now();
+        let done = if killed {
+            run.kill_and_wait_for_watchdog();
+            run.finish()
+        } else {
+            run.finish_by("TERM")
+        };
+        let took = started.elapsed();
+        holder.stdin.take();
+        holder.wait().unwrap();
+        let what = if killed { "the watchdog" } else { "mcp-bound" };
+        done.check(
+            took < std::time::Duration::from_secs(9),
+            &format!("{what} did not wait the 10 s lock wait: {took:?}"),
+        );
+        done.expect("/mcp_bound/journal/terminal_written", json!(false));
+        let error = done
+            .field("/mcp_bound/journal/error")
+            .as_str()
+            .unwrap_or_default();
+        if !killed {
+            done.check(error.contains("grace"), &format!("why: {error}"));
+        }
+        let (_, report) = util::verify_report(&journal);
+        done.check(
+            report["unfinished"]
+                .as_array()
+                .is_some_and(|u| u.len() == 1),
+            &format!("the call is unfinished in the journal: {report}"),
+        );
+    }
+}

@@ -362,6 +362,13 @@ mod signal_pipe {
             WAKE_FD.store(-1, Ordering::SeqCst);
         }
 
+        /// Whether a terminating signal arrived and was not yet taken.
+        pub fn terminating_arrived() -> bool {
+            TERMINATING
+                .iter()
+                .any(|signo| COUNTS[*signo as usize].load(Ordering::Relaxed) > 0)
+        }
+
         /// Empty the pipe and collect the counts.
         pub fn take(&self) -> Pending {
             let mut sink = [0u8; 256];

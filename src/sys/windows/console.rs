@@ -78,6 +78,11 @@ impl SignalPipe {
 
     pub fn disarm_in_child() {}
 
+    /// Whether a terminating event arrived and was not yet taken.
+    pub fn terminating_arrived() -> bool {
+        COUNTS.iter().any(|count| count.load(Ordering::SeqCst) > 0)
+    }
+
     pub fn take(&self) -> Pending {
         CANCEL_ARRIVED.store(false, Ordering::SeqCst);
         let mut pending = Pending {
