@@ -958,7 +958,7 @@ fn journal_lines_are_checked_against_the_published_schema() {
 /// lock is still held.
 #[test]
 fn a_held_journal_lock_freezes_nothing_in_the_loop() {
-    use std::io::{BufRead, Write};
+    use std::io::Write;
     let call = util::server(&[]).opt(&["--mcp", "--request-timeout", "1s", "--journal"]);
     let journal = call.path("audit.jsonl");
     let mut run = call.opt(&[journal.to_str().unwrap()]).start();
@@ -966,21 +966,7 @@ fn a_held_journal_lock_freezes_nothing_in_the_loop() {
     let server_pid = util::parse_message(&run.read_line())["result"]["pid"]
         .as_u64()
         .unwrap();
-    let mut holder = Command::new("python3")
-        .args([
-            "-c",
-            "import fcntl, sys\nf = open(sys.argv[1], 'a')\nfcntl.flock(f, fcntl.LOCK_EX)\nprint('LOCKED', flush=True)\nsys.stdin.read()",
-            journal.to_str().unwrap(),
-        ])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut locked = String::new();
-    std::io::BufReader::new(holder.stdout.take().unwrap())
-        .read_line(&mut locked)
-        .unwrap();
-    assert_eq!(locked.trim(), "LOCKED");
+    let mut holder = lock_holder(&journal);
     run.send(&util::rpc_request(
         json!(1),
         "tools/call",
