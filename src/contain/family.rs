@@ -1,7 +1,11 @@
 //! The helper's tree as the layers hold it: the group always, a cgroup
-//! over it where one was made. Each question goes to the top layer that
-//! can answer it: members and emptiness to the cgroup, KILL to the cgroup
-//! at once, any other signal to the group and to each member outside it.
+//! over it where one was made. KILL goes to the cgroup at once, any
+//! other signal to the group and to each member outside it. The group
+//! (our descendants, as their subreaper) stays a layer of its own under
+//! the cgroup: a process may leave its cgroup (one delegated to the
+//! user lets it write its pid into the parent's `cgroup.procs`), and it
+//! is still ours. So members are both layers' together, the tree is
+//! empty only when both are, and a sweep reaches what left the cgroup.
 
 use std::collections::HashSet;
 
@@ -50,18 +54,29 @@ impl Family {
         let mut processes: Vec<sys::ProcInfo> =
             members.into_iter().filter_map(sys::proc_info).collect();
         self.group.keep_live_descendants(&mut processes);
+        // What left the cgroup is still among our descendants.
+        let mut unreadable = None;
+        if sys::BACKEND.subreaper {
+            let ours = self.group.members();
+            unreadable = ours.unreadable;
+            let known: HashSet<i32> = processes.iter().map(|p| p.pid).collect();
+            processes.extend(
+                ours.processes
+                    .into_iter()
+                    .filter(|p| !known.contains(&p.pid)),
+            );
+        }
         sys::Descendants {
             processes,
-            unreadable: None,
+            unreadable,
         }
     }
 
-    /// After the helper exited: is anything of its tree still running?
+    /// After the helper exited: is anything of its tree still running,
+    /// in the cgroup or, having left it, among our descendants?
     pub fn descendants_left(&self) -> bool {
-        match self.cgroup.as_ref().and_then(Cgroup::is_empty) {
-            Some(empty) => !empty,
-            None => !self.group.is_empty(),
-        }
+        let in_cgroup = self.cgroup.as_ref().and_then(Cgroup::is_empty);
+        in_cgroup == Some(false) || !self.group.is_empty()
     }
 
     /// Send `signo` to the whole tree. Nobody gets the same signal twice
@@ -73,8 +88,23 @@ impl Family {
         let live = self.live_descendants();
         seen.extend(live.processes.iter().map(|p| p.pid));
         if self.cgroup.as_ref().is_some_and(|c| c.signal(signo)) {
+            // Those that left the cgroup get it one by one.
+            let inside: HashSet<i32> = self
+                .cgroup
+                .as_ref()
+                .and_then(Cgroup::members)
+                .unwrap_or_default()
+                .into_iter()
+                .collect();
+            let left: Vec<sys::ProcInfo> = live
+                .processes
+                .into_iter()
+                .filter(|p| !inside.contains(&p.pid))
+                .collect();
+            let outside_group = self.group.signal_each(signo, &left);
             return Sweep {
                 cgroup_killed: true,
+                outside_group,
                 ..Sweep::default()
             };
         }

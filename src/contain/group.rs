@@ -84,6 +84,15 @@ impl Group {
         (group_signalled, outsiders.len() as u32)
     }
 
+    /// `signo` to each of `processes` by its pid (those that left the
+    /// cgroup): how many it reached.
+    pub fn signal_each(&self, signo: i32, processes: &[sys::ProcInfo]) -> u32 {
+        let reached = processes
+            .iter()
+            .filter(|p| p.pid != self.helper && signal_pid(p.pid, signo));
+        reached.count() as u32
+    }
+
     /// Live processes of the tree but the helper, from one scan of the
     /// process table: our descendants, and where there is no subreaper
     /// what carries the tree's mark (with how many of this user's

@@ -2,7 +2,8 @@
 //! SIGKILLed mcp-bound. It holds the read end of a pipe whose write end
 //! only mcp-bound has. EOF without mcp-bound's "done" means mcp-bound
 //! died: the watchdog kills the cgroup (cgroup.kill, or each pid in
-//! cgroup.procs) or the helper's group and every marked process.
+//! cgroup.procs) and then, as without one, the helper's group and every
+//! marked process (what left the cgroup is found by its mark).
 //! - With last words to write (the journal's terminal entry, the record:
 //!   state `supervisor_killed`) it is a fork of mcp-bound, which has the
 //!   call in memory.
@@ -253,6 +254,12 @@ fn kill_tree(cgroup: Option<&Cgroup>, mark: &str, pgid: i32) {
         Some(cgroup) => {
             cgroup.kill_all();
             cgroup.remove();
+            // What left the cgroup (its pid written into the parent's
+            // cgroup.procs) is init's now: found by the mark it inherited.
+            if pgid > 1 {
+                sys::send_signal(-pgid, crate::signals::SIGKILL);
+            }
+            kill_marked(TREE_MARK, mark);
         }
         None => {
             if pgid > 1 {

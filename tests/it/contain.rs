@@ -739,3 +739,66 @@ fn a_fast_host_kill_leaves_a_record_of_what_was_known() {
     let (ok, report) = util::verify_report(&journal);
     done.check(ok, &format!("verify: {report}"));
 }
+
+/// The cgroup v2 mount, as /proc/mounts has it.
+fn cgroup2_mount() -> Option<String> {
+    let mounts = std::fs::read_to_string("/proc/mounts").ok()?;
+    mounts
+        .lines()
+        .map(|l| l.split(' ').collect::<Vec<_>>())
+        .find(|f| f.len() > 2 && f[2] == "cgroup2")
+        .map(|f| f[1].to_string())
+}
+
+/// A helper that leaves its cgroup (its pid written into the parent's
+/// cgroup.procs, as a delegated cgroup lets a user's process do), then a
+/// session of its own: the group-and-subreaper layer under the cgroup
+/// still ends it, at the deadline and, once mcp-bound is SIGKILLed, in
+/// the watchdog (the escapee is init's then, found by its mark).
+#[test]
+fn a_process_that_leaves_the_cgroup_still_dies_with_the_tree() {
+    if let Some(why) = util::no_cgroup_here() {
+        skipped!("{why}");
+        return;
+    }
+    let Some(mount) = cgroup2_mount() else {
+        skipped!("no cgroup v2 mount here");
+        return;
+    };
+    if util::effective_uid() != 0 {
+        skipped!("moving a process between cgroups here needs root (a delegated cgroup elsewhere)");
+        return;
+    }
+    let leave = "cg=$(sed -n 's/^0:://p' /proc/self/cgroup); \
+         echo $$ > \"$ROOT$(dirname \"$cg\")/cgroup.procs\" || exit 9; \
+         setsid sleep 300 & echo LEFT; exec sleep 301";
+    for killed in [false, true] {
+        let call = Call::sh(leave)
+            .env("ROOT", &mount)
+            .opt(&["--contain", "cgroup"]);
+        let call = match killed {
+            false => call.opt(&["--timeout", "2s"]),
+            true => {
+                let journal = call.path("j.jsonl");
+                call.opt(&["--journal", journal.to_str().unwrap()])
+            }
+        };
+        let mut run = call.start();
+        run.wait_for_line("LEFT");
+        run.wait_for_tree(1);
+        if killed {
+            run.kill_and_wait_for_watchdog();
+        }
+        // The harness fails the test if the setsid sleep still runs.
+        let done = run.finish();
+        done.expect("/contain/method", json!("cgroup"));
+        match killed {
+            false => {
+                done.expect_state("timed_out", 124);
+            }
+            true => {
+                done.expect("/state", json!("supervisor_killed"));
+            }
+        }
+    }
+}
