@@ -346,7 +346,8 @@ restarts and debug windows marked), the calls and tool calls in tables sorted by
 stderr seen against kept, and p50/p95/p99 per tool (from a sketch, within 2%). Nothing is fetched: \
 its style and one script are inline, and its Content-Security-Policy lets only that script run. \
 Everything shown is masked as the journal is, and escaped. Memory is bounded by what is shown \
-(300 calls drawn a session, 200 requests a call, 5000 rows, 256 tools; the rest counted). Each \
+(200 sessions drawn, 300 calls a session, 200 requests a call, 5000 rows, 256 tools, each \
+stderr excerpt's first and last 2 KiB; the rest counted). Each \
 restart (mcp_restart) is drawn at its time; debug windows are flagged by their count. Exit 0, 1 the chain is broken (the \
 page says where and marks the rows after it), 2 usage or I/O error.",
     ),

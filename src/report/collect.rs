@@ -22,6 +22,11 @@ pub const MAX_REQUESTS_DRAWN: usize = 200;
 pub const MAX_ROWS: usize = 5_000;
 /// Most tools counted by name.
 pub const MAX_TOOLS: usize = 256;
+/// Sessions drawn; the calls of any past them are counted.
+pub const MAX_SESSIONS_DRAWN: usize = 200;
+/// Of each call's stderr excerpt, what the page keeps: its head and tail
+/// this long each, the cut said.
+pub const EXCERPT_SHOWN: usize = 2048;
 /// Most calls in flight followed, and requests open in one.
 const MAX_OPEN: usize = 4_096;
 /// Most characters of a command line shown.
@@ -135,6 +140,9 @@ pub struct Collected {
     pub tools_more: u64,
     pub requests_total: u64,
     pub restarts_total: u64,
+    /// Calls of sessions past the first [`MAX_SESSIONS_DRAWN`]: counted,
+    /// not drawn (their sessions' ids are not kept, so not counted).
+    pub calls_in_sessions_more: u64,
     open: HashMap<String, Open>,
 }
 
@@ -214,7 +222,7 @@ impl Collected {
                 bar.duration_ms = view.duration_ms;
                 bar.stderr = view.streams;
                 if let Ok(extra) = serde_json::from_slice::<TerminalExtra>(content) {
-                    bar.excerpt = extra.excerpt;
+                    bar.excerpt = extra.excerpt.map(shown_excerpt);
                     bar.marks.debug_windows = extra.debug_windows.map(|d| (d.count, d.open_ms));
                 }
                 self.finish(bar);
@@ -289,6 +297,13 @@ impl Collected {
         let state = bar.state.as_deref().unwrap_or("unfinished");
         *self.states.entry(state.to_string()).or_default() += 1;
         let next = self.sessions.len();
+        let known = self.session_index.get(&bar.session_id).copied();
+        if known.is_none() && next >= MAX_SESSIONS_DRAWN {
+            // A session past the bound: counted, not drawn (and its id
+            // not kept, so that memory stays bounded).
+            self.calls_in_sessions_more += 1;
+            return;
+        }
         let at = *self
             .session_index
             .entry(bar.session_id.clone())
@@ -321,6 +336,28 @@ impl Collected {
         }
         self
     }
+}
+
+/// An excerpt as the page keeps it: whole when short, else its head and
+/// its tail, [`EXCERPT_SHOWN`] bytes each, and what was cut between.
+fn shown_excerpt(excerpt: String) -> String {
+    if excerpt.len() <= 2 * EXCERPT_SHOWN {
+        return excerpt;
+    }
+    let mut head = EXCERPT_SHOWN;
+    while !excerpt.is_char_boundary(head) {
+        head -= 1;
+    }
+    let mut tail = excerpt.len() - EXCERPT_SHOWN;
+    while !excerpt.is_char_boundary(tail) {
+        tail += 1;
+    }
+    format!(
+        "{}\n[mcp-bound report: {} bytes of the excerpt not shown]\n{}",
+        &excerpt[..head],
+        tail - head,
+        &excerpt[tail..]
+    )
 }
 
 /// A restart entry's attempt, and how the incarnation before it ended.

@@ -61,9 +61,14 @@ fn summary(out: &mut String, journal: &str, verified: &Verified, c: &Collected, 
     );
     let _ = write!(
         out,
-        "<ul class=\"totals\"><li><b>{}</b> calls</li><li><b>{}</b> sessions</li><li><b>{}</b> MCP requests</li>",
+        "<ul class=\"totals\"><li><b>{}</b> calls</li><li><b>{}{}</b> sessions</li><li><b>{}</b> MCP requests</li>",
         c.calls_total,
         c.sessions.len(),
+        if c.calls_in_sessions_more > 0 {
+            "+"
+        } else {
+            ""
+        },
         c.requests_total
     );
     match c.restarts_total {
@@ -86,6 +91,14 @@ fn summary(out: &mut String, journal: &str, verified: &Verified, c: &Collected, 
 
 fn sessions(out: &mut String, c: &Collected) {
     out.push_str("<h2>Sessions</h2>\n");
+    if c.calls_in_sessions_more > 0 {
+        let _ = writeln!(
+            out,
+            "<p class=\"more\">{} calls of sessions past the first {} are counted and not drawn.</p>",
+            c.calls_in_sessions_more,
+            super::collect::MAX_SESSIONS_DRAWN
+        );
+    }
     for session in &c.sessions {
         let name = session.session_id.as_deref().unwrap_or("no session");
         let _ = write!(

@@ -843,6 +843,21 @@ fn every_tear_position_of_the_last_line_recovers_to_a_journal_that_verifies() {
 /// A valid journal of `calls` finished calls, written directly (minimal
 /// entries, so a large one is quick to make).
 fn synthetic_journal(path: &Path, calls: usize) {
+    synthetic_journal_of(path, calls, |_| "null".into(), 0);
+}
+
+/// As [`synthetic_journal`], call `i` in session `session(i)` (its JSON)
+/// with an excerpt of `excerpt` bytes.
+fn synthetic_journal_of(
+    path: &Path,
+    calls: usize,
+    session: impl Fn(usize) -> String,
+    excerpt: usize,
+) {
+    let excerpt = match excerpt {
+        0 => String::new(),
+        n => format!(r#","excerpt":"{}""#, "e".repeat(n)),
+    };
     use std::io::Write;
     let mut out = std::io::BufWriter::new(std::fs::File::create(path).unwrap());
     let mut prev = journal::ZERO_HASH.to_string();
@@ -867,14 +882,15 @@ fn synthetic_journal(path: &Path, calls: usize) {
     for i in 0..calls {
         emit(
             format!(
-                r#""kind":"intent","ts":"{ts}","call_id":"c_{i}","session_id":null,"argv":["true"],"cwd":null,"uid":0,"host":null,"pid":1,"limits":{{}}"#
+                r#""kind":"intent","ts":"{ts}","call_id":"c_{i}","session_id":{},"argv":["true"],"cwd":null,"uid":0,"host":null,"pid":1,"limits":{{}}"#,
+                session(i)
             ),
             &mut prev,
             &mut seq,
         );
         emit(
             format!(
-                r#""kind":"terminal","ts":"{ts}","call_id":"c_{i}","state":"completed","signals":[],"streams":{{}}"#
+                r#""kind":"terminal","ts":"{ts}","call_id":"c_{i}","state":"completed","signals":[],"streams":{{}}{excerpt}"#
             ),
             &mut prev,
             &mut seq,
@@ -1100,4 +1116,55 @@ fn a_held_lock_holds_the_host_s_stop_up_for_the_grace_at_most() {
             &format!("the call is unfinished in the journal: {report}"),
         );
     }
+}
+
+/// Peak RSS of `mcp-bound ARGS JOURNAL` over its whole run, to its exit
+/// (the page is built after the journal is read), in KiB: the child's
+/// ru_maxrss, as Python's resource module reads it.
+fn whole_run_peak_rss_kib(args: &[&str], path: &Path) -> (u64, i32) {
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            "import resource, subprocess, sys\n\
+             code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL).returncode\n\
+             print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, code)",
+            util::BIN,
+        ])
+        .args(args)
+        .arg(path)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut words = text.split_whitespace().map(|w| w.parse::<i64>().unwrap());
+    (words.next().unwrap() as u64, words.next().unwrap() as i32)
+}
+
+/// The report keeps of each call's excerpt its head and tail, and draws
+/// a bounded number of sessions: its memory follows what the page shows.
+/// Twelve calls with 10 MiB excerpts cost it about what they cost
+/// verify (each line is read whole by both), and many sessions no more
+/// than a few.
+#[test]
+fn the_report_s_memory_follows_what_it_shows_not_the_excerpts_or_the_sessions() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.jsonl");
+    synthetic_journal_of(&big, 12, |i| format!("\"s{i}\""), 10 << 20);
+    let (verify_rss, code) = whole_run_peak_rss_kib(&["verify"], &big);
+    assert_eq!(code, 0);
+    let (report_rss, code) = whole_run_peak_rss_kib(&["report", "-o", "-"], &big);
+    assert_eq!(code, 0);
+    assert!(
+        report_rss < verify_rss + 24 * 1024,
+        "report {report_rss} KiB against verify's {verify_rss} KiB on 12 calls of 10 MiB excerpts"
+    );
+    let (few, many) = (dir.path().join("few.jsonl"), dir.path().join("many.jsonl"));
+    synthetic_journal_of(&few, 20_000, |i| format!("\"s{}\"", i % 100), 0);
+    synthetic_journal_of(&many, 20_000, |i| format!("\"s{i}\""), 0);
+    let (few_rss, _) = whole_run_peak_rss_kib(&["report", "-o", "-"], &few);
+    let (many_rss, code) = whole_run_peak_rss_kib(&["report", "-o", "-"], &many);
+    assert_eq!(code, 0);
+    assert!(
+        many_rss < few_rss + 2048,
+        "20,000 sessions: {many_rss} KiB against {few_rss} KiB for 100"
+    );
 }
