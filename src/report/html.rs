@@ -10,7 +10,7 @@ use sha2::Digest;
 
 use super::collect::{CallBar, Collected, MAX_CALLS_DRAWN, MAX_ROWS, Tool};
 use super::svg::{self, class};
-use crate::markup::escape;
+use crate::markup::{escape, isolated};
 use crate::units::short_duration as duration;
 
 const STYLE: &str = include_str!("report.css");
@@ -83,7 +83,7 @@ fn summary(out: &mut String, journal: &str, verified: &Verified, c: &Collected, 
             out,
             "<li class=\"chip s-{}\"><b>{count}</b> {}</li>",
             class(state),
-            escape(state)
+            isolated(state)
         );
     }
     out.push_str("</ul></header>\n");
@@ -104,7 +104,7 @@ fn sessions(out: &mut String, c: &Collected) {
         let _ = write!(
             out,
             "<section class=\"session\"><h3>{}</h3><p>{}",
-            escape(name),
+            isolated(name),
             match session.calls_total {
                 1 => "1 call".to_string(),
                 n => format!("{n} calls"),
@@ -153,28 +153,28 @@ fn call_row(out: &mut String, call: &CallBar) {
     let _ = write!(
         out,
         "<tr{mark}>{}{}{}<td><span class=\"chip s-{}\">{}</span></td>{}{}{}{}{}{}",
-        cell(escape(&call.ts), None),
-        cell(escape(&call.call_id), None),
-        cell(escape(call.session_id.as_deref().unwrap_or("–")), None),
+        cell(isolated(&call.ts), None),
+        cell(isolated(&call.call_id), None),
+        cell(isolated(call.session_id.as_deref().unwrap_or("–")), None),
         class(state),
-        escape(state),
+        isolated(state),
         optional(call.exit_code.and_then(|c| u64::try_from(c).ok()), |v| v
             .to_string()),
         optional(call.duration_ms, duration),
         optional(call.stderr.map(|s| s.0), |v| v.to_string()),
         optional(call.stderr.map(|s| s.1), |v| v.to_string()),
         cell(
-            escape(call.wait.as_ref().map_or("–", |w| &w.decision)),
+            isolated(call.wait.as_ref().map_or("–", |w| &w.decision)),
             None
         ),
         cell(call.requests_total, Some(call.requests_total)),
     );
-    let _ = write!(out, "<td class=\"argv\">{}", escape(&call.argv));
+    let _ = write!(out, "<td class=\"argv\">{}", isolated(&call.argv));
     if let Some(excerpt) = call.excerpt.as_deref().filter(|e| !e.is_empty()) {
         let _ = write!(
             out,
             "<details><summary>stderr</summary><pre>{}</pre></details>",
-            escape(excerpt)
+            isolated(excerpt)
         );
     }
     out.push_str("</td></tr>\n");
@@ -206,13 +206,13 @@ fn tool_row(out: &mut String, name: &str, tool: &Tool) {
     let outcomes: Vec<String> = tool
         .outcomes
         .iter()
-        .map(|(o, n)| format!("{} {n}", escape(o)))
+        .map(|(o, n)| format!("{} {n}", isolated(o)))
         .collect();
     let q = |p: f64| tool.durations.quantile(p);
     let _ = writeln!(
         out,
         "<tr>{}{}{}{}{}{}{}</tr>",
-        cell(escape(name), None),
+        cell(isolated(name), None),
         cell(total, Some(total)),
         cell(outcomes.join(", "), None),
         cell(tool.not_run, Some(tool.not_run)),

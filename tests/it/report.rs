@@ -202,18 +202,18 @@ fn a_report_opens_offline_with_a_bar_per_call_and_its_script_text_inert() {
     let tools = dom.split("id=\"tools\"").nth(1).unwrap();
     let read_file = tools
         .split("<tr>")
-        .find(|r| r.starts_with("<td>read_file</td>"))
+        .find(|r| r.starts_with("<td><bdi>read_file</bdi></td>"))
         .unwrap();
     assert!(
-        read_file.contains("<td data-v=\"3\">3</td><td>result 3</td>"),
+        read_file.contains("<td data-v=\"3\">3</td><td><bdi>result</bdi> 3</td>"),
         "{read_file}"
     );
     let rm = tools
         .split("<tr>")
-        .find(|r| r.starts_with("<td>rm</td>"))
+        .find(|r| r.starts_with("<td><bdi>rm</bdi></td>"))
         .unwrap();
     assert!(
-        rm.contains("<td>denied 2</td><td data-v=\"2\">2</td>"),
+        rm.contains("<td><bdi>denied</bdi> 2</td><td data-v=\"2\">2</td>"),
         "not run: {rm}"
     );
     // The <script> is text: escaped in the DOM, our one script the only one.
