@@ -42,6 +42,8 @@ pub(super) struct Pinning {
     first: Vec<Definition>,
     /// (tool, sha256) journaled as drift in this run.
     journaled: HashSet<(String, String)>,
+    /// The server's key, made once (it names the command, which stays).
+    key: Option<String>,
 }
 
 /// A tool that drifted from its pin, as its `mcp_tool_drift` entry says.
@@ -71,6 +73,7 @@ impl Pinning {
             listed: HashMap::new(),
             first: Vec::new(),
             journaled: HashSet::new(),
+            key: None,
         }
     }
 
@@ -94,19 +97,23 @@ impl Session {
 
     /// The key this server's pins are kept under: its command as the
     /// record shows it (masked), or `--tool-pin-key`.
-    fn pin_key(&self) -> Option<String> {
+    /// Made once, when an earlier file's keys are folded into it.
+    fn pin_key(&mut self) -> Option<String> {
+        if let Some(key) = &self.pinning()?.key {
+            return Some(key.clone());
+        }
         let gate = self.gate.as_ref()?;
-        let pinning = gate.pinning.as_ref()?;
         let masked: Vec<String> = gate
             .settings
             .server_argv
             .iter()
             .map(|word| gate.redactor.redact(word).into_owned())
             .collect();
-        Some(crate::pin::server_key(
-            pinning.settings.key.as_deref(),
-            &masked,
-        ))
+        let given = gate.pinning.as_ref()?.settings.key.as_deref();
+        let key = crate::pin::server_key(given, &masked);
+        self.pinning()?.key = Some(key.clone());
+        self.fold_legacy_pins(&key);
+        Some(key)
     }
 
     /// Pins an earlier mcp-bound kept under `NAME (CMD)` or `CMD` are
@@ -146,7 +153,6 @@ impl Session {
             self.pin_failed(why);
         }
         let key = self.pin_key()?;
-        self.fold_legacy_pins(&key);
         self.pin_facts().key = Some(key.clone());
         Some(key)
     }
