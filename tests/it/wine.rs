@@ -865,16 +865,28 @@ fn pinned_tools_are_held_and_an_accept_is_read_by_the_running_session() {
     send(&mut client, &call(4));
     let text = wait_for_text(&out, r#""id":4,"error""#);
     assert!(text.contains("tool_changed"), "{text}");
-    let accepted = under_wine()
-        .arg(&exe)
-        .args(["pin", "pins.json", "--accept", "echo"])
-        .current_dir(dir.path())
-        .env("WINEDEBUG", "-all")
-        .output()
-        .unwrap();
+    let pin = |args: &[&str]| {
+        under_wine()
+            .arg(&exe)
+            .arg("pin")
+            .args(args)
+            .current_dir(dir.path())
+            .env("WINEDEBUG", "-all")
+            .output()
+            .unwrap()
+    };
+    // The accept names the definition read: its sha256 as pin shows it.
+    let shown = String::from_utf8_lossy(&pin(&["pins.json"]).stdout).into_owned();
+    let at = shown.find("sha256 ").expect("a definition waits") + 7;
+    let bound = format!("echo@{}", &shown[at..at + 12]);
+    let accepted = pin(&["pins.json", "--accept", &bound]);
     let said = String::from_utf8_lossy(&accepted.stdout);
     assert_eq!(accepted.status.code(), Some(0), "{said}");
-    assert!(said.starts_with("accepted echo for wine-fixture"), "{said}");
+    assert!(said.starts_with("accepted echo for "), "{said}");
+    assert!(
+        !said.contains("wine-fixture"),
+        "keyed by the command: {said}"
+    );
     send(&mut client, &list(5));
     wait_for_text(&out, r#""id":5,"result":{"tools":[{"name":"echo""#);
     send(&mut client, &call(6));
