@@ -110,6 +110,18 @@ fn is_prose(rest: &str, value: &str) -> bool {
     plain(value) && plain(next) && (function(value) || function(next))
 }
 
+/// Whether the quote that begins `value` closes the quoted text its
+/// `label` sits in, rather than opening a value: `printf "password: "`
+/// prompts for one. The label then follows that same quote (`before`
+/// ends with it) and is not closed by it (`"password": "x"` is a JSON
+/// key, and its value is one).
+fn closes_its_label(before: &str, label: &str, value: &str) -> bool {
+    let Some(quote) = value.chars().next().filter(|c| matches!(c, '"' | '\'')) else {
+        return false;
+    };
+    before.ends_with(quote) && !label.contains(quote)
+}
+
 #[derive(Debug, Clone)]
 pub struct Redactor {
     extra: Vec<String>,
@@ -214,7 +226,10 @@ impl Redactor {
                 let haystack = out.as_ref();
                 match regex.replace_all(haystack, |caps: &regex::Captures| {
                     let whole = caps.get(0).expect("a match");
-                    if is_prose(&haystack[whole.end()..], &caps[2]) {
+                    let before = &haystack[..whole.start()];
+                    if is_prose(&haystack[whole.end()..], &caps[2])
+                        || closes_its_label(before, &caps[1], &caps[2])
+                    {
                         caps[0].to_string()
                     } else {
                         format!("{}{MASK}", &caps[1])
@@ -488,6 +503,30 @@ mod tests {
             ),
             ("token: the", "token: [REDACTED]"),
             ("passwd: s3cret is wrong", "passwd: [REDACTED] is wrong"),
+        ] {
+            assert_eq!(masked(secret), shown, "{secret}");
+        }
+    }
+
+    /// A prompt's label inside quotes is no value: the quote after it
+    /// closes the prompt, and what follows is the command, kept.
+    #[test]
+    fn a_quote_that_closes_a_prompt_opens_no_value() {
+        for prompt in [
+            r#"printf "password: "; read x < /dev/tty; echo "got:$x""#,
+            "printf 'Password: '; read -r p; echo 'done'",
+            r#"echo "token=" "$T""#,
+        ] {
+            assert_eq!(masked(prompt), prompt);
+        }
+        for (secret, shown) in [
+            (r#"{"password": "hunter2"}"#, r#"{"password": [REDACTED]}"#),
+            (r#"password: "hunter2""#, "password: [REDACTED]"),
+            (
+                r#"echo "password: 'hunter2'""#,
+                r#"echo "password: [REDACTED]""#,
+            ),
+            (r#"'token': 'abc'"#, "'token': [REDACTED]"),
         ] {
             assert_eq!(masked(secret), shown, "{secret}");
         }

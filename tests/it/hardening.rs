@@ -634,3 +634,19 @@ fn a_pin_file_swapped_for_a_fifo_mid_session_freezes_nothing() {
         .unwrap_or(0);
     done.check(errors >= 1, "the failure is counted");
 }
+
+/// The record's argv masking keeps a prompt's command line: the quote
+/// after `password: ` closes the prompt, it opens no value, so nothing
+/// after it is eaten; a value in quotes after a label is still masked.
+#[test]
+fn a_prompt_in_the_argv_is_kept_and_a_quoted_value_is_masked() {
+    let script = r#"printf "password: " >&2; x=bob; echo "got:$x""#;
+    let done = Call::sh(script).run();
+    done.expect_state("completed", 0);
+    done.expect("/argv/2", json!(script));
+    let done = Call::sh(r#"echo "password: 'hunter2'" >/dev/null"#).run();
+    done.expect(
+        "/argv/2",
+        json!(r#"echo "password: [REDACTED]" >/dev/null"#),
+    );
+}
