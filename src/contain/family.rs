@@ -87,15 +87,15 @@ impl Family {
         // is a zombie by the time a later scan runs, and would go uncounted.
         let live = self.live_descendants();
         seen.extend(live.processes.iter().map(|p| p.pid));
+        // Who is in the cgroup, read before KILL empties it: the rest of
+        // the tree left it, and gets KILL one by one.
+        let inside: HashSet<i32> = match (&self.cgroup, signo) {
+            (Some(cgroup), crate::signals::SIGKILL) => {
+                cgroup.members().unwrap_or_default().into_iter().collect()
+            }
+            _ => HashSet::new(),
+        };
         if self.cgroup.as_ref().is_some_and(|c| c.signal(signo)) {
-            // Those that left the cgroup get it one by one.
-            let inside: HashSet<i32> = self
-                .cgroup
-                .as_ref()
-                .and_then(Cgroup::members)
-                .unwrap_or_default()
-                .into_iter()
-                .collect();
             let left: Vec<sys::ProcInfo> = live
                 .processes
                 .into_iter()
