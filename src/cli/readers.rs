@@ -30,8 +30,9 @@ pub enum Sub {
     /// calls in sortable tables, p50/p95/p99 per tool, stderr seen against kept, and the verify
     /// result. Exit 0, 1 the chain is broken (the report says where), 2 usage or I/O error.
     Report(ReportArgs),
-    /// List a --tool-pin file's pins and what drifted from them; --accept trusts the latest
-    /// definition seen. Exit 0 nothing waits to be accepted, 1 something does, 2 usage or I/O error.
+    /// List a --tool-pin file's pins and what drifted from them; --accept NAME@SHA256 trusts the
+    /// definition seen for NAME whose sha256 that is. Exit 0 nothing waits to be accepted, 1
+    /// something does, 2 usage or I/O error.
     Pin(PinArgs),
 }
 
