@@ -255,24 +255,14 @@ fn junit_has_a_testcase_per_expectation_and_parses() {
         journal.to_str().unwrap(),
     ]);
     assert_eq!(code, 1, "{err}");
-    let parsed = std::process::Command::new("python3")
-        .args([
-            "-c",
-            "import sys, xml.etree.ElementTree as ET\n\
-             root = ET.fromstring(sys.stdin.read())\n\
-             for case in root.iter('testcase'):\n\
-             \x20   print(case.get('name'), 'FAIL' if case.find('failure') is not None else 'PASS')\n\
-             print(root.get('tests'), root.get('failures'))",
-        ])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .and_then(|mut python| {
-            use std::io::Write;
-            python.stdin.take().unwrap().write_all(xml.as_bytes())?;
-            python.wait_with_output()
-        })
-        .unwrap();
+    let parsed = util::python_reading(
+        "import sys, xml.etree.ElementTree as ET\n\
+         root = ET.fromstring(sys.stdin.read())\n\
+         for case in root.iter('testcase'):\n\
+         \x20   print(case.get('name'), 'FAIL' if case.find('failure') is not None else 'PASS')\n\
+         print(root.get('tests'), root.get('failures'))",
+        xml.as_bytes(),
+    );
     assert!(parsed.status.success(), "{xml}");
     assert_eq!(
         String::from_utf8_lossy(&parsed.stdout),

@@ -100,20 +100,10 @@ fn every_reader_shows_a_journal_s_controls_escaped() {
     let (_, xml, _) =
         util::subcommand("check", &["--format", "junit", "--forbid-tool", "read*", j]);
     assert_escaped("check --format junit", &xml);
-    let out = std::process::Command::new("python3")
-        .args([
-            "-c",
-            "import sys, xml.etree.ElementTree as E; E.fromstring(sys.stdin.read()); print('XML')",
-        ])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .and_then(|mut child| {
-            use std::io::Write as _;
-            child.stdin.take().unwrap().write_all(xml.as_bytes())?;
-            child.wait_with_output()
-        })
-        .unwrap();
+    let out = util::python_reading(
+        "import sys, xml.etree.ElementTree as E; E.fromstring(sys.stdin.read()); print('XML')",
+        xml.as_bytes(),
+    );
     assert_eq!(
         String::from_utf8_lossy(&out.stdout).trim(),
         "XML",

@@ -933,6 +933,18 @@ pub fn python(script: &str) -> std::process::Output {
         .expect("python3 runs")
 }
 
+/// `python3 -c script`, with `input` on its stdin.
+pub fn python_reading(script: &str, input: &[u8]) -> std::process::Output {
+    let mut child = Command::new("python3")
+        .args(["-c", script])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("python3 runs");
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().expect("python3 runs")
+}
+
 pub fn exists(path: &Path) -> bool {
     std::fs::symlink_metadata(path).is_ok()
 }

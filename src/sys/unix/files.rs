@@ -167,19 +167,7 @@ pub fn open_to_read(path: &Path) -> io::Result<File> {
 pub fn read_own_head(path: &Path, max: usize) -> Option<Vec<u8>> {
     use std::io::Read;
     use std::os::unix::fs::MetadataExt;
-    let c_path = CString::new(path.as_os_str().as_bytes()).ok()?;
-    // SAFETY: a valid C string; the flags only read.
-    let fd = unsafe {
-        libc::open(
-            c_path.as_ptr(),
-            libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        return None;
-    }
-    // SAFETY: a fresh descriptor we own.
-    let file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+    let file = open_to_read(path).ok()?;
     let meta = file.metadata().ok()?;
     if !meta.is_file() || meta.uid() != effective_uid() {
         return None;
