@@ -174,8 +174,8 @@ impl Checker {
                 }
             }
             "mcp_decision" => {
-                let id = view.request_id.map(|id| id.get().to_string());
-                if let Some(pending) = id.and_then(|id| call.pending.first_mut(&id)) {
+                let id = view.request_id.map(|id| id.get());
+                if let Some(pending) = id.and_then(|id| call.pending.first_mut(id)) {
                     pending.approved = Some(view.decision.as_deref() == Some("approved"));
                 }
             }
@@ -193,7 +193,7 @@ impl Checker {
         let gated = call.gated;
         let id = view.request_id.map(|id| id.get()).unwrap_or("null");
         let outcome = view.outcome.as_deref().unwrap_or("unknown");
-        let pending = call.pending.answered(&id.to_string(), outcome);
+        let pending = call.pending.answered(id, outcome);
         let method = view.method.as_deref().unwrap_or("?");
         if self.expect.requests
             && let Some(ms) = view.duration_ms

@@ -10,6 +10,7 @@
 //! answer pairs with the earliest, the one mcp-bound's table tracked, and
 //! so does a decision.
 
+use std::borrow::Borrow;
 use std::collections::{HashMap, VecDeque};
 use std::hash::Hash;
 
@@ -47,13 +48,19 @@ impl<K: Hash + Eq, T> OpenRequests<K, T> {
     }
 
     /// The request a decision under `key` is about: the earliest open.
-    pub fn first_mut(&mut self, key: &K) -> Option<&mut T> {
+    pub fn first_mut<Q: Hash + Eq + ?Sized>(&mut self, key: &Q) -> Option<&mut T>
+    where
+        K: Borrow<Q>,
+    {
         self.open.get_mut(key)?.front_mut()
     }
 
     /// The request an answer under `key` with `outcome` ends: the latest
     /// for an answer mcp-bound made at once, else the earliest.
-    pub fn answered(&mut self, key: &K, outcome: &str) -> Option<T> {
+    pub fn answered<Q: Hash + Eq + ?Sized>(&mut self, key: &Q, outcome: &str) -> Option<T>
+    where
+        K: Borrow<Q>,
+    {
         let queue = self.open.get_mut(key)?;
         let value = match NOT_SENT.contains(&outcome) {
             true => queue.pop_back(),

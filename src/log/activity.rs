@@ -153,7 +153,7 @@ impl Activity {
                 *row.mcp.outcomes.entry(outcome.to_string()).or_default() += 1;
                 let tool = fields
                     .request_id
-                    .and_then(|id| pending.answered(&id.get().to_string(), outcome));
+                    .and_then(|id| pending.answered(id.get(), outcome));
                 match tool {
                     Some(_) if NOT_SENT.contains(&outcome) => row.mcp.tools_not_run += 1,
                     Some(tool) => row.mcp.called(tool),

@@ -210,7 +210,7 @@ impl Collected {
                 }
                 let tool = view
                     .request_id
-                    .and_then(|id| pending.answered(&id.get().to_string(), &outcome));
+                    .and_then(|id| pending.answered(id.get(), &outcome));
                 if let Some(tool) = tool {
                     self.tool(&tool, &outcome, view.duration_ms);
                 }
