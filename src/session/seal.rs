@@ -148,9 +148,9 @@ impl Seals {
 /// server's latest `input_required` answer to the approved call (or to
 /// the round covered last) names a `requestState` (or none), and the
 /// one retry that carries that state byte for byte (or, for none, none),
-/// with the same tool and the same arguments, is covered. The grant then waits for that retry's
-/// answer: another `input_required` moves it to the new state, any
-/// other answer ends it, and so does the deadline.
+/// with the same tool and the same arguments, is covered. The grant then
+/// waits for that retry's answer: another `input_required` moves it to
+/// the new state, any other answer ends it, and so does the deadline.
 struct Grant {
     tool: String,
     /// The arguments as canonical JSON of a strict parse (None: none
@@ -161,6 +161,13 @@ struct Grant {
     approved: String,
     /// Where the grant stands.
     stage: Stage,
+}
+
+impl Grant {
+    /// Whether it waits for the server's answer to `key`.
+    fn awaits(&self, key: &str) -> bool {
+        matches!(&self.stage, Stage::Answer(k) if k == key)
+    }
 }
 
 /// A grant waits for the server's answer to one request, or for the
@@ -218,11 +225,7 @@ impl Grants {
     /// this `state` (Some(None): no state), or (None) otherwise. A grant
     /// waiting for that answer moves to the state, or ends.
     pub(super) fn answered(&mut self, key: &str, state: Option<Option<String>>) {
-        let Some(at) = self
-            .open
-            .iter()
-            .position(|g| g.stage == Stage::Answer(key.to_string()))
-        else {
+        let Some(at) = self.open.iter().position(|g| g.awaits(key)) else {
             return;
         };
         match state {
@@ -235,9 +238,7 @@ impl Grants {
 
     /// Whether a grant waits for the answer to `key`.
     pub(super) fn awaits(&self, key: &str) -> bool {
-        self.open
-            .iter()
-            .any(|g| matches!(&g.stage, Stage::Answer(k) if k == key))
+        self.open.iter().any(|g| g.awaits(key))
     }
 
     /// The round `key` (a retry carrying `state`, or none) of `tool` with
