@@ -196,9 +196,8 @@ pub fn read_tool(raw: &str) -> Option<Definition> {
 /// The fields in which two digests differ (present in one only, or
 /// with another digest); of [`FIELDS`] only for a pin without `whole`.
 fn changed(pinned: &Seen, seen: &BTreeMap<String, String>) -> Vec<String> {
-    let mut names: Vec<&String> = pinned.fields.keys().chain(seen.keys()).collect();
-    names.sort();
-    names.dedup();
+    let names: std::collections::BTreeSet<&String> =
+        pinned.fields.keys().chain(seen.keys()).collect();
     names
         .into_iter()
         .filter(|field| pinned.whole || FIELDS.contains(&field.as_str()))
