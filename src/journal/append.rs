@@ -110,17 +110,6 @@ impl Journal {
         self.append_all_waiting(&[entry], Wait::Hurried(self.lock_wait, grace, signalled))
     }
 
-    /// This journal, its lock waited for at most `wait`.
-    pub fn waiting_at_most(&self, wait: Duration) -> Journal {
-        Journal {
-            path: self.path.clone(),
-            key: self.key.clone(),
-            lock_wait: self.lock_wait.min(wait),
-            lock: self.lock,
-            sync: self.sync,
-        }
-    }
-
     /// As [`Journal::append_all`], only if the lock is free now: an error
     /// of kind `WouldBlock` when another holds it (the loop waits for it
     /// on a timer of its own, never asleep).

@@ -135,11 +135,10 @@ fn killed(to: &Destination<'_>, mut record: Record, milestone: Option<Milestone>
     if let Some(journal) = to.journal {
         // Bounded as mcp-bound's own end is: another appender's lock
         // holds the last words up for the grace at most.
+        // (mcp-bound is dead: the wait is cut to the grace at once).
         let grace = Duration::from_millis(record.limits.grace_ms);
         let terminal = journal::Terminal::from_record(&record, None);
-        let written = journal
-            .waiting_at_most(grace)
-            .append(journal::Entry::Terminal(&terminal));
+        let written = journal.append_at_the_end(journal::Entry::Terminal(&terminal), grace, true);
         if let Err(err) = written {
             record.mcp_bound.journal = Some(crate::record::TerminalWrite {
                 terminal_written: false,
