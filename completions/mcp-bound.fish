@@ -1,6 +1,6 @@
 # Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
 function __fish_mcp_bound_global_optspecs
-    string join \n timeout= s/signal= k/grace= wait-delay= preserve-status rlimit= contain= memory-max= pids-max= cpu-max= limits= head-bytes= tail-bytes= excerpt-bytes= echo= flood-path= redact= stderr-log= stderr-log-size= stderr-log-keep= stderr-log-timestamps stderr-log-optional record= record-keep= record-fd= call-id= session-id= mcp stdout-guard= max-message-bytes= live= live-rate= live-burst= stdin-close-grace= session= request-timeout= request-timeout-resets-on-progress agent-excerpt-bytes= max-in-flight= restart= max-restarts= restart-window= restart-backoff= debug-window= debug-window-bytes= approve-cmd= approve= approval-timeout= tool-allow= tool-deny= tool-approve-cmd= tool-approve-via= tool-approve= tool-approval-timeout= max-pending-approvals= tool-pin= tool-pin-key= journal= journal-excerpt-bytes= journal-key= journal-requests= otel= otel-flush-timeout= otel-propagate generate= h/help V/version
+    string join \n timeout= s/signal= preserve-status rlimit= contain= memory-max= pids-max= cpu-max= limits= head-bytes= tail-bytes= excerpt-bytes= echo= flood-path= redact= stderr-log= stderr-log-size= stderr-log-keep= stderr-log-timestamps stderr-log-optional record= record-keep= record-fd= call-id= session-id= max-message-bytes= live-rate= live-burst= request-timeout= request-timeout-resets-on-progress agent-excerpt-bytes= max-in-flight= restart= max-restarts= restart-window= restart-backoff= debug-window= debug-window-bytes= approve-cmd= approve= approval-timeout= tool-allow= tool-deny= tool-approve-cmd= tool-approve-via= tool-approve= tool-approval-timeout= max-pending-approvals= tool-pin= tool-pin-key= journal= journal-excerpt-bytes= journal-key= journal-requests= otel= otel-flush-timeout= otel-propagate generate= mcp stdout-guard= live= stdin-close-grace= k/grace= wait-delay= session= h/help V/version
 end
 
 function __fish_mcp_bound_needs_command
@@ -26,8 +26,6 @@ end
 
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l timeout -d 'Deadline for the helper, from its start; 0 or inf means none. GNU syntax: 10, 1.5, 1e-3, 0x1p-3, 500ms, 30s, 5m, 1h, 1d [default: off]' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -s s -l signal -d 'Signal sent to the helper\'s group at the deadline: a name (any case, SIG optional; RTMIN+N, RTMAX-N where the system has real-time signals: not macOS) or a number. CLOSE instead closes the server\'s stdin, the MCP shutdown (needs the session layer: --mcp). On Windows: BREAK (Ctrl-Break, to a helper that shares our console), CLOSE or KILL [default: TERM; on Windows CLOSE with --mcp, else BREAK with a console, else KILL]' -r
-complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -s k -l grace -l kill-after -d 'Time between the first signal and SIGKILL to the whole tree; 0 kills at once. Also spelled --kill-after, as GNU timeout names it [default: 5s; 1s with --mcp]' -r
-complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l wait-delay -d 'After the helper exits, how long to wait for descendants to release its pipes before terminating them; also the wait for EOF after the final KILL [default: 1s; 500ms with --mcp]' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l rlimit -d 'A resource limit for the helper, set before it starts, as prlimit takes it (repeatable): NAME=SOFT[:HARD] with NAME one of as, core, cpu, data, fsize, nofile, nproc, stack; sizes take units (64MiB), cpu is seconds; unlimited for none. One that cannot be set (a hard limit raised without CAP_SYS_RESOURCE, whatever the uid) is exit 125, and nothing runs' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l contain -d 'How the helper\'s tree is contained, so that nothing outlives mcp-bound, even when it is SIGKILLed: cgroup (Linux: a cgroup v2 of its own, which everything it forks stays in), group (its process group, and what leaves it found by the environment mark the tree inherits), job (Windows: a Job Object, the only choice there), or auto (cgroup when one can be made; macOS has none; job on Windows). A watchdog ends the tree if mcp-bound dies (on Windows, the job itself, and with --record or --journal a watchdog that then writes supervisor_killed)' -r -f -a "auto\t''
 cgroup\t''
@@ -56,16 +54,9 @@ complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l record-keep -d 'Wit
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l record-fd -d 'Write the record as one line to descriptor N at the end (not 0 or 1: stdout belongs to the helper)' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l call-id -d 'The call\'s id in the record (default: a random id). It may name a --record file, so it names no directory, here or on Windows: not . or .., and none of / \\ : * ? " < > |' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l session-id -d 'The session\'s id in the record' -r
-complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l stdout-guard -d 'Let through only complete stdout lines that are one JSON object; divert everything else into the stderr capture [default: off; jsonrpc with --mcp]' -r -f -a "off\t''
-jsonrpc\t''"
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l max-message-bytes -d 'With the guard, a longer stdout line is diverted, never held (at least 1)' -r
-complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l live -d 'Forward the helper\'s stderr to ours as it arrives, within --live-rate and --live-burst; drops are counted and announced [default: off; on with --mcp]' -r -f -a "true\t''
-false\t''"
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l live-rate -d 'Live stderr budget: bytes per second (at least 1; --live=false turns live output off)' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l live-burst -d 'Live stderr budget: most bytes at once (also the bound on what waits to be written)' -r
-complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l stdin-close-grace -d 'After our stdin closes (the MCP shutdown), give the helper this long to exit before terminating it [default: off; 2s with --mcp]' -r
-complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l session -d 'The session layer: relay our stdin to the server line by line, track each request, answer for the server when it cannot (timeouts, a crash) [default: off; jsonrpc with --mcp unless --stdout-guard off]. off: the helper inherits our stdin' -r -f -a "off\t''
-jsonrpc\t''"
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l request-timeout -d 'Answer a request with no response in time with error -32001, and send the server notifications/cancelled; its late response is dropped. METHOD=DURATION sets one method\'s (repeatable); 0 or inf: none. The default times calls: not a subscriptions/listen stream nor a 2025 tasks/result, which wait by design, nor initialize and server/discover, which wait on the server\'s start and which the host times (a method\'s own value still applies to them)' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l agent-excerpt-bytes -d 'Most bytes of the server\'s last stderr lines (masked) in the message of an error mcp-bound answers for it (the server gone, a request timed out: then what it wrote while the request ran), whole lines where possible; some hosts show the model only error.message. data.mcp_bound.stderr_tail is kept whole. 0: none; at most 2K' -r
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l max-in-flight -d 'Most client requests waiting for the server at once; past it, a request is answered with an error at once (at least 1)' -r
@@ -105,12 +96,21 @@ complete-zsh\t'The zsh completion script'
 complete-fish\t'The fish completion script'
 schema-record\t'The record\'s JSON Schema, as schema/record.schema.json'
 schema-journal\t'The JSON Schema of one journal line, as schema/journal.schema.json'"
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l stdout-guard -d 'Let through only complete stdout lines that are one JSON object; divert everything else into the stderr capture [default: off; jsonrpc with --mcp]' -r -f -a "off\t''
+jsonrpc\t''"
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l live -d 'Forward the helper\'s stderr to ours as it arrives, within --live-rate and --live-burst; drops are counted and announced [default: off; on with --mcp]' -r -f -a "true\t''
+false\t''"
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l stdin-close-grace -d 'After our stdin closes (the MCP shutdown), give the helper this long to exit before terminating it [default: off; 2s with --mcp]' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -s k -l grace -l kill-after -d 'Time between the first signal and SIGKILL to the whole tree; 0 kills at once. Also spelled --kill-after, as GNU timeout names it [default: 5s; 1s with --mcp]' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l wait-delay -d 'After the helper exits, how long to wait for descendants to release its pipes before terminating them; also the wait for EOF after the final KILL [default: 1s; 500ms with --mcp]' -r
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l session -d 'The session layer: relay our stdin to the server line by line, track each request, answer for the server when it cannot (timeouts, a crash); off: the helper inherits our stdin [default: off; jsonrpc with --mcp unless --stdout-guard off]' -r -f -a "off\t''
+jsonrpc\t''"
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l preserve-status -d 'On timeout, exit with the helper\'s own status instead of 124'
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l stderr-log-timestamps -d 'Prefix each stderr log line with an RFC 3339 UTC time, taken when the line was read'
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l stderr-log-optional -d 'A stderr log that cannot be opened does not stop the call (the record says why); otherwise it is exit 125 and nothing runs'
-complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l mcp -d 'MCP stdio server mode: --stdout-guard jsonrpc, --live, --stdin-close-grace 2s, --grace 1s, --wait-delay 500ms (each can still be set on its own)'
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l request-timeout-resets-on-progress -d 'A notifications/progress for a request starts its --request-timeout again'
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l otel-propagate -d 'Rewrite each request\'s `params._meta.traceparent` to mcp-bound\'s request span, so that an instrumented server\'s spans are its children (the bytes forwarded change: off by default; the journal\'s params_sha256 stays the client\'s)'
+complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -l mcp -d 'MCP stdio server mode: --stdout-guard jsonrpc, --live, --stdin-close-grace 2s, --grace 1s, --wait-delay 500ms (each can still be set on its own)'
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -s V -l version -d 'Print version'
 complete -c mcp-bound -n "__fish_mcp_bound_needs_command" -a "verify" -d 'Check a journal offline: hashes, chain, order, pairing. Exit 0 intact (warnings allowed), 1 integrity failure, 2 usage or I/O error'
@@ -122,20 +122,22 @@ complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand verify" -l anchor -d
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand verify" -l key -d 'The key of a keyed journal (private: ours or root\'s, mode 0600 or stricter)' -r -F
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand verify" -l json -d 'Print the report as one JSON object'
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand verify" -s h -l help -d 'Print help'
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand log" -l anchor -d 'A head h recorded earlier (from "OK: ... h=<hex>"): it must still be in the journal' -r
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand log" -l key -d 'The key of a keyed journal (private: ours or root\'s, mode 0600 or stricter)' -r -F
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand log" -l call -d 'One call\'s whole lifecycle, an entry a line (with --json, the entries themselves)' -r
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand log" -l since -d 'Only calls whose intent is at or after TIME: RFC 3339, or a duration ago (1h)' -r
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand log" -l until -d 'Only calls whose intent is at or before TIME: RFC 3339, or a duration ago' -r
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand log" -l session -d 'Only the calls of this session id' -r
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand log" -l state -d 'Only calls that ended in this state (unfinished: no terminal entry)' -r
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand log" -l tool -d 'Only calls in which a tool matching this glob was called (reached the server)' -r
-complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand log" -l anchor -d 'A head h recorded earlier: it must still be in the journal (as verify --anchor)' -r
-complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand log" -l key -d 'The key of a keyed journal (as verify --key)' -r -F
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand log" -l sessions -d 'One line per session: its calls, first and last time, ends by state, restarts, tool calls'
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand log" -l json -d 'JSON Lines of the same rows (schema/log.schema.json)'
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand log" -l wide -d 'Do not cut lines at the terminal\'s width'
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand log" -l requests -d 'One line per MCP request journaled instead of per call: its call, id, method, the gate\'s decision, outcome, duration and tool (--since, --until, --session and --tool apply to it)'
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand log" -s f -l follow -d 'Follow: show the calls as they end, as tail -f does; a replaced or truncated journal is noticed and read from its start'
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand log" -s h -l help -d 'Print help'
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand check" -l anchor -d 'A head h recorded earlier (from "OK: ... h=<hex>"): it must still be in the journal' -r
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand check" -l key -d 'The key of a keyed journal (private: ours or root\'s, mode 0600 or stricter)' -r -F
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand check" -l expect-tool -d 'A tool matching this glob was called: a call to it reached the server (a denial is not a call). Repeatable' -r
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand check" -l forbid-tool -d 'No tool matching this glob was called (a denial is not a call). Repeatable' -r
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand check" -l max-duration -d 'No call took longer than DUR (with --requests, no MCP request); the worst offender is named' -r
@@ -145,15 +147,13 @@ complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand check" -l since -d '
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand check" -l until -d 'Only calls whose intent is at or before TIME: RFC 3339, or a duration ago' -r
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand check" -l format -d 'text (a line per expectation) or junit (one testcase per expectation, for CI)' -r -f -a "text\t''
 junit\t''"
-complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand check" -l anchor -d 'A head h recorded earlier: it must still be in the journal (as verify --anchor)' -r
-complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand check" -l key -d 'The key of a keyed journal (as verify --key)' -r -F
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand check" -l requests -d '--max-duration applies to each MCP request rather than to each call'
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand check" -l no-unfinished -d 'Every call has its terminal entry'
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand check" -l no-unapproved -d 'Every tool call that reached the server was approved by the gate (an mcp_decision), and none was left waiting for a decision'
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand check" -s h -l help -d 'Print help'
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand report" -l anchor -d 'A head h recorded earlier (from "OK: ... h=<hex>"): it must still be in the journal' -r
+complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand report" -l key -d 'The key of a keyed journal (private: ours or root\'s, mode 0600 or stricter)' -r -F
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand report" -s o -l output -d 'Where the HTML goes (replaced atomically); - for stdout' -r -F
-complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand report" -l anchor -d 'A head h recorded earlier: it must still be in the journal (as verify --anchor)' -r
-complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand report" -l key -d 'The key of a keyed journal (as verify --key)' -r -F
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand report" -s h -l help -d 'Print help'
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand pin" -l accept -d 'Trust the latest definition seen for this tool, bound to the sha256 shown for it: at least its first 8 hex digits, split from NAME at the last @ (repeatable)' -r
 complete -c mcp-bound -n "__fish_mcp_bound_using_subcommand pin" -l key -d 'The server\'s key, when a tool of that name waits under several' -r

@@ -168,7 +168,7 @@ fn by_command(
         },
         head_bytes: 0,
         tail_bytes: APPROVER_TAIL,
-        flood_path: crate::diagnostics::FloodPath::Auto,
+        flood_path: crate::diagnostics::FloodPath::Auto.here(),
         stdout: supervise::StdoutMode::Capture,
         live: None,
         redactor: gate.redactor.clone(),

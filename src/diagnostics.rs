@@ -95,6 +95,17 @@ pub enum FloodPath {
     Splice,
 }
 
+impl FloodPath {
+    /// As this system can take it: without splice (macOS, Windows) a
+    /// flood is read.
+    pub fn here(self) -> FloodPath {
+        match crate::sys::BACKEND.splice {
+            true => self,
+            false => FloodPath::Read,
+        }
+    }
+}
+
 /// What one move from the helper's pipe did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Took {

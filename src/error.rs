@@ -4,11 +4,13 @@ use std::fmt;
 
 #[derive(Debug)]
 pub enum Error {
-    /// Bad usage or an invalid value: nothing was started. Exit 125.
+    /// Bad usage or an invalid value, as clap or a rule of `settings/`
+    /// says it: nothing was started. Exit 125.
     Usage(String),
-    /// mcp-bound could not set itself up (a record path unusable before
-    /// dispatch, a failing system call): nothing was started. Exit 125.
-    Setup(String),
+    /// Refused while mcp-bound set itself up (a record path unusable
+    /// before dispatch, a key that cannot be read, a failing system
+    /// call). Exit 125.
+    NotStarted(NotStarted),
     /// The helper was not found. Exit 127.
     NotFound(String),
     /// The helper was found but could not be run. Exit 126.
@@ -38,7 +40,7 @@ pub mod code {
 impl Error {
     pub fn exit_code(&self) -> i32 {
         match self {
-            Error::Usage(_) | Error::Setup(_) => code::OWN_FAILURE,
+            Error::Usage(_) | Error::NotStarted(_) => code::OWN_FAILURE,
             Error::NotFound(_) => code::NOT_FOUND,
             Error::NotExecutable(_) => code::NOT_EXECUTABLE,
             Error::VerifyUsage(_) => code::VERIFY_UNUSABLE,
@@ -49,8 +51,8 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Error::NotStarted(refusal) => refusal.fmt(f),
             Error::Usage(text)
-            | Error::Setup(text)
             | Error::NotFound(text)
             | Error::NotExecutable(text)
             | Error::VerifyUsage(text) => f.write_str(text),
@@ -59,3 +61,87 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+impl From<NotStarted> for Error {
+    fn from(refusal: NotStarted) -> Error {
+        Error::NotStarted(refusal)
+    }
+}
+
+/// A refusal before the helper ran: what is wrong, that nothing ran, and
+/// what would run instead. The one place that says "nothing was started".
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotStarted {
+    /// What is wrong, in the option's words (`--record PATH: no directory`).
+    why: String,
+    /// Before the record exists nothing ran at all; from the record on,
+    /// the record says the call was refused, and the line names the helper.
+    after_record: bool,
+    /// What would run instead, when something would (`--limits best-effort
+    /// goes on without it`).
+    hint: Option<String>,
+}
+
+impl NotStarted {
+    /// Refused while setting up: nothing was started.
+    pub fn nothing(why: impl Into<String>) -> NotStarted {
+        NotStarted {
+            why: why.into(),
+            after_record: false,
+            hint: None,
+        }
+    }
+
+    /// Refused once the record exists: the helper was not started.
+    pub fn helper(why: impl Into<String>) -> NotStarted {
+        NotStarted {
+            after_record: true,
+            ..NotStarted::nothing(why)
+        }
+    }
+
+    /// What would run instead.
+    pub fn hint(self, hint: impl Into<String>) -> NotStarted {
+        NotStarted {
+            hint: Some(hint.into()),
+            ..self
+        }
+    }
+}
+
+impl fmt::Display for NotStarted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let said = match self.after_record {
+            false => "nothing was started",
+            true => "the helper was not started",
+        };
+        write!(f, "{}; {said}", self.why)?;
+        match &self.hint {
+            Some(hint) => write!(f, " ({hint})"),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refusal_says_once_that_nothing_ran_and_what_would() {
+        assert_eq!(
+            NotStarted::nothing("--record r: no directory d").to_string(),
+            "--record r: no directory d; nothing was started"
+        );
+        assert_eq!(
+            NotStarted::nothing("--contain cgroup: none")
+                .hint("--contain group or auto runs")
+                .to_string(),
+            "--contain cgroup: none; nothing was started (--contain group or auto runs)"
+        );
+        assert_eq!(
+            NotStarted::helper("denied").to_string(),
+            "denied; the helper was not started"
+        );
+    }
+}

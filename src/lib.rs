@@ -3,15 +3,15 @@
 //! it. ARCHITECTURE.md maps the modules.
 //!
 //! Public for the documentation generator, the tests, the fuzz targets and
-//! the benchmarks: `cli` (the clap definition), `record` (the record
-//! model), `journal` (append and verify), `capture` and `guard` (fuzzed),
-//! `sys` (the tests hold a journal's lock with it). Everything else is
-//! crate-private.
+//! the benchmarks: `docs` (the help, the man page and the schemas),
+//! `record` (the record model), `journal` (append and verify), `capture`
+//! and `guard` (fuzzed), `sys` (the tests hold a journal's lock with it),
+//! and [`would_run`]. Everything else is crate-private.
 
 use std::ffi::OsString;
 
 pub mod capture;
-pub mod cli;
+pub mod docs;
 pub mod guard;
 pub mod journal;
 pub mod record;
@@ -20,6 +20,7 @@ pub mod sys;
 mod approve;
 mod check;
 mod child;
+mod cli;
 mod contain;
 mod debug_window;
 mod diagnostics;
@@ -86,7 +87,7 @@ where
             _ => contain::orphaned(&args),
         };
     }
-    match cli::parse(args) {
+    match cli::parse(docs::command(), args) {
         Ok(cli::Parsed::Print(text)) => match printed::print(&text) {
             Ok(()) => 0,
             Err(err) => {
@@ -94,17 +95,18 @@ where
                 error::code::OWN_FAILURE
             }
         },
-        Ok(cli::Parsed::Generate(what)) => match printed::print(&cli::generate(what)) {
+        Ok(cli::Parsed::Generate(what)) => match printed::print(&docs::generate(what)) {
             Ok(()) => 0,
             Err(err) => {
                 complain("mcp-bound --generate: stdout", &err);
                 error::code::OWN_FAILURE
             }
         },
-        Ok(cli::Parsed::Verify(args)) => verify::run(&args).unwrap_or_else(|err| {
-            complain("mcp-bound verify", &err);
-            err.exit_code()
-        }),
+        Ok(cli::Parsed::Verify(args)) => verify::run(&verify::VerifyCommand::from(args))
+            .unwrap_or_else(|err| {
+                complain("mcp-bound verify", &err);
+                err.exit_code()
+            }),
         Ok(cli::Parsed::Log(args)) => {
             log::run(&log::LogCommand::from(args)).unwrap_or_else(|err| {
                 complain("mcp-bound log", &err);
@@ -127,17 +129,17 @@ where
                 err.exit_code()
             })
         }
-        // Where there is no backend, nothing is started: one line says why.
-        Ok(cli::Parsed::Run(_)) if sys::BACKEND.unsupported.is_some() => {
-            let why = sys::BACKEND.unsupported.unwrap_or_default();
-            complain("mcp-bound", &format!("{why}; nothing was started"));
-            error::code::OWN_FAILURE
-        }
-        Ok(cli::Parsed::Run(cli)) => {
-            let code = run::run(settings::Settings::from(&*cli)).unwrap_or_else(|err| {
-                complain("mcp-bound", &err);
-                err.exit_code()
-            });
+        Ok(cli::Parsed::Run { cli, given }) => {
+            let env = |name: &str| std::env::var(name).ok();
+            let code = settings::Settings::resolve(&cli, &given, &env)
+                .and_then(|settings| {
+                    drop(cli);
+                    run_here(settings)
+                })
+                .unwrap_or_else(|err| {
+                    complain("mcp-bound", &err);
+                    err.exit_code()
+                });
             // Where a thread writes our stdout (Windows), its last write
             // is given a moment to land.
             sys::finish_output(std::time::Duration::from_secs(2));
@@ -147,5 +149,32 @@ where
             complain("mcp-bound", &err);
             err.exit_code()
         }
+    }
+}
+
+/// The call, where this system has a backend; where it has none, one
+/// line says so and nothing is started.
+fn run_here(settings: settings::Settings) -> Result<i32, error::Error> {
+    match sys::BACKEND.unsupported {
+        Some(why) => Err(error::NotStarted::nothing(why).into()),
+        None => run::run(settings),
+    }
+}
+
+/// Whether `args` would run a helper: parsed and resolved as a call's
+/// would be (every rule checked, with this environment), and nothing
+/// started. `Ok(false)`: they ask for something else (a subcommand,
+/// `--help`); `Err`: the one line a call would say.
+pub fn would_run<I, T>(args: I) -> Result<bool, String>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let env = |name: &str| std::env::var(name).ok();
+    match cli::parse(docs::command(), args).map_err(|err| err.to_string())? {
+        cli::Parsed::Run { cli, given } => settings::Settings::resolve(&cli, &given, &env)
+            .map(|_| true)
+            .map_err(|err| err.to_string()),
+        _ => Ok(false),
     }
 }

@@ -161,7 +161,7 @@ pub fn check(
     if raises_hard(wanted, current_hard) && !may_raise() {
         let have = current_hard.map_or("unlimited".to_string(), |v| v.to_string());
         return Err(format!(
-            "--rlimit {wanted}: cannot raise the hard limit above {have} without CAP_SYS_RESOURCE; nothing was started"
+            "--rlimit {wanted}: cannot raise the hard limit above {have} without CAP_SYS_RESOURCE"
         ));
     }
     Ok(())

@@ -1,13 +1,31 @@
 //! The `verify` command: run the journal check and report it, as text or
-//! as one JSON object.
+//! as one JSON object. Also what every reader of a journal shares: the
+//! journal, its key and an anchor (`JournalSource`), the key loaded, and
+//! a journal that cannot be read said as one.
 
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use crate::cli::VerifyArgs;
 use crate::error::{Error, code};
 use crate::journal::{self, Key, Report, VerifyError};
 use crate::shown::untrusted;
+
+/// The journal a reader reads, with its key and an anchor (`verify`,
+/// `log`, `check` and `report` take it alike).
+pub struct JournalSource {
+    pub path: PathBuf,
+    /// `--key FILE`: the key of a keyed journal.
+    pub key: Option<PathBuf>,
+    /// `--anchor HEX`: a head recorded earlier that must still be in it.
+    pub anchor: Option<String>,
+}
+
+/// What `mcp-bound verify` was asked.
+pub struct VerifyCommand {
+    pub source: JournalSource,
+    /// `--json`: one JSON object.
+    pub json: bool,
+}
 
 /// `--key FILE`, loaded (for `verify` and the journal's readers).
 pub(crate) fn key_given(path: Option<&Path>) -> Result<Option<Key>, Error> {
@@ -26,11 +44,12 @@ pub(crate) fn unusable(journal: &Path, err: VerifyError) -> Error {
 }
 
 /// Verify and print; the result is the exit code.
-pub fn run(args: &VerifyArgs) -> Result<i32, Error> {
-    let key = key_given(args.key.as_deref())?;
-    let report = journal::verify(&args.journal, key.as_ref(), args.anchor.as_deref())
-        .map_err(|err| unusable(&args.journal, err))?;
-    let text = if args.json {
+pub fn run(command: &VerifyCommand) -> Result<i32, Error> {
+    let source = &command.source;
+    let key = key_given(source.key.as_deref())?;
+    let report = journal::verify(&source.path, key.as_ref(), source.anchor.as_deref())
+        .map_err(|err| unusable(&source.path, err))?;
+    let text = if command.json {
         let mut line = serde_json::to_string(&report).expect("a report serializes");
         line.push('\n');
         line

@@ -32,9 +32,8 @@ pub struct Outcome {
 
 /// What `mcp-bound check` was asked (`cli::CheckArgs`, resolved).
 pub struct CheckCommand {
-    pub journal: PathBuf,
-    pub key: Option<PathBuf>,
-    pub anchor: Option<String>,
+    /// The journal, its key and an anchor.
+    pub source: crate::verify::JournalSource,
     pub expect_tools: Vec<String>,
     pub forbid_tools: Vec<String>,
     pub max_duration: Option<Duration>,
@@ -116,20 +115,24 @@ fn text(outcomes: &[Outcome]) -> String {
 }
 
 pub fn run(command: &CheckCommand) -> Result<i32, Error> {
-    let shown = command.journal.display();
-    let key = crate::verify::key_given(command.key.as_deref())?;
+    let shown = command.source.path.display();
+    let key = crate::verify::key_given(command.source.key.as_deref())?;
     let mut checker = Checker::new(command.expectations()?);
-    let file = std::fs::File::open(&command.journal)
+    let file = std::fs::File::open(&command.source.path)
         .map_err(|e| Error::VerifyUsage(format!("{shown}: {e}")))?;
     let mut last_line = 0;
-    let report =
-        journal::verify_observed(file, key.as_ref(), command.anchor.as_deref(), &mut |seen| {
+    let report = journal::verify_observed(
+        file,
+        key.as_ref(),
+        command.source.anchor.as_deref(),
+        &mut |seen| {
             last_line = seen.line;
             if let Some(view) = seen.view() {
                 checker.entry(seen.line, &view, seen.content);
             }
-        })
-        .map_err(|err| crate::verify::unusable(&command.journal, err))?;
+        },
+    )
+    .map_err(|err| crate::verify::unusable(&command.source.path, err))?;
     let mut outcomes = vec![verified(&report, last_line)];
     let (expected, found) = checker.finish();
     outcomes.extend(outcomes::of(&expected, &found));

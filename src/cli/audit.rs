@@ -140,7 +140,7 @@ fn parse_pattern(text: &str) -> Result<String, String> {
 
 /// Journal options: the hash-chained audit trail.
 #[derive(Args, Debug)]
-pub struct JournalArgs {
+pub struct JournalWriteArgs {
     /// Append an intent (before dispatch, synced) and a terminal entry to this hash-chained
     /// journal. If the intent cannot be written, the helper is not started.
     #[arg(

@@ -26,13 +26,12 @@ pub struct DeadlineArgs {
     pub signal: Option<signals::Stop>,
 
     /// Time between the first signal and SIGKILL to the whole tree; 0 kills at once. Also spelled
-    /// --kill-after, as GNU timeout names it [default: 5s; 1s with --mcp].
+    /// --kill-after, as GNU timeout names it.
     #[arg(short = 'k', long, visible_alias = "kill-after", value_name = "DURATION", env = "MCP_BOUND_GRACE", value_parser = units::parse_duration, help_heading = "Deadline options")]
     pub grace: Option<Duration>,
 
     /// After the helper exits, how long to wait for descendants to release its pipes before
-    /// terminating them; also the wait for EOF after the final KILL [default: 1s; 500ms with
-    /// --mcp].
+    /// terminating them; also the wait for EOF after the final KILL.
     #[arg(long, value_name = "DURATION", env = "MCP_BOUND_WAIT_DELAY", value_parser = units::parse_duration, help_heading = "Deadline options")]
     pub wait_delay: Option<Duration>,
 

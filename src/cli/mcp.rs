@@ -11,13 +11,13 @@ use crate::units;
 /// MCP server mode options.
 #[derive(Args, Debug)]
 pub struct McpArgs {
-    /// MCP stdio server mode: --stdout-guard jsonrpc, --live, --stdin-close-grace 2s, --grace 1s,
-    /// --wait-delay 500ms (each can still be set on its own).
+    /// MCP stdio server mode (what it turns on is `settings::defaults`' table, and `docs` says it
+    /// here).
     #[arg(long, env = "MCP_BOUND_MCP", value_parser = BoolishValueParser::new(), default_value_t = false, num_args = 0, default_missing_value = "true", help_heading = "MCP server mode options")]
     pub mcp: bool,
 
     /// Let through only complete stdout lines that are one JSON object; divert everything else into
-    /// the stderr capture [default: off; jsonrpc with --mcp].
+    /// the stderr capture.
     #[arg(
         long,
         value_name = "MODE",
@@ -32,7 +32,7 @@ pub struct McpArgs {
     pub max_message_bytes: usize,
 
     /// Forward the helper's stderr to ours as it arrives, within --live-rate and --live-burst;
-    /// drops are counted and announced [default: off; on with --mcp].
+    /// drops are counted and announced.
     #[arg(long, value_name = "BOOL", env = "MCP_BOUND_LIVE", value_parser = BoolishValueParser::new(), num_args = 0..=1, default_missing_value = "true", require_equals = true, help_heading = "MCP server mode options")]
     pub live: Option<bool>,
 
@@ -45,13 +45,12 @@ pub struct McpArgs {
     pub live_burst: usize,
 
     /// After our stdin closes (the MCP shutdown), give the helper this long to exit before
-    /// terminating it [default: off; 2s with --mcp].
+    /// terminating it.
     #[arg(long, value_name = "DURATION", env = "MCP_BOUND_STDIN_CLOSE_GRACE", value_parser = units::parse_duration, help_heading = "MCP server mode options")]
     pub stdin_close_grace: Option<Duration>,
 
     /// The session layer: relay our stdin to the server line by line, track each request, answer
-    /// for the server when it cannot (timeouts, a crash) [default: off; jsonrpc with --mcp unless
-    /// --stdout-guard off]. off: the helper inherits our stdin.
+    /// for the server when it cannot (timeouts, a crash); off: the helper inherits our stdin.
     #[arg(
         long,
         value_name = "MODE",

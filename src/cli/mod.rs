@@ -1,8 +1,8 @@
 //! The single clap definition, grouped by help heading (`#[command(flatten)]`),
-//! and parsing with usage errors mapped to one line and exit 125. `--help`,
-//! the man page and the shell completions are all generated from
-//! [`command`]; their longer texts are in `texts`. Nothing past
-//! `Settings::from(&Cli)` reads this.
+//! and parsing with usage errors mapped to one line and exit 125. Clap
+//! only: what the values mean together is `settings`' (`Settings::resolve`,
+//! the one fallible step after this), and `docs` says the defaults in the
+//! help. Nothing past `Settings::resolve` reads this.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -15,30 +15,42 @@ use crate::error::Error;
 use crate::units;
 
 mod audit;
-mod check;
 mod deadline;
-mod docs;
-mod man_sections;
+mod given;
 mod mcp;
 mod otel;
 mod readers;
 mod texts;
 mod usage_error;
 
-pub use audit::{ApprovalArgs, ApproveOn, ApproveVia, CommandLine, JournalArgs};
-pub use check::dependent_options;
-pub(crate) use check::session as session_layer;
+pub use audit::{ApprovalArgs, ApproveOn, ApproveVia, JournalWriteArgs};
 pub use deadline::{DeadlineArgs, LimitsMode};
-pub use docs::{Generate, JOURNAL_SCHEMA, RECORD_SCHEMA, completion, generate, man_page};
-pub use man_sections::MAN_SECTIONS;
-pub use mcp::{DebugWindowArgs, McpArgs, RequestTimeout, SessionMode};
+pub use given::Given;
+pub use mcp::{McpArgs, SessionMode};
 pub use otel::{OtelArgs, OtelMode};
 pub use readers::{
-    CheckArgs, CheckFormat, LogArgs, PinArgs, ReportArgs, SUBCOMMANDS, Sub, VerifyArgs,
+    CheckArgs, CheckFormat, JournalArgs, LogArgs, PinArgs, ReportArgs, SUBCOMMANDS, Sub, VerifyArgs,
 };
 pub use texts::{EXAMPLES, EXIT_STATUS, RECORD};
 pub use usage_error::subcommand_near;
 use usage_error::{invalid_from_environment, one_line};
+
+/// What `--generate` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Generate {
+    /// The man page (roff), as man/mcp-bound.1.
+    Man,
+    /// The bash completion script.
+    CompleteBash,
+    /// The zsh completion script.
+    CompleteZsh,
+    /// The fish completion script.
+    CompleteFish,
+    /// The record's JSON Schema, as schema/record.schema.json.
+    SchemaRecord,
+    /// The JSON Schema of one journal line, as schema/journal.schema.json.
+    SchemaJournal,
+}
 
 /// When mcp-bound prints the stderr excerpt to its own stderr at exit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -94,7 +106,7 @@ pub struct Cli {
     pub tool_gate: audit::ToolGateArgs,
 
     #[command(flatten)]
-    pub journal: JournalArgs,
+    pub journal: JournalWriteArgs,
 
     #[command(flatten)]
     pub otel: OtelArgs,
@@ -324,10 +336,10 @@ fn parse_call_id(text: &str) -> Result<String, String> {
     Ok(id)
 }
 
-/// The clap definition, as --help and the generated documents show it.
-/// An environment variable is named, never its value: host configs set
-/// secrets there (`MCP_BOUND_REDACT`), and `VAR=` for an unset one reads
-/// as if it were set to nothing.
+/// The clap definition, as parsed (`docs::command` adds what the help
+/// says of the defaults). An environment variable is named, never its
+/// value: host configs set secrets there (`MCP_BOUND_REDACT`), and `VAR=`
+/// for an unset one reads as if it were set to nothing.
 pub fn command() -> clap::Command {
     fn hide_values(command: clap::Command) -> clap::Command {
         command
@@ -366,7 +378,11 @@ fn after_help() -> String {
 
 /// What the command line asks for.
 pub enum Parsed {
-    Run(Box<Cli>),
+    /// Run a helper: the options, and where each came from.
+    Run {
+        cli: Box<Cli>,
+        given: Given,
+    },
     /// --generate: print this document and exit 0.
     Generate(Generate),
     Verify(VerifyArgs),
@@ -390,8 +406,10 @@ impl From<Sub> for Parsed {
     }
 }
 
-/// Parse; usage errors become one line and exit 125 (not clap's 2).
-pub fn parse<I, T>(args: I) -> Result<Parsed, Error>
+/// Parse with `command` (the definition as `docs::command` documents
+/// it, so that `--help` says it all); usage errors become one line and
+/// exit 125 (not clap's 2).
+pub fn parse<I, T>(command: clap::Command, args: I) -> Result<Parsed, Error>
 where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
@@ -400,42 +418,25 @@ where
     let verifying = args
         .get(1)
         .is_some_and(|arg| SUBCOMMANDS.contains(&&*arg.to_string_lossy()));
-    let parsed = command().try_get_matches_from(&args).and_then(|matches| {
-        let given = check::Given::from(&matches);
+    let parsed = command.try_get_matches_from(&args).and_then(|matches| {
+        let given = Given::from(&matches);
         Cli::from_arg_matches(&matches).map(|cli| (cli, given))
     });
     match parsed {
-        Ok((
+        Ok((cli, given)) => Ok(match cli {
             Cli {
                 subcommand: Some(sub),
                 ..
-            },
-            _,
-        )) => Ok(Parsed::from(sub)),
-        Ok((
+            } => Parsed::from(sub),
             Cli {
                 generate: Some(what),
                 ..
+            } => Parsed::Generate(what),
+            cli => Parsed::Run {
+                cli: Box::new(cli),
+                given,
             },
-            _,
-        )) => Ok(Parsed::Generate(what)),
-        Ok((mut cli, given)) => {
-            // Export is resolved with the OTel environment first: whether
-            // it is on decides what its own options may tune.
-            let flags = crate::otel::Flags {
-                otel: cli.otel.otel.map(|mode| mode == OtelMode::On),
-                explicit: given.has("otel"),
-                flush_timeout: cli.otel.otel_flush_timeout,
-                propagate: cli.otel.otel_propagate,
-            };
-            let env = |name: &str| std::env::var(name).ok();
-            cli.otel.resolved = crate::otel::resolve(flags, &env)
-                .map_err(|e| Error::Usage(format!("{e}; nothing was started")))?;
-            match check::check(&cli, &given) {
-                Ok(()) => Ok(Parsed::Run(Box::new(cli))),
-                Err(text) => Err(Error::Usage(text)),
-            }
-        }
+        }),
         Err(err) => match err.kind() {
             clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
                 Ok(Parsed::Print(err.render().to_string()))

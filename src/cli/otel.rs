@@ -1,6 +1,6 @@
 //! The span export options group (`--otel`): the OTel SDK's own
 //! environment variables turn it on and point it; these flags win over
-//! them. Resolved with that environment in `cli::parse`, once.
+//! them. Resolved with that environment in `Settings::resolve`, once.
 
 use std::time::Duration;
 
@@ -42,8 +42,4 @@ pub struct OtelArgs {
     /// the journal's params_sha256 stays the client's).
     #[arg(long, env = "MCP_BOUND_OTEL_PROPAGATE", value_parser = BoolishValueParser::new(), default_value_t = false, num_args = 0, default_missing_value = "true", help_heading = "OpenTelemetry options")]
     pub otel_propagate: bool,
-
-    /// The export as resolved with the environment (in `cli::parse`).
-    #[arg(skip)]
-    pub(crate) resolved: crate::otel::Resolved,
 }

@@ -36,11 +36,27 @@ pub enum Sub {
     Pin(PinArgs),
 }
 
+/// The journal a reader reads, with its key and an anchor: one
+/// definition, flattened into each reader.
 #[derive(Args, Debug)]
-pub struct LogArgs {
+pub struct JournalArgs {
     /// The journal file.
     #[arg(value_name = "JOURNAL")]
     pub journal: PathBuf,
+
+    /// A head h recorded earlier (from "OK: ... h=<hex>"): it must still be in the journal.
+    #[arg(long, value_name = "HEX", value_parser = parse_anchor)]
+    pub anchor: Option<String>,
+
+    /// The key of a keyed journal (private: ours or root's, mode 0600 or stricter).
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct LogArgs {
+    #[command(flatten)]
+    pub source: JournalArgs,
 
     /// One line per session: its calls, first and last time, ends by state, restarts, tool calls.
     #[arg(long)]
@@ -87,21 +103,12 @@ pub struct LogArgs {
     /// noticed and read from its start.
     #[arg(short = 'f', long, conflicts_with_all = ["sessions", "call"])]
     pub follow: bool,
-
-    /// A head h recorded earlier: it must still be in the journal (as verify --anchor).
-    #[arg(long, value_name = "HEX", value_parser = parse_anchor)]
-    pub anchor: Option<String>,
-
-    /// The key of a keyed journal (as verify --key).
-    #[arg(long, value_name = "FILE")]
-    pub key: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
 pub struct CheckArgs {
-    /// The journal file.
-    #[arg(value_name = "JOURNAL")]
-    pub journal: PathBuf,
+    #[command(flatten)]
+    pub source: JournalArgs,
 
     /// A tool matching this glob was called: a call to it reached the server (a denial is not a
     /// call). Repeatable.
@@ -149,14 +156,6 @@ pub struct CheckArgs {
     /// text (a line per expectation) or junit (one testcase per expectation, for CI).
     #[arg(long, value_name = "FORMAT", value_enum, default_value = "text")]
     pub format: CheckFormat,
-
-    /// A head h recorded earlier: it must still be in the journal (as verify --anchor).
-    #[arg(long, value_name = "HEX", value_parser = parse_anchor)]
-    pub anchor: Option<String>,
-
-    /// The key of a keyed journal (as verify --key).
-    #[arg(long, value_name = "FILE")]
-    pub key: Option<PathBuf>,
 }
 
 /// How `check` writes its results.
@@ -168,21 +167,12 @@ pub enum CheckFormat {
 
 #[derive(Args, Debug)]
 pub struct ReportArgs {
-    /// The journal file.
-    #[arg(value_name = "JOURNAL")]
-    pub journal: PathBuf,
+    #[command(flatten)]
+    pub source: JournalArgs,
 
     /// Where the HTML goes (replaced atomically); - for stdout.
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: PathBuf,
-
-    /// A head h recorded earlier: it must still be in the journal (as verify --anchor).
-    #[arg(long, value_name = "HEX", value_parser = parse_anchor)]
-    pub anchor: Option<String>,
-
-    /// The key of a keyed journal (as verify --key).
-    #[arg(long, value_name = "FILE")]
-    pub key: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -207,21 +197,12 @@ pub struct PinArgs {
 
 #[derive(Args, Debug)]
 pub struct VerifyArgs {
-    /// The journal file.
-    #[arg(value_name = "JOURNAL")]
-    pub journal: PathBuf,
-
-    /// A head h recorded earlier (from "OK: ... h=<hex>"): it must still be in the journal.
-    #[arg(long, value_name = "HEX", value_parser = parse_anchor)]
-    pub anchor: Option<String>,
+    #[command(flatten)]
+    pub source: JournalArgs,
 
     /// Print the report as one JSON object.
     #[arg(long)]
     pub json: bool,
-
-    /// The key of a keyed journal (private: ours or root's, mode 0600 or stricter).
-    #[arg(long, value_name = "FILE")]
-    pub key: Option<PathBuf>,
 }
 
 fn parse_anchor(text: &str) -> Result<String, String> {

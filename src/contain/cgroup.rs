@@ -13,6 +13,7 @@
 //! its members at once, so `signal` says so and the group under it sends
 //! the polite one.
 
+use crate::error::NotStarted;
 use crate::sys::fd::{AsFd, BorrowedFd};
 use std::ffi::{CStr, CString};
 use std::fs::File;
@@ -21,6 +22,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::sys;
+
+/// What a refused limit says would run instead.
+const BEST_EFFORT: &str = "--limits best-effort goes on without it";
 
 /// One cgroup of ours, holding a helper's tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -161,7 +165,7 @@ impl Cgroup {
 /// `applied` and `not_applied`.
 pub(super) fn job_limits(
     limits: &CgroupLimits,
-) -> Result<(sys::JobLimits, Vec<String>, Vec<String>), String> {
+) -> Result<(sys::JobLimits, Vec<String>, Vec<String>), NotStarted> {
     let (mut kept, mut not_applied) = (sys::JobLimits::default(), Vec::new());
     for (option, one) in limits.job().each() {
         match sys::try_job_limits(&one) {
@@ -170,9 +174,10 @@ pub(super) fn job_limits(
                 not_applied.push(format!("{option}: the job refused it: {why}"));
             }
             Err(why) => {
-                return Err(format!(
-                    "--{option}: the job refused it: {why}; nothing was started (--limits best-effort goes on without it)"
-                ));
+                return Err(
+                    NotStarted::nothing(format!("--{option}: the job refused it: {why}"))
+                        .hint(BEST_EFFORT),
+                );
             }
         }
     }
@@ -287,7 +292,7 @@ fn make_cgroup() -> Result<PathBuf, String> {
 pub(super) fn apply_limits(
     cgroup: Option<&Cgroup>,
     limits: &CgroupLimits,
-) -> Result<(Vec<String>, Vec<String>), String> {
+) -> Result<(Vec<String>, Vec<String>), NotStarted> {
     let (mut applied, mut not_applied) = (Vec::new(), Vec::new());
     for (controller, file, value) in limits.wanted() {
         let result = match cgroup {
@@ -304,10 +309,10 @@ pub(super) fn apply_limits(
                 if let Some(cgroup) = cgroup {
                     let _ = std::fs::remove_dir(&cgroup.dir);
                 }
-                return Err(format!(
-                    "--{}: {why}; nothing was started (--limits best-effort goes on without it)",
-                    file.replace('.', "-")
-                ));
+                return Err(
+                    NotStarted::nothing(format!("--{}: {why}", file.replace('.', "-")))
+                        .hint(BEST_EFFORT),
+                );
             }
         }
     }

@@ -20,6 +20,7 @@
 
 use serde::Serialize;
 
+use crate::error::NotStarted;
 use crate::sys;
 
 mod cgroup;
@@ -133,33 +134,17 @@ pub(crate) struct Contain {
 
 impl Contain {
     /// Before dispatch: the cgroup, or why there is none. `Err` only for
-    /// `--contain cgroup` without one (the call is refused).
-    pub fn prepare(mode: ContainMode, limits: &CgroupLimits) -> Result<Contain, String> {
-        let os = sys::BACKEND.os;
-        match mode {
-            ContainMode::Job if !sys::BACKEND.job => {
-                return Err(format!(
-                    "--contain job: no Job Object on {os}; nothing was started (--contain auto takes what {os} has)"
-                ));
-            }
-            ContainMode::Group | ContainMode::Cgroup if sys::BACKEND.job => {
-                return Err(format!(
-                    "--contain {}: {os} holds the tree in a Job Object; nothing was started (--contain job or auto)",
-                    if mode == ContainMode::Group {
-                        "group"
-                    } else {
-                        "cgroup"
-                    }
-                ));
-            }
-            _ => {}
-        }
+    /// `--contain cgroup` without one, or a limit that cannot be applied
+    /// under `--limits strict` (the call is refused). A mode this system
+    /// has no means for was refused when the settings were resolved.
+    pub fn prepare(mode: ContainMode, limits: &CgroupLimits) -> Result<Contain, NotStarted> {
         let cgroup = match mode {
             _ if sys::BACKEND.job => Err(String::new()),
             ContainMode::Job => Err("--contain job".to_string()),
             ContainMode::Group => Err("--contain group".to_string()),
             ContainMode::Cgroup => Ok(Cgroup::create().map_err(|e| {
-                format!("--contain cgroup: {e}; nothing was started (--contain group or auto runs)")
+                NotStarted::nothing(format!("--contain cgroup: {e}"))
+                    .hint("--contain group or auto runs")
             })?),
             ContainMode::Auto => Cgroup::create(),
         };

@@ -16,7 +16,6 @@ mod requests;
 mod timeline;
 
 use std::io::{IsTerminal, Read, Write};
-use std::path::PathBuf;
 use std::time::SystemTime;
 
 use crate::error::{Error, code};
@@ -31,9 +30,8 @@ use requests::Requests;
 
 /// What `mcp-bound log` was asked (`cli::LogArgs`, resolved).
 pub struct LogCommand {
-    pub journal: PathBuf,
-    pub key: Option<PathBuf>,
-    pub anchor: Option<String>,
+    /// The journal, its key and an anchor.
+    pub source: crate::verify::JournalSource,
     pub sessions: bool,
     /// `--call ID`: that call's entries, one a line.
     pub call: Option<String>,
@@ -200,9 +198,9 @@ impl Out<'_> {
 }
 
 pub fn run(command: &LogCommand) -> Result<i32, Error> {
-    let shown = command.journal.display();
+    let shown = command.source.path.display();
     let usage = |why: String| Error::VerifyUsage(format!("{shown}: {why}"));
-    let key = crate::verify::key_given(command.key.as_deref())?;
+    let key = crate::verify::key_given(command.source.key.as_deref())?;
     let mut out = Out {
         command,
         filter: command.filter()?,
@@ -213,7 +211,7 @@ pub fn run(command: &LogCommand) -> Result<i32, Error> {
         entries: 0,
     };
     if !command.follow {
-        let file = std::fs::File::open(&command.journal).map_err(|e| usage(e.to_string()))?;
+        let file = std::fs::File::open(&command.source.path).map_err(|e| usage(e.to_string()))?;
         return pass(&mut out, key.as_ref(), file);
     }
     // Followed: read to the end, then as it grows; a replaced file is
@@ -223,7 +221,8 @@ pub fn run(command: &LogCommand) -> Result<i32, Error> {
     loop {
         let stopped = std::rc::Rc::clone(&stopped);
         let wait = Box::new(move |interval| !stopped.get() && !sys::wait_for_output_gone(interval));
-        let mut source = Follow::open(&command.journal, wait).map_err(|e| usage(e.to_string()))?;
+        let mut source =
+            Follow::open(&command.source.path, wait).map_err(|e| usage(e.to_string()))?;
         let code = pass(&mut out, key.as_ref(), &mut source)?;
         if !source.replaced() {
             return Ok(code);
@@ -238,26 +237,27 @@ pub fn run(command: &LogCommand) -> Result<i32, Error> {
 /// the calls never finished, the sessions, and the verdict's exit.
 fn pass(out: &mut Out<'_>, key: Option<&journal::Key>, source: impl Read) -> Result<i32, Error> {
     let command = out.command;
-    let shown = command.journal.display();
+    let shown = command.source.path.display();
     let mut activity = Activity::default();
     let mut requests = Requests::default();
     let mut last_line = 0;
-    let report = journal::verify_observed(source, key, command.anchor.as_deref(), &mut |seen| {
-        last_line = seen.line;
-        let Some(fields) = seen.view() else { return };
-        if let Some(call) = &command.call {
-            if fields.call_id.as_deref() == Some(call.as_str()) {
-                out.entry(seen.content, seen.line, seen.verified);
+    let report =
+        journal::verify_observed(source, key, command.source.anchor.as_deref(), &mut |seen| {
+            last_line = seen.line;
+            let Some(fields) = seen.view() else { return };
+            if let Some(call) = &command.call {
+                if fields.call_id.as_deref() == Some(call.as_str()) {
+                    out.entry(seen.content, seen.line, seen.verified);
+                }
+            } else if command.requests {
+                for row in requests.entry(seen.line, seen.verified, &fields) {
+                    out.request(row);
+                }
+            } else if let Some(row) = activity.entry(seen.line, seen.verified, &fields) {
+                out.row(row);
             }
-        } else if command.requests {
-            for row in requests.entry(seen.line, seen.verified, &fields) {
-                out.request(row);
-            }
-        } else if let Some(row) = activity.entry(seen.line, seen.verified, &fields) {
-            out.row(row);
-        }
-    })
-    .map_err(|err| crate::verify::unusable(&command.journal, err))?;
+        })
+        .map_err(|err| crate::verify::unusable(&command.source.path, err))?;
     if command.requests {
         if requests.unfollowed > 0 {
             eprintln!(

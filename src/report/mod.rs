@@ -21,11 +21,10 @@ use html::Verified;
 
 /// What `mcp-bound report` was asked (`cli::ReportArgs`, resolved).
 pub struct ReportCommand {
-    pub journal: PathBuf,
-    /// `-` for stdout.
+    /// The journal, its key and an anchor.
+    pub source: crate::verify::JournalSource,
+    /// Where the HTML goes (- for stdout).
     pub output: PathBuf,
-    pub key: Option<PathBuf>,
-    pub anchor: Option<String>,
 }
 
 fn verified(report: &journal::Report, last_line: u64) -> Verified {
@@ -38,20 +37,24 @@ fn verified(report: &journal::Report, last_line: u64) -> Verified {
 }
 
 pub fn run(command: &ReportCommand) -> Result<i32, Error> {
-    let shown = command.journal.display().to_string();
-    let key = crate::verify::key_given(command.key.as_deref())?;
-    let file = std::fs::File::open(&command.journal)
+    let shown = command.source.path.display().to_string();
+    let key = crate::verify::key_given(command.source.key.as_deref())?;
+    let file = std::fs::File::open(&command.source.path)
         .map_err(|e| Error::VerifyUsage(format!("{shown}: {e}")))?;
     let mut collected = Collected::default();
     let mut last_line = 0;
-    let report =
-        journal::verify_observed(file, key.as_ref(), command.anchor.as_deref(), &mut |seen| {
+    let report = journal::verify_observed(
+        file,
+        key.as_ref(),
+        command.source.anchor.as_deref(),
+        &mut |seen| {
             last_line = seen.line;
             if let Some(view) = seen.view() {
                 collected.entry(seen.line, seen.verified, &view, seen.content);
             }
-        })
-        .map_err(|err| crate::verify::unusable(&command.journal, err))?;
+        },
+    )
+    .map_err(|err| crate::verify::unusable(&command.source.path, err))?;
     let verified = verified(&report, last_line);
     let generated = crate::ids::rfc3339(std::time::SystemTime::now());
     let page = html::page(&shown, &verified, &collected.end(), &generated);

@@ -4,7 +4,7 @@
 
 use crate::approve;
 use crate::child::ChildExit;
-use crate::error::code;
+use crate::error::NotStarted;
 use crate::ids::rfc3339;
 use crate::journal;
 use crate::record::Decision;
@@ -67,11 +67,11 @@ pub(super) fn decide(
             approver_exit: record.approval.approver_exit.clone(),
         };
         if let Err(err) = journal.append(journal::Entry::Decision(&entry)) {
-            let error = format!(
-                "--journal {}: cannot write the decision: {err}; the helper was not started",
+            let refusal = NotStarted::helper(format!(
+                "--journal {}: cannot write the decision: {err}",
                 journal.path.display()
-            );
-            return Err(call.failed(pending, error, code::OWN_FAILURE));
+            ));
+            return Err(call.refused(pending, refusal));
         }
     }
     if let Some(signo) = outcome.cancelled_by {
@@ -81,20 +81,20 @@ pub(super) fn decide(
         Some(Decision::Approved) => {
             // Approved: the in-flight record now says dispatched.
             let authorized = pending.approved();
-            if let Some(error) = call.write_in_flight(authorized.record()) {
-                return Err(call.failed(authorized, error, code::OWN_FAILURE));
+            if let Some(refusal) = call.write_in_flight(authorized.record()) {
+                return Err(call.refused(authorized, refusal));
             }
             return Ok(authorized);
         }
         // A cancel of the launch's approval is a signal, seen above.
         Some(Decision::Error | Decision::Cancelled) | None => {
             let error = outcome.error.unwrap_or_else(|| "approval failed".into());
-            return Err(call.failed(pending, error, code::OWN_FAILURE));
+            return Err(call.refused(pending, NotStarted::helper(error)));
         }
-        Some(Decision::Expired) => format!(
-            "approval expired after {}; the helper was not started",
+        Some(Decision::Expired) => NotStarted::helper(format!(
+            "approval expired after {}",
             humantime::format_duration(approval.timeout)
-        ),
+        )),
         Some(Decision::Denied) => {
             let approval = &pending.record().approval;
             let said = approval
@@ -104,11 +104,11 @@ pub(super) fn decide(
                 .map(|line| format!(": {line}"))
                 .unwrap_or_default();
             match &approval.approver_exit {
-                Some(exit) => format!(
-                    "denied by the approver ({}){said}; the helper was not started",
+                Some(exit) => NotStarted::helper(format!(
+                    "denied by the approver ({}){said}",
                     describe_exit(Some(exit))
-                ),
-                None => format!("denied{said}; the helper was not started"),
+                )),
+                None => NotStarted::helper(format!("denied{said}")),
             }
         }
     };

@@ -235,11 +235,9 @@ mod tests {
     use crate::journal;
     use crate::redact::Redactor;
     use crate::settings::Settings;
-    use clap::Parser;
 
     fn received() -> Received {
-        let cli = crate::cli::Cli::try_parse_from(["mcp-bound", "--", "true"]).unwrap();
-        let settings = Settings::from(&cli);
+        let settings = Settings::parsed(&[]);
         let record = super::super::initial_record(
             &settings,
             std::time::SystemTime::now(),

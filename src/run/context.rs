@@ -6,7 +6,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use super::call::{BeforeDispatch, Ended};
 use super::records::write_record_file;
-use crate::error::code;
+use crate::error::{NotStarted, code};
 use crate::journal::Journal;
 use crate::otel::{Resolved, Tracer};
 use crate::record::Record;
@@ -81,34 +81,31 @@ impl Context<'_> {
 
     /// Write the in-flight record; the error line if it cannot be written
     /// (then nothing may start).
-    pub(super) fn write_in_flight(&self, record: &Record) -> Option<String> {
+    pub(super) fn write_in_flight(&self, record: &Record) -> Option<NotStarted> {
         let path = self.settings.record.path.as_ref()?;
         let err = write_record_file(path, record).err()?;
         self.record_refused.set(true);
-        Some(format!(
-            "--record {}: cannot write the record before dispatch: {err}; the helper was not started",
+        Some(NotStarted::helper(format!(
+            "--record {}: cannot write the record before dispatch: {err}",
             path.display()
-        ))
+        )))
     }
 
-    /// Nothing was started: say so in one line (the record and journal
-    /// say it at the end).
+    /// Refused before dispatch: said in one line, and the record's error
+    /// (the record and journal say it at the end). Exit 125.
+    pub(super) fn refused<S: BeforeDispatch>(&self, step: S, refusal: NotStarted) -> Box<Ended> {
+        self.failed(step, refusal.to_string(), code::OWN_FAILURE)
+    }
+
+    /// The helper could not be started, in its own words (126 cannot
+    /// run, 127 not found), or a refusal as `refused` words it.
     pub(super) fn failed<S: BeforeDispatch>(
         &self,
         step: S,
         error: String,
         exit_code: i32,
     ) -> Box<Ended> {
-        // 126 and 127 say it in their own words (cannot run, not found).
-        let said = if exit_code == code::OWN_FAILURE
-            && !error.ends_with("not started")
-            && !error.contains("nothing was started")
-        {
-            format!("{error}; the helper was not started")
-        } else {
-            error.clone()
-        };
-        self.say(format!("mcp-bound: {said}\n"));
+        self.say(format!("mcp-bound: {error}\n"));
         step.fail(error, exit_code)
     }
 

@@ -8,7 +8,7 @@
 use std::io;
 use std::time::{Instant, SystemTime};
 
-use crate::error::Error;
+use crate::error::{Error, NotStarted};
 use crate::ids::rfc3339;
 use crate::journal::{self, Journal};
 use crate::record::{
@@ -34,9 +34,11 @@ use context::Context;
 pub use last_words::heir;
 use steps::Prepared;
 
-/// Run the call; the result is mcp-bound's exit code. Set-up that fails
-/// here is a usage or set-up error (exit 125, no record); from the record
-/// on, the call goes through its steps (`steps.rs`, `call.rs`).
+/// Run the call; the result is mcp-bound's exit code. Its options were
+/// resolved and checked (`Settings::resolve`): set-up that fails here is
+/// a refusal that nothing was started (exit 125, no record), never a
+/// usage error; from the record on, the call goes through its steps
+/// (`steps.rs`, `call.rs`).
 pub fn run(settings: Settings) -> Result<i32, Error> {
     let settings = &settings;
     let origin = Instant::now();
@@ -49,13 +51,12 @@ pub fn run(settings: Settings) -> Result<i32, Error> {
         sys::become_subreaper().map_err(|e| setup("cannot become a child subreaper", e))?;
     }
     let journal = open_journal(settings)?;
-    let redactor = Redactor::new(&settings.capture.redact)
-        .map_err(|e| Error::Usage(format!("--redact {e}; nothing was started")))?;
+    let redactor = &settings.redactor;
     let mut call = Context {
         settings,
         origin,
         started_at,
-        redactor: &redactor,
+        redactor,
         journal: None,
         record_refused: std::cell::Cell::new(false),
         watchdog: std::cell::OnceCell::new(),
@@ -65,7 +66,7 @@ pub fn run(settings: Settings) -> Result<i32, Error> {
     if let crate::otel::Resolved::Unusable(why) = &settings.otel {
         call.say(format!("mcp-bound: span export is off: {why}\n"));
     }
-    let received = Received::new(initial_record(settings, started_at, &redactor));
+    let received = Received::new(initial_record(settings, started_at, redactor));
     let (validated, mut prepared) = match steps::validate(&mut call, received, journal.as_ref()) {
         Ok(validated) => validated,
         Err(end) => {
@@ -114,11 +115,12 @@ fn record_directory_exists(settings: &Settings) -> Result<(), Error> {
     if dir.is_dir() {
         return Ok(());
     }
-    Err(Error::Usage(format!(
-        "--record {}: no directory {}; nothing was started",
+    Err(NotStarted::nothing(format!(
+        "--record {}: no directory {}",
         path.display(),
         dir.display()
-    )))
+    ))
+    .into())
 }
 
 /// --record-fd: open for writing, and never inherited by the helper.
@@ -127,9 +129,10 @@ fn claim_record_fd(settings: &Settings) -> Result<(), Error> {
         return Ok(());
     };
     if !sys::is_open_for_writing(fd) {
-        return Err(Error::Usage(format!(
-            "--record-fd {fd}: descriptor {fd} is not open for writing; nothing was started"
-        )));
+        return Err(NotStarted::nothing(format!(
+            "--record-fd {fd}: descriptor {fd} is not open for writing"
+        ))
+        .into());
     }
     // SAFETY: checked open just above; we never close it.
     let borrowed = unsafe { sys::borrow_raw(fd) };
@@ -144,10 +147,7 @@ fn open_journal(settings: &Settings) -> Result<Option<Journal>, Error> {
     };
     let key = match key {
         Some(key_path) => journal::Key::load(key_path).map_err(|e| {
-            Error::Usage(format!(
-                "--journal-key {}: {e}; nothing was started",
-                key_path.display()
-            ))
+            NotStarted::nothing(format!("--journal-key {}: {e}", key_path.display()))
         })?,
         None => journal::Key::Plain,
     };
@@ -155,7 +155,7 @@ fn open_journal(settings: &Settings) -> Result<Option<Journal>, Error> {
 }
 
 fn setup(what: &str, err: io::Error) -> Error {
-    Error::Setup(format!("{what}: {err}; nothing was started"))
+    NotStarted::nothing(format!("{what}: {err}")).into()
 }
 
 fn initial_record(settings: &Settings, started_at: SystemTime, redactor: &Redactor) -> Record {

@@ -18,7 +18,7 @@ use super::context::Context;
 use super::last_words;
 use crate::child::{self, Confine, Helper};
 use crate::contain::Contain;
-use crate::error::{Error, code};
+use crate::error::{Error, NotStarted, code};
 use crate::journal::{self, Journal};
 use crate::record::{StderrLogFacts, Usage};
 use crate::signals::SignalPipe;
@@ -71,25 +71,25 @@ pub(super) fn validate<'a>(
                     ..StderrLogFacts::default()
                 });
             }
-            Err(error) => return Err(call.failed(received, error, code::OWN_FAILURE)),
+            Err(error) => return Err(call.refused(received, NotStarted::helper(error))),
         }
     }
     // Containment first: --contain cgroup without a cgroup is refused.
     let contain = match Contain::prepare(settings.contain, &settings.cgroup_limits) {
         Ok(contain) => contain,
-        Err(error) => return Err(call.failed(received, error, code::OWN_FAILURE)),
+        Err(refusal) => return Err(call.refused(received, refusal)),
     };
     received.record_mut().contain = Some(contain.facts.clone());
     // A limit that cannot be set: refused before anything runs.
     for limit in &settings.rlimits {
         let current = sys::hard_rlimit(limit.resource);
         if let Err(error) = crate::rlimit::check(limit, current, || sys::may_set_rlimit(limit)) {
-            return Err(call.failed(received, error, code::OWN_FAILURE));
+            return Err(call.refused(received, NotStarted::nothing(error)));
         }
     }
     // Pins that cannot be read or kept: nothing runs unheld.
-    if let Err(error) = check_pins(call, &mut received) {
-        return Err(call.failed(received, error, code::OWN_FAILURE));
+    if let Err(refusal) = check_pins(call, &mut received) {
+        return Err(call.refused(received, refusal));
     }
     // Fail closed: no intent in the journal, no helper.
     if let Some(journal) = journal {
@@ -118,19 +118,19 @@ pub(super) fn validate<'a>(
             }
             Ok(None) => {}
             Err(err) => {
-                let error = format!(
-                    "--journal {}: cannot write the intent: {err}; the helper was not started",
+                let refusal = NotStarted::helper(format!(
+                    "--journal {}: cannot write the intent: {err}",
                     journal.path.display()
-                );
-                return Err(call.failed(received, error, code::OWN_FAILURE));
+                ));
+                return Err(call.refused(received, refusal));
             }
         }
         if let Err(err) = journal.append(journal::Entry::Intent(&intent)) {
-            let error = format!(
-                "--journal {}: cannot write the intent: {err}; the helper was not started",
+            let refusal = NotStarted::helper(format!(
+                "--journal {}: cannot write the intent: {err}",
                 journal.path.display()
-            );
-            return Err(call.failed(received, error, code::OWN_FAILURE));
+            ));
+            return Err(call.refused(received, refusal));
         }
         call.journal = Some(journal);
     }
@@ -143,7 +143,7 @@ pub(super) fn validate<'a>(
 
 /// `--tool-pin`: the file is read and its lock made before anything
 /// starts; a warning (others can read it) is said and recorded.
-fn check_pins(call: &mut Context<'_>, received: &mut Received) -> Result<(), String> {
+fn check_pins(call: &mut Context<'_>, received: &mut Received) -> Result<(), NotStarted> {
     let session = call.settings.streams.session.as_ref();
     let Some(pin) = session.and_then(|s| s.tools.as_ref()?.pin.as_ref()) else {
         return Ok(());
@@ -157,9 +157,7 @@ fn check_pins(call: &mut Context<'_>, received: &mut Received) -> Result<(), Str
             received.record_mut().mcp_bound.warnings.push(warning);
             Ok(())
         }
-        Err(why) => Err(format!(
-            "--tool-pin {shown}: {why}; the helper was not started"
-        )),
+        Err(why) => Err(NotStarted::helper(format!("--tool-pin {shown}: {why}"))),
     }
 }
 
@@ -175,8 +173,8 @@ pub(super) fn secure<S: BeforeDispatch>(
     signals: &SignalPipe,
 ) -> Result<S, Box<Ended>> {
     let settings = call.settings;
-    if let Some(error) = call.write_in_flight(step.record()) {
-        return Err(call.failed(step, error, code::OWN_FAILURE));
+    if let Some(refusal) = call.write_in_flight(step.record()) {
+        return Err(call.refused(step, refusal));
     }
     let speaks = call.journal.is_some() || settings.record.path.is_some();
     if sys::BACKEND.job && !speaks {
@@ -205,8 +203,8 @@ pub(super) fn secure<S: BeforeDispatch>(
         })),
     };
     if let Err(err) = watchdog {
-        let error = format!("cannot start the watchdog: {err}; the helper was not started");
-        return Err(call.failed(step, error, code::OWN_FAILURE));
+        let refusal = NotStarted::helper(format!("cannot start the watchdog: {err}"));
+        return Err(call.refused(step, refusal));
     }
     // The final words are told to it before they are written.
     if let Some(link) = prepared.contain.link() {
@@ -225,8 +223,8 @@ fn secured<S: BeforeDispatch>(
 ) -> Result<S, Box<Ended>> {
     // The in-flight record names the watchdog (one more write, --record only).
     step.record_mut().contain = Some(prepared.contain.facts.clone());
-    if let Some(error) = call.write_in_flight(step.record()) {
-        return Err(call.failed(step, error, code::OWN_FAILURE));
+    if let Some(refusal) = call.write_in_flight(step.record()) {
+        return Err(call.refused(step, refusal));
     }
     match signals.take().terminating.first() {
         Some(&(signo, _)) => Err(step.cancel(signo)),

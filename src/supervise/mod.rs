@@ -31,7 +31,7 @@ use std::time::Instant;
 
 use crate::capture::Capture;
 use crate::child::{self, ChildExit, Helper};
-use crate::diagnostics::{Diagnostics, FloodPath};
+use crate::diagnostics::Diagnostics;
 use crate::guard::Guard;
 use crate::record::{Event, EventKind};
 use crate::redact::Redactor;
@@ -177,13 +177,6 @@ pub(crate) fn supervise_with(
             Sink::stderr(),
         )
     });
-    // --live and --stderr-log take what they read, so they need every
-    // byte read (masked): no moves inside the kernel.
-    let flood_path = if live.is_some() || log.is_some() {
-        FloodPath::Read
-    } else {
-        config.flood_path
-    };
     let session = match (&config.session, helper.stdin) {
         (Some(session), Some(pipe)) => Some(SessionParts::new(
             session,
@@ -203,7 +196,7 @@ pub(crate) fn supervise_with(
         intake: Intake {
             diagnostics: Diagnostics::new(
                 Capture::new(config.head_bytes, config.tail_bytes),
-                flood_path,
+                config.flood_path,
             ),
             live,
             log,
@@ -419,7 +412,7 @@ mod tests {
             },
             head_bytes: 0,
             tail_bytes: 1024,
-            flood_path: FloodPath::Read,
+            flood_path: crate::diagnostics::FloodPath::Read,
             stdout: StdoutMode::Forward { guard: None },
             live: None,
             redactor: Redactor::default(),

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use clap_complete::Shell;
-use mcp_bound::cli::{completion, man_page};
+use mcp_bound::docs::{completion, man_page};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -11,6 +11,9 @@
 //!   module's own business);
 //! - at most six `pub mod` in `lib.rs`;
 //! - nix and libc only under `sys/` (the OS layer's contract);
+//! - options resolved once: a usage error is made only in `cli/` and
+//!   `settings/`, so nothing past `Settings::resolve` can refuse an
+//!   option, and "nothing was started" is said only by `error.rs`;
 //! - every file opens with a `//!` doc and is named in ARCHITECTURE.md.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -420,6 +423,38 @@ fn nix_and_libc_live_only_under_sys() {
     assert!(!os.is_empty(), "the reader found no OS layer at all");
     let outside: Vec<&String> = os.iter().filter(|name| !name.starts_with("sys/")).collect();
     assert!(outside.is_empty(), "nix or libc outside sys/: {outside:?}");
+}
+
+/// The files whose non-test code holds `needle`.
+fn holding(needle: &str) -> Vec<String> {
+    files()
+        .into_iter()
+        .filter(|(name, text)| non_test(name, text).join("\n").contains(needle))
+        .map(|(name, _)| name)
+        .collect()
+}
+
+#[test]
+fn options_are_refused_only_where_they_are_resolved() {
+    let usage = holding("Error::Usage(");
+    assert!(!usage.is_empty(), "the reader found no usage error at all");
+    let late: Vec<&String> = usage
+        .iter()
+        .filter(|name| !name.starts_with("cli/") && !name.starts_with("settings/"))
+        .filter(|name| name.as_str() != "error.rs")
+        .collect();
+    assert!(
+        late.is_empty(),
+        "a usage error after Settings::resolve: {late:?}"
+    );
+    let said: Vec<String> = holding("; nothing was started")
+        .into_iter()
+        .filter(|name| name != "error.rs")
+        .collect();
+    assert!(
+        said.is_empty(),
+        "\"nothing was started\" spelled outside error.rs: {said:?}"
+    );
 }
 
 #[test]

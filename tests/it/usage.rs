@@ -54,12 +54,12 @@ fn env_name(option: &str) -> String {
 /// its variable named. The man page lists the same options.
 #[test]
 fn an_option_that_needs_another_is_refused_on_the_line_and_ignored_from_the_environment() {
-    let man = mcp_bound::cli::man_page();
+    let man = mcp_bound::docs::man_page();
     let environment = man
         .split(".SH ENVIRONMENT")
         .nth(1)
         .expect("ENVIRONMENT section");
-    let options: Vec<(String, &str, bool)> = mcp_bound::cli::dependent_options().collect();
+    let options: Vec<(String, &str, bool)> = mcp_bound::docs::dependent_options().collect();
     assert!(options.len() >= 20, "{options:?}");
     for (option, needs, policy) in &options {
         let roff = option.replace('-', "\\-");
@@ -134,7 +134,7 @@ fn a_negative_value_is_refused_as_a_value() {
 #[test]
 fn sizes_take_the_spellings_help_documents() {
     let help = util::help();
-    let man = mcp_bound::cli::man_page();
+    let man = mcp_bound::docs::man_page();
     for said in [&help, &man] {
         assert!(said.contains("1K, 1KB and 1KiB are 1024"), "{said}");
     }
@@ -159,7 +159,7 @@ fn sizes_take_the_spellings_help_documents() {
 fn help_shows_the_exit_statuses_and_the_timeout_default() {
     let help = util::help();
     assert!(help.contains("Exit status:"), "{help}");
-    for (status, _) in mcp_bound::cli::EXIT_STATUS {
+    for (status, _) in mcp_bound::docs::EXIT_STATUS {
         assert!(
             help.contains(&format!("  {status} ")),
             "{status} missing from --help"
@@ -182,7 +182,7 @@ fn help_shows_the_exit_statuses_and_the_timeout_default() {
 /// The man page's SYNOPSIS shows the `--` before the helper.
 #[test]
 fn the_man_page_synopsis_shows_the_double_dash() {
-    let man = mcp_bound::cli::man_page();
+    let man = mcp_bound::docs::man_page();
     let synopsis = man
         .split(".SH SYNOPSIS")
         .nth(1)
@@ -231,12 +231,12 @@ fn every_json_example_in_the_docs_is_valid() {
         blocks.push(("README".into(), body[..end].to_string()));
         rest = &body[end..];
     }
-    for (what, example) in mcp_bound::cli::EXAMPLES {
+    for (what, example) in mcp_bound::docs::EXAMPLES {
         if example.starts_with('{') {
             blocks.push((format!("man EXAMPLES: {what}"), example.to_string()));
         }
     }
-    let man = mcp_bound::cli::man_page();
+    let man = mcp_bound::docs::man_page();
     let (mut records, mut configs) = (0, 0);
     for (source, body) in &blocks {
         let value: serde_json::Value = serde_json::from_str(body)
@@ -278,10 +278,10 @@ fn every_json_example_in_the_docs_is_valid() {
                             .replace("${workspaceFolder}", "/home/me/projects")
                     }),
             );
-            match mcp_bound::cli::parse(&argv) {
-                Ok(mcp_bound::cli::Parsed::Run(_)) => {}
+            match mcp_bound::would_run(&argv) {
+                Ok(true) => {}
                 Err(e) => panic!("{source}: {name}: args refused: {e}"),
-                Ok(_) => panic!("{source}: {name}: args do not run a server"),
+                Ok(false) => panic!("{source}: {name}: args do not run a server"),
             }
             configs += 1;
         }
@@ -299,7 +299,7 @@ fn every_json_example_in_the_docs_is_valid() {
 /// kept, echoed with its marker and the summary line.
 #[test]
 fn the_man_page_flood_repro_does_what_it_says() {
-    let (_, example) = mcp_bound::cli::EXAMPLES
+    let (_, example) = mcp_bound::docs::EXAMPLES
         .iter()
         .find(|(what, _)| what.starts_with("A flood repro"))
         .unwrap();
@@ -417,7 +417,7 @@ fn verify_of_a_file_that_is_no_journal_says_no_line_was_verified() {
 /// and no other.
 #[test]
 fn the_docs_name_every_journal_kind() {
-    let schema: serde_json::Value = serde_json::from_str(mcp_bound::cli::JOURNAL_SCHEMA).unwrap();
+    let schema: serde_json::Value = serde_json::from_str(mcp_bound::docs::JOURNAL_SCHEMA).unwrap();
     let mut kinds: Vec<String> = schema["oneOf"]
         .as_array()
         .unwrap()
@@ -432,7 +432,7 @@ fn the_docs_name_every_journal_kind() {
     kinds.sort();
     let readme =
         std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    let man = mcp_bound::cli::man_page()
+    let man = mcp_bound::docs::man_page()
         .replace("\\-", "-")
         .replace('\n', " ");
     for (doc, text, start) in [

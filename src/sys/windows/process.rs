@@ -86,9 +86,7 @@ impl Exec {
 pub fn refused_command(argv: &[OsString]) -> Option<String> {
     let program = argv.first()?.to_string_lossy().into_owned();
     match Exec::new(argv, None) {
-        Err(err) if err.kind() == io::ErrorKind::InvalidInput => {
-            Some(format!("{program}: {err}; nothing was started"))
-        }
+        Err(err) if err.kind() == io::ErrorKind::InvalidInput => Some(format!("{program}: {err}")),
         _ => None,
     }
 }

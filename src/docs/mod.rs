@@ -1,37 +1,41 @@
-//! The documents the binary hands out with `--generate`, built from the
-//! same clap definition as `--help`: the man page (with the exit status,
-//! record and other sections from `texts`), the shell completions, and the
-//! published record and journal schemas. The checked-in copies under man/, completions/
-//! and schema/ are these bytes (a test keeps them so).
+//! The documents the binary hands out, built from the one clap
+//! definition (`cli`) with the defaults and rules of `settings` said in
+//! it: `--help` ([`command`]), the man page (with the exit status, record
+//! and other sections from `cli::texts` and `man_sections`), the shell
+//! completions, and the published record and journal schemas. The
+//! checked-in copies under man/, completions/ and schema/ are these bytes
+//! (a test keeps them so).
 
-use clap::ValueEnum;
 use clap_complete::Shell;
 use roff::{Roff, bold, roman};
 
-use super::{EXAMPLES, EXIT_STATUS, MAN_SECTIONS, RECORD, command};
+pub use crate::cli::{EXAMPLES, EXIT_STATUS};
+use crate::cli::{Generate, RECORD};
+use crate::settings::defaults::{MCP_DEFAULTS, mcp_help};
+pub use crate::settings::dependent_options;
 
-/// What `--generate` prints.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Generate {
-    /// The man page (roff), as man/mcp-bound.1.
-    Man,
-    /// The bash completion script.
-    CompleteBash,
-    /// The zsh completion script.
-    CompleteZsh,
-    /// The fish completion script.
-    CompleteFish,
-    /// The record's JSON Schema, as schema/record.schema.json.
-    SchemaRecord,
-    /// The JSON Schema of one journal line, as schema/journal.schema.json.
-    SchemaJournal,
-}
+mod man_sections;
+
+pub use man_sections::MAN_SECTIONS;
 
 /// The published schemas, as checked in.
 pub const RECORD_SCHEMA: &str = include_str!("../../schema/record.schema.json");
 pub const JOURNAL_SCHEMA: &str = include_str!("../../schema/journal.schema.json");
 
-pub fn generate(what: Generate) -> String {
+/// The clap definition as `--help` and the documents show it: each
+/// default `--mcp` changes is said from `settings`' one table.
+pub fn command() -> clap::Command {
+    let mut command = crate::cli::command().mut_arg("mcp", |arg| arg.help(mcp_help()));
+    for row in MCP_DEFAULTS.shown() {
+        command = command.mut_arg(row.option, |arg| {
+            let help = arg.get_help().map(ToString::to_string).unwrap_or_default();
+            arg.help(format!("{help} {}", row.default_text()))
+        });
+    }
+    command
+}
+
+pub(crate) fn generate(what: Generate) -> String {
     match what {
         Generate::Man => man_page(),
         Generate::CompleteBash => completion(Shell::Bash),
@@ -96,7 +100,7 @@ pub fn man_page() -> String {
          from its variable too, naming it, since a security policy is never dropped \
          in silence. These are:",
     )]);
-    for (option, needs, policy) in super::check::dependent_options() {
+    for (option, needs, policy) in dependent_options() {
         let needs = if policy {
             format!("{needs} (a tool policy: refused from its variable too)")
         } else {

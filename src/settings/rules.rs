@@ -1,51 +1,78 @@
-//! What clap cannot say about a combination of options: one that only
-//! tunes a feature left off, or two that contradict each other. The rule
-//! for an option that needs another: given on the command line without
-//! it, it is a usage error (exit 125) that names what it needs; from its
-//! `MCP_BOUND_*` variable it is a default, which host configs set broadly,
-//! and it is then ignored.
+//! What clap cannot say about a combination of options, checked on the
+//! resolved settings: one that only tunes a feature left off, or two that
+//! contradict each other. The rule for an option that needs another: given
+//! on the command line without it, it is a usage error (exit 125) that
+//! names what it needs; from its `MCP_BOUND_*` variable it is a default,
+//! which host configs set broadly, and it is then ignored.
 //!
 //! The exception is a tool policy (`--tool-allow`, `--tool-deny`,
 //! `--tool-approve-cmd`, `--tool-approve-via`, `--tool-approve`): one that cannot be applied is
 //! a usage error from any source, its variable named, since a security
 //! policy must never be dropped in silence.
 
-use super::{Cli, GuardMode, SessionMode};
+use super::Settings;
+use crate::cli::{ApproveVia, Cli, Given, SessionMode};
+use crate::diagnostics::FloodPath;
+use crate::error::{Error, NotStarted};
 use crate::record::mcp::RestartMode;
+use crate::signals::Stop;
 
-/// The options given, by clap id: on the command line itself, and from
-/// their `MCP_BOUND_*` variable (not a default).
-pub(super) struct Given {
-    command_line: Vec<String>,
-    environment: Vec<String>,
+/// A feature an option may tune, as the settings resolved it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Feature {
+    Otel,
+    Session,
+    StderrLog,
+    Journal,
+    Live,
+    Restart,
+    Guard,
+    ToolPin,
+    ToolApprover,
+    Approver,
 }
 
-impl From<&clap::ArgMatches> for Given {
-    fn from(matches: &clap::ArgMatches) -> Given {
-        use clap::parser::ValueSource;
-        let from = |source: ValueSource| {
-            matches
-                .ids()
-                .filter(|id| matches.value_source(id.as_str()) == Some(source))
-                .map(|id| id.as_str().to_string())
-                .collect()
-        };
-        Given {
-            command_line: from(ValueSource::CommandLine),
-            environment: from(ValueSource::EnvVariable),
+impl Feature {
+    /// What an option that tunes it needs, as the error says it.
+    fn needs(self) -> &'static str {
+        match self {
+            Feature::StderrLog => "needs --stderr-log",
+            Feature::Journal => "needs --journal",
+            Feature::Live => "tunes live stderr, which is off: it needs --live (or --mcp)",
+            Feature::Restart => {
+                "tunes --restart, which is never: it needs --restart on-failure or always"
+            }
+            Feature::Session => "needs the session layer (--mcp, or --session jsonrpc)",
+            Feature::Guard => "needs the stdout guard (--mcp, or --stdout-guard jsonrpc)",
+            Feature::Approver => "needs --approve-cmd or --approve",
+            Feature::ToolApprover => "needs --tool-approve-cmd or --tool-approve-via host",
+            Feature::ToolPin => "names the server in a --tool-pin file, which is not given",
+            Feature::Otel => {
+                "tunes span export, which is off: it needs --otel on or OTEL_EXPORTER_OTLP_ENDPOINT"
+            }
         }
     }
-}
 
-impl Given {
-    /// Given on the command line.
-    pub(super) fn has(&self, id: &str) -> bool {
-        self.command_line.iter().any(|given| given == id)
-    }
-
-    /// Given from its variable.
-    fn in_environment(&self, id: &str) -> bool {
-        self.environment.iter().any(|given| given == id)
+    /// Whether it is on in these settings, however it was turned on.
+    /// `--restart` is as asked: without the session layer there is no
+    /// restart policy, and `--restart` itself is the option refused.
+    fn on(self, settings: &Settings, restart_asked: bool) -> bool {
+        let session = settings.streams.session.as_ref();
+        let gate = session.and_then(|s| s.tools.as_ref());
+        match self {
+            Feature::Otel => matches!(settings.otel, crate::otel::Resolved::On(_)),
+            Feature::Session => session.is_some(),
+            Feature::StderrLog => settings.capture.log.is_some(),
+            Feature::Journal => settings.journal.is_some(),
+            Feature::Live => settings.streams.live.is_some(),
+            Feature::Restart => restart_asked,
+            Feature::Guard => settings.streams.guard.is_some(),
+            Feature::ToolPin => gate.is_some_and(|gate| gate.pin.is_some()),
+            Feature::ToolApprover => {
+                gate.is_some_and(|gate| gate.approver.is_some() || gate.ask_host)
+            }
+            Feature::Approver => settings.approval.is_some(),
+        }
     }
 }
 
@@ -53,274 +80,177 @@ impl Given {
 struct Needs {
     /// The clap id: the long flag with `_` for `-`.
     option: &'static str,
-    /// Whether the feature it tunes is on, however it was turned on.
-    on: fn(&Cli) -> bool,
-    /// What it needs, as the error says it.
-    needs: &'static str,
+    /// The feature it tunes.
+    on: Feature,
     /// A tool policy: refused from its variable too.
     policy: bool,
 }
 
-const STDERR_LOG: &str = "needs --stderr-log";
-const JOURNAL: &str = "needs --journal";
-const LIVE: &str = "tunes live stderr, which is off: it needs --live (or --mcp)";
-const RESTART: &str = "tunes --restart, which is never: it needs --restart on-failure or always";
-const SESSION: &str = "needs the session layer (--mcp, or --session jsonrpc)";
-const GUARD: &str = "needs the stdout guard (--mcp, or --stdout-guard jsonrpc)";
-const APPROVER: &str = "needs --approve-cmd or --approve";
-const TOOL_APPROVER: &str = "needs --tool-approve-cmd or --tool-approve-via host";
-const TOOL_PIN: &str = "names the server in a --tool-pin file, which is not given";
-const OTEL: &str =
-    "tunes span export, which is off: it needs --otel on or OTEL_EXPORTER_OTLP_ENDPOINT";
-
-/// Every option that only tunes another feature; `tests/it/usage.rs` checks
-/// each against the binary, and the man page's OPTIONS says the rule.
+/// Every option that only tunes another feature, checked in this order
+/// (the first broken is said); `tests/it/usage.rs` checks each against
+/// the binary, and the man page's OPTIONS says the rule.
 const DEPENDENT: &[Needs] = &[
     Needs {
         option: "otel_flush_timeout",
-        on: otel,
-        needs: OTEL,
+        on: Feature::Otel,
         policy: false,
     },
     Needs {
         option: "otel_propagate",
-        on: session,
-        needs: SESSION,
+        on: Feature::Session,
         policy: false,
     },
     Needs {
         option: "stderr_log_size",
-        on: stderr_log,
-        needs: STDERR_LOG,
+        on: Feature::StderrLog,
         policy: false,
     },
     Needs {
         option: "stderr_log_keep",
-        on: stderr_log,
-        needs: STDERR_LOG,
+        on: Feature::StderrLog,
         policy: false,
     },
     Needs {
         option: "stderr_log_timestamps",
-        on: stderr_log,
-        needs: STDERR_LOG,
+        on: Feature::StderrLog,
         policy: false,
     },
     Needs {
         option: "stderr_log_optional",
-        on: stderr_log,
-        needs: STDERR_LOG,
+        on: Feature::StderrLog,
         policy: false,
     },
     Needs {
         option: "journal_key",
-        on: journal,
-        needs: JOURNAL,
+        on: Feature::Journal,
         policy: false,
     },
     Needs {
         option: "journal_requests",
-        on: journal,
-        needs: JOURNAL,
+        on: Feature::Journal,
         policy: false,
     },
     Needs {
         option: "journal_excerpt_bytes",
-        on: journal,
-        needs: JOURNAL,
+        on: Feature::Journal,
         policy: false,
     },
     Needs {
         option: "live_rate",
-        on: live,
-        needs: LIVE,
+        on: Feature::Live,
         policy: false,
     },
     Needs {
         option: "live_burst",
-        on: live,
-        needs: LIVE,
+        on: Feature::Live,
         policy: false,
     },
     Needs {
         option: "debug_window",
-        on: live,
-        needs: LIVE,
+        on: Feature::Live,
         policy: false,
     },
     Needs {
         option: "debug_window_bytes",
-        on: live,
-        needs: LIVE,
-        policy: false,
-    },
-    Needs {
-        option: "max_restarts",
-        on: restart,
-        needs: RESTART,
-        policy: false,
-    },
-    Needs {
-        option: "restart_window",
-        on: restart,
-        needs: RESTART,
-        policy: false,
-    },
-    Needs {
-        option: "restart_backoff",
-        on: restart,
-        needs: RESTART,
-        policy: false,
-    },
-    Needs {
-        option: "max_message_bytes",
-        on: guard,
-        needs: GUARD,
-        policy: false,
-    },
-    Needs {
-        option: "request_timeout",
-        on: session,
-        needs: SESSION,
-        policy: false,
-    },
-    Needs {
-        option: "request_timeout_resets_on_progress",
-        on: session,
-        needs: SESSION,
+        on: Feature::Live,
         policy: false,
     },
     Needs {
         option: "restart",
-        on: session,
-        needs: SESSION,
+        on: Feature::Session,
+        policy: false,
+    },
+    Needs {
+        option: "max_restarts",
+        on: Feature::Restart,
+        policy: false,
+    },
+    Needs {
+        option: "restart_window",
+        on: Feature::Restart,
+        policy: false,
+    },
+    Needs {
+        option: "restart_backoff",
+        on: Feature::Restart,
+        policy: false,
+    },
+    Needs {
+        option: "max_message_bytes",
+        on: Feature::Guard,
+        policy: false,
+    },
+    Needs {
+        option: "request_timeout",
+        on: Feature::Session,
+        policy: false,
+    },
+    Needs {
+        option: "request_timeout_resets_on_progress",
+        on: Feature::Session,
         policy: false,
     },
     Needs {
         option: "agent_excerpt_bytes",
-        on: session,
-        needs: SESSION,
+        on: Feature::Session,
         policy: false,
     },
     Needs {
         option: "max_in_flight",
-        on: session,
-        needs: SESSION,
+        on: Feature::Session,
         policy: false,
     },
     Needs {
         option: "tool_allow",
-        on: session,
-        needs: SESSION,
+        on: Feature::Session,
         policy: true,
     },
     Needs {
         option: "tool_deny",
-        on: session,
-        needs: SESSION,
+        on: Feature::Session,
         policy: true,
     },
     Needs {
         option: "tool_approve_cmd",
-        on: session,
-        needs: SESSION,
+        on: Feature::Session,
         policy: true,
     },
     Needs {
         option: "tool_approve_via",
-        on: session,
-        needs: SESSION,
+        on: Feature::Session,
         policy: true,
     },
     Needs {
         option: "tool_pin",
-        on: session,
-        needs: SESSION,
+        on: Feature::Session,
         policy: true,
     },
     Needs {
         option: "tool_pin_key",
-        on: tool_pin,
-        needs: TOOL_PIN,
+        on: Feature::ToolPin,
         policy: false,
     },
     Needs {
         option: "tool_approve",
-        on: tool_approver,
-        needs: TOOL_APPROVER,
+        on: Feature::ToolApprover,
         policy: true,
     },
     Needs {
         option: "tool_approval_timeout",
-        on: tool_approver,
-        needs: TOOL_APPROVER,
+        on: Feature::ToolApprover,
         policy: false,
     },
     Needs {
         option: "max_pending_approvals",
-        on: tool_approver,
-        needs: TOOL_APPROVER,
+        on: Feature::ToolApprover,
         policy: false,
     },
     Needs {
         option: "approval_timeout",
-        on: approver,
-        needs: APPROVER,
+        on: Feature::Approver,
         policy: false,
     },
 ];
-
-fn stderr_log(cli: &Cli) -> bool {
-    cli.stderr_log.stderr_log.is_some()
-}
-
-fn journal(cli: &Cli) -> bool {
-    cli.journal.journal.is_some()
-}
-
-fn live(cli: &Cli) -> bool {
-    cli.mcp_mode.live.unwrap_or(cli.mcp_mode.mcp)
-}
-
-fn restart(cli: &Cli) -> bool {
-    cli.mcp_mode.restart != RestartMode::Never
-}
-
-fn guard(cli: &Cli) -> bool {
-    let server = &cli.mcp_mode;
-    match server.stdout_guard {
-        Some(mode) => mode == GuardMode::Jsonrpc,
-        None => server.mcp,
-    }
-}
-
-/// Span export, as resolved with the environment.
-fn otel(cli: &Cli) -> bool {
-    matches!(cli.otel.resolved, crate::otel::Resolved::On(_))
-}
-
-/// As `Settings` resolves it: --session, else on with --mcp and the guard.
-/// Whether the session layer runs (--mcp with the guard, or --session
-/// jsonrpc).
-pub(crate) fn session(cli: &Cli) -> bool {
-    let server = &cli.mcp_mode;
-    match server.session {
-        Some(mode) => mode == SessionMode::Jsonrpc,
-        None => server.mcp && guard(cli),
-    }
-}
-
-fn tool_approver(cli: &Cli) -> bool {
-    cli.tool_gate.tool_approve_cmd.is_some() || cli.tool_gate.asks_host()
-}
-
-fn tool_pin(cli: &Cli) -> bool {
-    cli.tool_gate.tool_pin.is_some()
-}
-
-fn approver(cli: &Cli) -> bool {
-    cli.approval.approve_cmd.is_some() || cli.approval.approve.is_some()
-}
 
 /// An option whose means this system lacks (Windows has no descriptor
 /// numbers, no `/dev/tty`, no SIGUSR1), refused rather than ignored.
@@ -346,41 +276,47 @@ fn missing_here(cli: &Cli, given: &Given) -> Option<String> {
     None
 }
 
-/// The first rule broken, as one line.
-pub(super) fn check(cli: &Cli, given: &Given) -> Result<(), String> {
-    let template = cli.record.record.as_ref();
-    if given.has("record_keep") && !template.is_some_and(|t| t.has_placeholder()) {
+/// The first rule broken, as one line: what the settings cannot mean
+/// together, then the options that tune a feature left off.
+pub(super) fn check(cli: &Cli, given: &Given, settings: &Settings) -> Result<(), Error> {
+    // A command no command line can carry as it is: nothing is started.
+    if let Some(refused) = crate::sys::refused_command(&settings.command) {
+        return Err(NotStarted::nothing(refused).into());
+    }
+    combination(cli, given, settings).map_err(Error::Usage)
+}
+
+/// The first combination that cannot be meant, as one line.
+fn combination(cli: &Cli, given: &Given, settings: &Settings) -> Result<(), String> {
+    let backend = crate::sys::BACKEND;
+    let session = settings.streams.session.is_some();
+    if given.has("record_keep") && settings.record.keep.is_none() {
         return Err("--record-keep keeps the newest records a --record template makes: give --record a placeholder in its file name ({call_id})".into());
     }
-    if cli.capture.flood_path == crate::diagnostics::FloodPath::Splice
-        && !crate::sys::BACKEND.splice
-    {
+    if cli.capture.flood_path == FloodPath::Splice && !backend.splice {
         return Err(format!(
             "--flood-path splice moves a flood inside the kernel, which {} cannot do: use auto or read",
-            crate::sys::BACKEND.os
+            backend.os
         ));
     }
-    if !cli.deadline.rlimit.is_empty() && !crate::sys::BACKEND.rlimits {
+    if !settings.rlimits.is_empty() && !backend.rlimits {
         return Err(format!(
             "--rlimit: {} has no per-process resource limits",
-            crate::sys::BACKEND.os
+            backend.os
         ));
     }
     // Without the session layer the helper reads the host's stdin itself;
     // on Windows nothing can wait for that handle's end but a reader.
-    if cli.mcp_mode.stdin_close_grace.is_some() && crate::sys::BACKEND.job && !session(cli) {
+    if cli.mcp_mode.stdin_close_grace.is_some() && backend.job && !session {
         return Err("--stdin-close-grace watches our stdin for the host's end, which Windows can only see by reading it: it needs the session layer there (--mcp)".into());
     }
     if let Some(refused) = missing_here(cli, given) {
         return Err(refused);
     }
-    if let Some(refused) = crate::sys::refused_command(&cli.command) {
-        return Err(refused);
-    }
     if let Some(refused) = cli.deadline.signal.and_then(crate::signals::refused_here) {
         return Err(refused);
     }
-    if cli.deadline.signal == Some(crate::signals::Stop::Close) && !session(cli) {
+    if settings.policy.signal == Stop::Close && !session {
         let source = match given.in_environment("signal") {
             true => "MCP_BOUND_SIGNAL=CLOSE",
             false => "--signal CLOSE",
@@ -389,30 +325,38 @@ pub(super) fn check(cli: &Cli, given: &Given) -> Result<(), String> {
             "{source} closes the server's stdin, which is mcp-bound's only with the session layer (--mcp, or --session jsonrpc): without it the helper shares the host's stdin"
         ));
     }
-    if cli.mcp_mode.session == Some(SessionMode::Jsonrpc) && !guard(cli) {
+    if cli.mcp_mode.session == Some(SessionMode::Jsonrpc) && settings.streams.guard.is_none() {
         return Err("--session jsonrpc reads the server's responses through the stdout guard; it cannot run with --stdout-guard off".into());
     }
     let gate = &cli.tool_gate;
-    if gate.tool_approve_via == Some(super::ApproveVia::Command) && gate.tool_approve_cmd.is_none()
-    {
+    if gate.tool_approve_via == Some(ApproveVia::Command) && gate.tool_approve_cmd.is_none() {
         return Err("--tool-approve-via command asks --tool-approve-cmd, which is not given: give it, or --tool-approve-via host".into());
     }
+    dependent(given, settings, cli.mcp_mode.restart != RestartMode::Never)
+}
+
+/// The first option given that tunes a feature left off: from the
+/// command line any, from its variable a tool policy.
+fn dependent(given: &Given, settings: &Settings, restart_asked: bool) -> Result<(), String> {
     let flag = |each: &Needs| format!("--{}", each.option.replace('_', "-"));
+    let off = |each: &&Needs| !each.on.on(settings, restart_asked);
     if let Some(each) = DEPENDENT
         .iter()
-        .find(|each| given.has(each.option) && !(each.on)(cli))
+        .filter(off)
+        .find(|each| given.has(each.option))
     {
-        return Err(format!("{} {}", flag(each), each.needs));
+        return Err(format!("{} {}", flag(each), each.on.needs()));
     }
     match DEPENDENT
         .iter()
-        .find(|each| each.policy && given.in_environment(each.option) && !(each.on)(cli))
+        .filter(off)
+        .find(|each| each.policy && given.in_environment(each.option))
     {
         Some(each) => Err(format!(
             "{} sets {}, which {}: a tool policy that cannot be applied is refused, never dropped",
             variable(each.option),
             flag(each),
-            each.needs
+            each.on.needs()
         )),
         None => Ok(()),
     }
@@ -430,7 +374,7 @@ pub fn dependent_options() -> impl Iterator<Item = (String, &'static str, bool)>
     DEPENDENT.iter().map(|each| {
         (
             format!("--{}", each.option.replace('_', "-")),
-            each.needs,
+            each.on.needs(),
             each.policy,
         )
     })
