@@ -149,28 +149,29 @@ fn man_page_names_every_state_reason_and_option() {
     assert!(missing.is_empty(), "the man page lacks: {missing:?}");
 }
 
-/// The README's host snippets are copied into real configs: each JSON block
+/// The docs' host snippets are copied into real configs: each JSON block
 /// must parse (`tests/it/usage.rs` checks each against the schemas and the
 /// command line), and the VS Code one must have the shape VS Code requires: top-level "servers", and
 /// "type": "stdio" on each server.
 #[test]
 fn readme_host_configs_are_valid_for_their_hosts() {
-    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
     let mut blocks = Vec::new();
-    let mut rest = readme.as_str();
-    while let Some(start) = rest.find("```json\n") {
-        let body = &rest[start + 8..];
-        let end = body.find("```").unwrap();
-        // The paragraph before the block names the host.
-        let before = rest[..start].trim_end();
-        let context = before[before.rfind("\n\n").map_or(0, |i| i + 2)..].to_string();
-        blocks.push((context, body[..end].to_string()));
-        rest = &body[end..];
+    for (page, text) in crate::util::prose_docs() {
+        let mut rest = text.as_str();
+        while let Some(start) = rest.find("```json\n") {
+            let body = &rest[start + 8..];
+            let end = body.find("```").unwrap();
+            // The paragraph before the block names the host.
+            let before = rest[..start].trim_end();
+            let context = before[before.rfind("\n\n").map_or(0, |i| i + 2)..].to_string();
+            blocks.push((format!("{page}: {context}"), body[..end].to_string()));
+            rest = &body[end..];
+        }
     }
     let mut vscode = 0;
     for (context, body) in &blocks {
         let value: serde_json::Value = serde_json::from_str(body)
-            .unwrap_or_else(|e| panic!("README JSON after {context:?} does not parse: {e}"));
+            .unwrap_or_else(|e| panic!("JSON after {context:?} does not parse: {e}"));
         if context.contains("VS Code") {
             vscode += 1;
             let servers = value["servers"]
@@ -240,4 +241,70 @@ fn bash_completes_a_subcommand_s_options() {
         !all.contains(&"--timeout".to_string()),
         "not the top level's: {all:?}"
     );
+}
+
+/// A heading's anchor as GitHub makes it: lower case, spaces to `-`,
+/// punctuation but `-` and `_` dropped.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | ' '))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// The anchors of a markdown page's headings (not inside code blocks).
+fn anchors(text: &str) -> Vec<String> {
+    let mut fenced = false;
+    let mut out = Vec::new();
+    for line in text.lines() {
+        if line.starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced && line.starts_with('#') {
+            out.push(anchor(line.trim_start_matches('#')));
+        }
+    }
+    out
+}
+
+/// Every link between the README, the guide's pages and the repository's
+/// files lands: the file exists, and so does the heading it names.
+#[test]
+fn every_link_in_the_docs_lands() {
+    let pages = crate::util::prose_docs();
+    let mut checked = 0;
+    let mut broken = Vec::new();
+    for (page, text) in &pages {
+        let here = root().join(page);
+        let dir = here.parent().unwrap();
+        for link in text.split("](").skip(1) {
+            let Some(target) = link.split(')').next() else {
+                continue;
+            };
+            if target.contains("://") || target.starts_with("mailto:") || target.contains(' ') {
+                continue;
+            }
+            checked += 1;
+            let (file, heading) = target.split_once('#').unwrap_or((target, ""));
+            let file = if file.is_empty() {
+                here.clone()
+            } else {
+                dir.join(file)
+            };
+            if !file.exists() {
+                broken.push(format!("{page}: {target} (no such file)"));
+                continue;
+            }
+            if !heading.is_empty() {
+                let text = std::fs::read_to_string(&file).unwrap();
+                if !anchors(&text).iter().any(|a| a == heading) {
+                    broken.push(format!("{page}: {target} (no such heading)"));
+                }
+            }
+        }
+    }
+    assert!(checked > 30, "the reader found only {checked} links");
+    assert!(broken.is_empty(), "links that do not land: {broken:#?}");
 }

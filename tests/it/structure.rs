@@ -14,7 +14,8 @@
 //! - options resolved once: a usage error is made only in `cli/` and
 //!   `settings/`, so nothing past `Settings::resolve` can refuse an
 //!   option, and "nothing was started" is said only by `error.rs`;
-//! - every file opens with a `//!` doc and is named in ARCHITECTURE.md.
+//! - every file opens with a `//!` doc and is named in ARCHITECTURE.md,
+//!   and every path ARCHITECTURE.md names exists.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -613,4 +614,69 @@ fn no_source_file_names_an_issue_number() {
         }
     }
     assert!(found.is_empty(), "issue numbers in code: {found:#?}");
+}
+
+/// Every file and folder of the repository, as paths from its root
+/// (folders with a trailing `/`), but what builds and tools leave.
+fn repository_paths() -> Vec<String> {
+    fn walk(dir: &Path, root: &Path, out: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy();
+            if ["target", ".git", "node_modules", ".venv", "__pycache__"].contains(&&*name) {
+                continue;
+            }
+            let relative = path.strip_prefix(root).unwrap().display().to_string();
+            if path.is_dir() {
+                out.push(format!("{relative}/"));
+                walk(&path, root, out);
+            } else {
+                out.push(relative);
+            }
+        }
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut out = Vec::new();
+    walk(root, root, &mut out);
+    out
+}
+
+/// The paths ARCHITECTURE.md names in backquotes: a file (`run/call.rs`,
+/// `.ci/run`) or a folder (`contain/`). Each is named from the root, or
+/// beside the folder it is in (`unix/` under `sys/`, `group.rs` under
+/// `contain/`), so it must be the end of some path of the repository.
+#[test]
+fn every_path_architecture_md_names_exists() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let architecture = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    let paths = repository_paths();
+    let looks_like_a_path = |word: &str| {
+        let file = [".rs", ".md", ".json", ".toml", ".py", ".go", ".css", ".js"]
+            .iter()
+            .any(|ext| word.ends_with(ext));
+        let folder = word.ends_with('/') && word.len() > 1;
+        (file || folder || word.starts_with(".ci/"))
+            && word
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "._/-".contains(c))
+    };
+    let mut checked = 0;
+    let mut missing = Vec::new();
+    for (at, quoted) in architecture.split('`').enumerate() {
+        if at % 2 == 0 || !looks_like_a_path(quoted) {
+            continue;
+        }
+        checked += 1;
+        let exists = paths
+            .iter()
+            .any(|path| path == quoted || path.ends_with(&format!("/{quoted}")));
+        if !exists {
+            missing.push(quoted.to_string());
+        }
+    }
+    assert!(checked > 50, "the reader found only {checked} paths");
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md names what does not exist: {missing:?}"
+    );
 }

@@ -195,7 +195,7 @@ fn the_man_page_synopsis_shows_the_double_dash() {
     assert!(synopsis.contains("verify"), "{synopsis}");
 }
 
-/// Every JSON example in the README and the man page is what mcp-bound
+/// Every JSON example in the docs and the man page is what mcp-bound
 /// takes or writes: a record validates against the record schema, a host
 /// config's args parse as mcp-bound's own command line.
 /// A `check --expect` file's steps: each a kind the journal's schema has,
@@ -221,15 +221,15 @@ fn lifecycle_steps_are_journal_fields(source: &str, steps: &serde_json::Value) {
 
 #[test]
 fn every_json_example_in_the_docs_is_valid() {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
     let mut blocks: Vec<(String, String)> = Vec::new();
-    let mut rest = readme.as_str();
-    while let Some(start) = rest.find("```json\n") {
-        let body = &rest[start + 8..];
-        let end = body.find("```").unwrap();
-        blocks.push(("README".into(), body[..end].to_string()));
-        rest = &body[end..];
+    for (page, text) in util::prose_docs() {
+        let mut rest = text.as_str();
+        while let Some(start) = rest.find("```json\n") {
+            let body = &rest[start + 8..];
+            let end = body.find("```").unwrap();
+            blocks.push((page.clone(), body[..end].to_string()));
+            rest = &body[end..];
+        }
     }
     for (what, example) in mcp_bound::docs::EXAMPLES {
         if example.starts_with('{') {
@@ -413,7 +413,7 @@ fn verify_of_a_file_that_is_no_journal_says_no_line_was_verified() {
     }
 }
 
-/// The README and the man page name every journal kind the schema has,
+/// The docs and the man page name every journal kind the schema has,
 /// and no other.
 #[test]
 fn the_docs_name_every_journal_kind() {
@@ -430,17 +430,16 @@ fn the_docs_name_every_journal_kind() {
         })
         .collect();
     kinds.sort();
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let start = "describes one line of each kind:";
+    let (page, readme) = util::prose_docs()
+        .into_iter()
+        .find(|(_, text)| text.replace('\n', " ").contains(start))
+        .expect("a page of the docs lists every journal kind");
     let man = mcp_bound::docs::man_page()
         .replace("\\-", "-")
         .replace('\n', " ");
     for (doc, text, start) in [
-        (
-            "README",
-            readme.replace('\n', " "),
-            "describes one line of each kind:",
-        ),
+        (page.as_str(), readme.replace('\n', " "), start),
         ("man page", man, "for each kind:"),
     ] {
         let list = text

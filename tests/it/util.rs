@@ -1217,3 +1217,24 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
         .map(|b| format!("{b:02x}"))
         .collect()
 }
+
+/// The prose docs, as (path, text): the README, then the guide's pages
+/// under docs/ in name order. What the docs show is checked wherever it
+/// now lives.
+pub fn prose_docs() -> Vec<(String, String)> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut pages: Vec<std::path::PathBuf> = std::fs::read_dir(root.join("docs"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "md"))
+        .collect();
+    pages.sort();
+    std::iter::once(root.join("README.md"))
+        .chain(pages)
+        .map(|path| {
+            let text = std::fs::read_to_string(&path).unwrap();
+            let name = path.strip_prefix(root).unwrap().display().to_string();
+            (name, text)
+        })
+        .collect()
+}
