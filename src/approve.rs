@@ -34,7 +34,7 @@ const MAX_ANSWER: usize = 64;
 
 /// What the approver is asked about: the action exactly as it will run.
 #[derive(Debug, Clone, Serialize)]
-pub struct Request<'a> {
+pub(crate) struct Request<'a> {
     pub call_id: &'a str,
     pub session_id: Option<&'a str>,
     /// Exact, unmasked: the approver must see what will run.
@@ -44,13 +44,13 @@ pub struct Request<'a> {
     pub limits: &'a Limits,
 }
 
-pub enum Method {
+pub(crate) enum Method {
     Command(Vec<OsString>),
     Tty,
 }
 
 impl Method {
-    pub fn record(&self) -> ApprovalMethod {
+    pub(crate) fn record(&self) -> ApprovalMethod {
         match self {
             Method::Command(_) => ApprovalMethod::Command,
             Method::Tty => ApprovalMethod::Tty,
@@ -60,7 +60,7 @@ impl Method {
 
 /// How the gate ended.
 #[derive(Debug)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// None when a signal to mcp-bound cancelled the call first.
     pub decision: Option<Decision>,
     pub requested_at: SystemTime,
@@ -75,7 +75,7 @@ pub struct Outcome {
 }
 
 /// Settings the gate borrows from the call.
-pub struct Gate<'a> {
+pub(crate) struct Gate<'a> {
     pub timeout: Duration,
     pub wait_delay: Duration,
     pub redactor: &'a Redactor,
@@ -88,7 +88,7 @@ pub struct Gate<'a> {
 }
 
 /// Ask, and wait at most `gate.timeout` for the answer.
-pub fn ask(method: &Method, request: &Request<'_>, gate: &Gate<'_>) -> Outcome {
+pub(crate) fn ask(method: &Method, request: &Request<'_>, gate: &Gate<'_>) -> Outcome {
     let requested_at = SystemTime::now();
     let started = Instant::now();
     let verdict = match method {

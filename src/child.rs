@@ -17,7 +17,7 @@ use crate::sys;
 
 /// How the helper ended, as observed: `sys::ChildExit`, the one exit type
 /// from the wait to the record (whose `record::Exit` is it in words).
-pub use crate::sys::ChildExit;
+pub(crate) use crate::sys::ChildExit;
 
 impl ChildExit {
     /// The shell's convention: the code, or 128 + the signal. A Windows
@@ -60,7 +60,7 @@ impl ChildExit {
 }
 
 /// What the helper's stdin is.
-pub enum StdinFrom {
+pub(crate) enum StdinFrom {
     /// Ours, inherited.
     Inherit,
     /// This descriptor (an approver's request).
@@ -70,7 +70,7 @@ pub enum StdinFrom {
     Pipe,
 }
 
-pub struct Helper {
+pub(crate) struct Helper {
     pub pid: i32,
     /// The write end of its stdin pipe, with `StdinFrom::Pipe`.
     pub stdin: Option<OwnedFd>,
@@ -81,14 +81,14 @@ pub struct Helper {
 }
 
 #[derive(Debug)]
-pub enum SpawnError {
+pub(crate) enum SpawnError {
     NotFound(io::Error),
     NotExecutable(io::Error),
 }
 
 /// What the helper is confined to before it execs.
 #[derive(Debug, Clone, Default)]
-pub struct Confine {
+pub(crate) struct Confine {
     pub rlimits: Vec<crate::rlimit::Rlimit>,
     /// The cgroup the helper starts in (born there with clone3 where the
     /// kernel allows, else it writes itself into `cgroup.procs`).
@@ -107,7 +107,7 @@ impl Confine {
     /// An approver's: no cgroup and no limits of the helper's, and the
     /// call's mark as `MCP_BOUND_APPROVER`, by which what it leaves is
     /// found when the approvers stop and by the watchdog.
-    pub fn approver(mark: Option<&str>) -> Confine {
+    pub(crate) fn approver(mark: Option<&str>) -> Confine {
         Confine {
             tree_mark: mark.map(|mark| (crate::contain::APPROVER_MARK.to_string(), mark.into())),
             ..Confine::default()
@@ -119,7 +119,11 @@ impl Confine {
 /// descriptor or a pipe; stdout and stderr are pipes whose ends (ours)
 /// never block (`sys::helper_pipe`). On Linux it gets SIGKILL if
 /// mcp-bound dies, so it cannot outlive a SIGKILLed supervisor.
-pub fn spawn(argv: &[OsString], stdin: StdinFrom, confine: &Confine) -> Result<Helper, SpawnError> {
+pub(crate) fn spawn(
+    argv: &[OsString],
+    stdin: StdinFrom,
+    confine: &Confine,
+) -> Result<Helper, SpawnError> {
     use crate::sys::fd::AsFd;
     let not_executable = SpawnError::NotExecutable;
     let strangers = Group::before_spawn();
@@ -182,13 +186,13 @@ pub fn spawn(argv: &[OsString], stdin: StdinFrom, confine: &Confine) -> Result<H
 }
 
 /// Has the helper exited? Leaves it a zombie (WNOWAIT) so its pid stays ours.
-pub fn observe_exit(pid: i32) -> Option<ChildExit> {
+pub(crate) fn observe_exit(pid: i32) -> Option<ChildExit> {
     wait_exit(pid, false)
 }
 
 /// Block until the helper has exited (it was just sent KILL): only for the
 /// path where the poll loop itself can no longer run.
-pub fn await_exit(pid: i32) -> Option<ChildExit> {
+pub(crate) fn await_exit(pid: i32) -> Option<ChildExit> {
     wait_exit(pid, true)
 }
 
@@ -197,13 +201,13 @@ fn wait_exit(pid: i32, block: bool) -> Option<ChildExit> {
 }
 
 /// Reap the helper once nothing more will be sent to its group.
-pub fn reap(pid: i32) {
+pub(crate) fn reap(pid: i32) {
     sys::reap(pid);
 }
 
 /// Reap exited orphans that re-parented to us, leaving the helper and
 /// the children in `keep` (approvers, whose exit is read) alone.
-pub fn reap_orphans(helper_pid: i32, keep: &[i32]) {
+pub(crate) fn reap_orphans(helper_pid: i32, keep: &[i32]) {
     for pid in sys::children_of_self() {
         if pid != helper_pid && !keep.contains(&pid) {
             sys::reap(pid);
@@ -212,6 +216,6 @@ pub fn reap_orphans(helper_pid: i32, keep: &[i32]) {
 }
 
 /// Reap a child that has exited, with the CPU (user, system) it used.
-pub fn reap_with_usage(pid: i32) -> Option<(std::time::Duration, std::time::Duration)> {
+pub(crate) fn reap_with_usage(pid: i32) -> Option<(std::time::Duration, std::time::Duration)> {
     sys::reap_with_usage(pid)
 }

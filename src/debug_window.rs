@@ -9,11 +9,11 @@ use std::time::{Duration, Instant};
 use crate::record::WindowEnd;
 
 /// Windows listed in the record; later ones are only counted.
-pub const LISTED: usize = 16;
+pub(crate) const LISTED: usize = 16;
 
 /// One window that closed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Closed {
+pub(crate) struct Closed {
     pub opened: Instant,
     pub closed: Instant,
     pub end: WindowEnd,
@@ -22,7 +22,7 @@ pub struct Closed {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Windows {
+pub(crate) struct Windows {
     /// How long a window stays open; zero: SIGUSR1 is refused.
     pub length: Duration,
     /// Most bytes one window lets through.
@@ -36,7 +36,7 @@ pub struct Windows {
 }
 
 impl Windows {
-    pub fn new(length: Duration, bytes: u64) -> Windows {
+    pub(crate) fn new(length: Duration, bytes: u64) -> Windows {
         Windows {
             length,
             bytes,
@@ -48,18 +48,18 @@ impl Windows {
         }
     }
 
-    pub fn is_open(&self) -> bool {
+    pub(crate) fn is_open(&self) -> bool {
         self.open.is_some()
     }
 
     /// When the open window closes on its own.
-    pub fn until(&self) -> Option<Instant> {
+    pub(crate) fn until(&self) -> Option<Instant> {
         self.open.map(|at| at + self.length)
     }
 
     /// Open one; false if windows are refused (`--debug-window 0`) or one
     /// is open.
-    pub fn open(&mut self, now: Instant) -> bool {
+    pub(crate) fn open(&mut self, now: Instant) -> bool {
         if self.length.is_zero() || self.open.is_some() {
             return false;
         }
@@ -68,7 +68,12 @@ impl Windows {
     }
 
     /// Close the open window, if any.
-    pub fn close(&mut self, now: Instant, end: WindowEnd, bytes_forwarded: u64) -> Option<Closed> {
+    pub(crate) fn close(
+        &mut self,
+        now: Instant,
+        end: WindowEnd,
+        bytes_forwarded: u64,
+    ) -> Option<Closed> {
         let opened = self.open.take()?;
         let closed = Closed {
             opened,

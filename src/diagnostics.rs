@@ -52,7 +52,7 @@ use crate::sys;
 /// The holding pipe asks for this much; an unprivileged process may get less.
 const RING_PIPE_BYTES: i32 = 1 << 20;
 /// Most bytes moved by one splice; a helper's pipe holds at most 1 MiB.
-pub const MOVE_MAX: usize = 1 << 20;
+pub(crate) const MOVE_MAX: usize = 1 << 20;
 /// A flood is a stream that exceeds what the capture keeps by this much:
 /// below it nothing is timed and no descriptor is added.
 const FLOOD_AFTER: u64 = 256 * 1024;
@@ -69,24 +69,24 @@ const SLOW_WINDOWS: u8 = 2;
 /// shared cache and from a far one (bench/results.md, "Flood path
 /// thresholds"); slow windows that come in phases where the holding pipe
 /// does not pay are sent back to reads by the trial.
-pub const SPLICE_BELOW: f64 = 8.5e9;
+pub(crate) const SPLICE_BELOW: f64 = 8.5e9;
 /// On the flood path, measure reading again after this many bytes.
-pub const REPROBE_AFTER: u64 = 256 << 20;
+pub(crate) const REPROBE_AFTER: u64 = 256 << 20;
 /// The holding pipe is on trial for this many bytes...
-pub const TRIAL_BYTES: u64 = 32 << 20;
+pub(crate) const TRIAL_BYTES: u64 = 32 << 20;
 /// ...and stays only if the flood then moves at least this much faster
 /// (wall time) than it did while read; otherwise reads come back for
 /// [`REPROBE_AFTER`] bytes. Slow reads say the copy is expensive, not
 /// that moving pages is cheaper: with three processes on two CPUs they
 /// were as fast.
-pub const TRIAL_GAIN: f64 = 1.1;
+pub(crate) const TRIAL_GAIN: f64 = 1.1;
 /// After a fast window, read this many bytes untimed before the next one:
 /// measuring costs two clock reads per read.
-pub const REST_AFTER_FAST: u64 = 56 << 20;
+pub(crate) const REST_AFTER_FAST: u64 = 56 << 20;
 
 /// How a flood is to be drained (also the values of --flood-path).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum FloodPath {
+pub(crate) enum FloodPath {
     /// Time reads; move the flood inside the kernel while copying is slow and moving proves faster
     Auto,
     /// Always copy (what --live uses)
@@ -98,7 +98,7 @@ pub enum FloodPath {
 impl FloodPath {
     /// As this system can take it: without splice (macOS, Windows) a
     /// flood is read.
-    pub fn here(self) -> FloodPath {
+    pub(crate) fn here(self) -> FloodPath {
         match crate::sys::BACKEND.splice {
             true => self,
             false => FloodPath::Read,
@@ -108,7 +108,7 @@ impl FloodPath {
 
 /// What one move from the helper's pipe did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Took {
+pub(crate) enum Took {
     Bytes(usize),
     /// The helper's pipe is empty for now.
     Nothing,
@@ -121,7 +121,7 @@ pub enum Took {
 /// How a flood is drained. Pure: fed byte counts, read durations and
 /// instants.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Path {
+pub(crate) enum Path {
     /// Not a flood (yet), or the flood path is unavailable: plain reads.
     Reading,
     /// A flood, read, with the reads of this window timed, after `slow`
@@ -148,7 +148,7 @@ pub enum Path {
 impl Path {
     /// A read of `bytes` at `now`, timed (`busy`) while probing. True when
     /// the flood should move through the holding pipe from now on.
-    pub fn on_read(&mut self, bytes: usize, busy: Option<Duration>, now: Instant) -> bool {
+    pub(crate) fn on_read(&mut self, bytes: usize, busy: Option<Duration>, now: Instant) -> bool {
         if let Path::Resting {
             bytes: rested,
             until,
@@ -203,7 +203,7 @@ impl Path {
 
     /// Bytes moved through the holding pipe, at `now`. True when reads come back:
     /// the holding pipe did not pay on trial, or it is time to measure again.
-    pub fn on_spliced(&mut self, bytes: usize, now: Instant) -> bool {
+    pub(crate) fn on_spliced(&mut self, bytes: usize, now: Instant) -> bool {
         let Path::Splicing {
             bytes: moved,
             since,
@@ -254,7 +254,7 @@ struct HoldingPipe {
     trim_above: usize,
 }
 
-pub struct Diagnostics {
+pub(crate) struct Diagnostics {
     capture: Capture,
     path: Path,
     holding: Option<HoldingPipe>,
@@ -263,7 +263,7 @@ pub struct Diagnostics {
 }
 
 impl Diagnostics {
-    pub fn new(capture: Capture, flood_path: FloodPath) -> Self {
+    pub(crate) fn new(capture: Capture, flood_path: FloodPath) -> Self {
         Diagnostics {
             capture,
             path: Path::Reading,
@@ -273,17 +273,17 @@ impl Diagnostics {
     }
 
     /// Whether stderr is to be moved with [`Diagnostics::take_from`].
-    pub fn splicing(&self) -> bool {
+    pub(crate) fn splicing(&self) -> bool {
         matches!(self.path, Path::Splicing { .. })
     }
 
     /// Whether the caller should time its reads for [`Diagnostics::on_read`].
-    pub fn probing(&self) -> bool {
+    pub(crate) fn probing(&self) -> bool {
         matches!(self.path, Path::Probing { .. })
     }
 
     /// Feed bytes read from a stream; held bytes go first.
-    pub fn push(&mut self, bytes: &[u8]) {
+    pub(crate) fn push(&mut self, bytes: &[u8]) {
         self.settle();
         self.capture.push(bytes);
         if self.path == Path::Reading && self.flood_path != FloodPath::Read {
@@ -317,7 +317,7 @@ impl Diagnostics {
 
     /// A read of `bytes` (already pushed) at `now`, which took `busy` if
     /// it was timed: maybe switch to the holding.
-    pub fn on_read(&mut self, bytes: usize, busy: Option<Duration>, now: Instant) {
+    pub(crate) fn on_read(&mut self, bytes: usize, busy: Option<Duration>, now: Instant) {
         if self.path.on_read(bytes, busy, now) {
             self.open_holding();
         }
@@ -326,7 +326,12 @@ impl Diagnostics {
     /// Move what the helper's pipe holds into the holding pipe, inside the kernel.
     /// `expect_data`: poll said the pipe is readable, so a move of nothing
     /// means the holding pipe's slots are full.
-    pub fn take_from(&mut self, source: BorrowedFd<'_>, expect_data: bool, now: Instant) -> Took {
+    pub(crate) fn take_from(
+        &mut self,
+        source: BorrowedFd<'_>,
+        expect_data: bool,
+        now: Instant,
+    ) -> Took {
         let (true, Some(holding)) = (self.splicing(), self.holding.as_mut()) else {
             return Took::Off;
         };
@@ -379,20 +384,20 @@ impl Diagnostics {
     }
 
     /// Bytes that entered so far (held ones included).
-    pub fn bytes_seen(&self) -> u64 {
+    pub(crate) fn bytes_seen(&self) -> u64 {
         self.capture.bytes_seen()
     }
 
     /// The last `n` bytes seen so far (held bytes first handed over), and
     /// whether bytes were lost right before them.
-    pub fn last(&mut self, n: usize) -> (Vec<u8>, bool) {
+    pub(crate) fn last(&mut self, n: usize) -> (Vec<u8>, bool) {
         self.settle();
         self.capture.last(n)
     }
 
     /// Plain reads from now on, the holding pipe settled and closed: the stream
     /// ended, no holding pipe can be had, or splice misbehaved.
-    pub fn stop_flood_path(&mut self) {
+    pub(crate) fn stop_flood_path(&mut self) {
         self.settle();
         self.holding = None;
         self.path = Path::Reading;
@@ -400,7 +405,7 @@ impl Diagnostics {
     }
 
     /// The capture, complete: the holding pipe settled.
-    pub fn finish(mut self) -> Capture {
+    pub(crate) fn finish(mut self) -> Capture {
         self.settle();
         self.capture
     }

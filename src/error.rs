@@ -3,7 +3,7 @@
 use std::fmt;
 
 #[derive(Debug)]
-pub enum Error {
+pub(crate) enum Error {
     /// Bad usage or an invalid value, as clap or a rule of `settings/`
     /// says it: nothing was started. Exit 125.
     Usage(String),
@@ -20,25 +20,25 @@ pub enum Error {
 }
 
 /// GNU timeout's codes, which our users already know.
-pub mod code {
-    pub const TIMED_OUT: i32 = 124;
-    pub const OWN_FAILURE: i32 = 125;
-    pub const NOT_EXECUTABLE: i32 = 126;
-    pub const NOT_FOUND: i32 = 127;
+pub(crate) mod code {
+    pub(crate) const TIMED_OUT: i32 = 124;
+    pub(crate) const OWN_FAILURE: i32 = 125;
+    pub(crate) const NOT_EXECUTABLE: i32 = 126;
+    pub(crate) const NOT_FOUND: i32 = 127;
     /// Denied by the approver, or approval expired (sysexits' EX_NOPERM).
-    pub const DENIED: i32 = 77;
+    pub(crate) const DENIED: i32 = 77;
     /// 128 + SIGPIPE: our stdout's reader went away.
-    pub const CLIENT_DISCONNECTED: i32 = 141;
+    pub(crate) const CLIENT_DISCONNECTED: i32 = 141;
     /// `verify`: the journal is intact (warnings allowed).
-    pub const VERIFY_OK: i32 = 0;
+    pub(crate) const VERIFY_OK: i32 = 0;
     /// `verify`: an integrity failure was found.
-    pub const VERIFY_BROKEN: i32 = 1;
+    pub(crate) const VERIFY_BROKEN: i32 = 1;
     /// `verify`: usage, I/O or key error; nothing was checked.
-    pub const VERIFY_UNUSABLE: i32 = 2;
+    pub(crate) const VERIFY_UNUSABLE: i32 = 2;
 }
 
 impl Error {
-    pub fn exit_code(&self) -> i32 {
+    pub(crate) fn exit_code(&self) -> i32 {
         match self {
             Error::Usage(_) | Error::NotStarted(_) => code::OWN_FAILURE,
             Error::NotFound(_) => code::NOT_FOUND,
@@ -71,7 +71,7 @@ impl From<NotStarted> for Error {
 /// A refusal before the helper ran: what is wrong, that nothing ran, and
 /// what would run instead. The one place that says "nothing was started".
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NotStarted {
+pub(crate) struct NotStarted {
     /// What is wrong, in the option's words (`--record PATH: no directory`).
     why: String,
     /// Before the record exists nothing ran at all; from the record on,
@@ -84,7 +84,7 @@ pub struct NotStarted {
 
 impl NotStarted {
     /// Refused while setting up: nothing was started.
-    pub fn nothing(why: impl Into<String>) -> NotStarted {
+    pub(crate) fn nothing(why: impl Into<String>) -> NotStarted {
         NotStarted {
             why: why.into(),
             after_record: false,
@@ -93,7 +93,7 @@ impl NotStarted {
     }
 
     /// Refused once the record exists: the helper was not started.
-    pub fn helper(why: impl Into<String>) -> NotStarted {
+    pub(crate) fn helper(why: impl Into<String>) -> NotStarted {
         NotStarted {
             after_record: true,
             ..NotStarted::nothing(why)
@@ -101,7 +101,7 @@ impl NotStarted {
     }
 
     /// What would run instead.
-    pub fn hint(self, hint: impl Into<String>) -> NotStarted {
+    pub(crate) fn hint(self, hint: impl Into<String>) -> NotStarted {
         NotStarted {
             hint: Some(hint.into()),
             ..self

@@ -27,7 +27,7 @@ pub(crate) struct Framer {
 const KEEP_CAPACITY: usize = 1 << 20;
 
 impl Framer {
-    pub fn new(max: usize) -> Framer {
+    pub(crate) fn new(max: usize) -> Framer {
         Framer {
             max,
             pending: Vec::new(),
@@ -36,12 +36,12 @@ impl Framer {
     }
 
     /// True between lines: nothing of a line has come out yet.
-    pub fn at_boundary(&self) -> bool {
+    pub(crate) fn at_boundary(&self) -> bool {
         !self.skipping
     }
 
     /// Frame a chunk.
-    pub fn feed(&mut self, mut chunk: &[u8], frame: &mut impl FnMut(Frame<'_>)) {
+    pub(crate) fn feed(&mut self, mut chunk: &[u8], frame: &mut impl FnMut(Frame<'_>)) {
         while !chunk.is_empty() {
             let newline = memchr::memchr(b'\n', chunk);
             let (piece, rest) = match newline {
@@ -81,13 +81,13 @@ impl Framer {
     }
 
     /// The stream ended: the unfinished line, if any (empty if none).
-    pub fn finish(&mut self) -> Vec<u8> {
+    pub(crate) fn finish(&mut self) -> Vec<u8> {
         self.skipping = false;
         std::mem::take(&mut self.pending)
     }
 
     #[cfg(test)]
-    pub fn held(&self) -> usize {
+    pub(crate) fn held(&self) -> usize {
         self.pending.len()
     }
 }

@@ -19,7 +19,7 @@ pub fn hex(bytes: &[u8]) -> String {
 /// `bytes` random bytes as hex, from /dev/urandom. Unpredictability is not
 /// needed, only uniqueness in practice: without /dev/urandom the clock and
 /// the pid are mixed instead.
-pub fn random_hex(bytes: usize) -> String {
+pub(crate) fn random_hex(bytes: usize) -> String {
     let mut buf = vec![0u8; bytes];
     let filled = std::fs::File::open("/dev/urandom")
         .and_then(|mut f| f.read_exact(&mut buf))
@@ -38,21 +38,21 @@ pub fn random_hex(bytes: usize) -> String {
 }
 
 /// A call's id when none was given: `c_` and 16 hex digits.
-pub fn call_id() -> String {
+pub(crate) fn call_id() -> String {
     format!("c_{}", random_hex(8))
 }
 
 /// A new journal's id: `j_` and 16 hex digits.
-pub fn journal_id() -> String {
+pub(crate) fn journal_id() -> String {
     format!("j_{}", random_hex(8))
 }
 
 /// RFC 3339 in UTC with milliseconds, as the record and journal write it.
-pub fn rfc3339(time: SystemTime) -> String {
+pub(crate) fn rfc3339(time: SystemTime) -> String {
     humantime::format_rfc3339_millis(time).to_string()
 }
 
-pub fn now_rfc3339() -> String {
+pub(crate) fn now_rfc3339() -> String {
     rfc3339(SystemTime::now())
 }
 

@@ -8,6 +8,8 @@
 //! and `guard` (fuzzed), `sys` (the tests hold a journal's lock with it),
 //! and [`would_run`]. Everything else is crate-private.
 
+#![warn(unreachable_pub)]
+
 use std::ffi::OsString;
 
 pub mod capture;

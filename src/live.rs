@@ -18,7 +18,7 @@ use crate::redact::{LineRedactor, Redactor};
 
 /// The live stderr budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LiveBudget {
+pub(crate) struct LiveBudget {
     /// Bytes per second.
     pub rate: u64,
     /// Most bytes at once, and the bound on what waits to be written.
@@ -33,7 +33,7 @@ pub struct LiveBudget {
 /// written: masking changes lengths and markers are ours. At every moment
 /// `bytes_seen == bytes_forwarded + bytes_dropped + unsent()`.
 #[derive(Debug, Clone)]
-pub struct Live {
+pub(crate) struct Live {
     rate: u64,
     burst: u64,
     tokens: f64,
@@ -62,7 +62,7 @@ pub struct Live {
 }
 
 /// The least time between two drop markers.
-pub const MARKER_INTERVAL: Duration = Duration::from_secs(1);
+pub(crate) const MARKER_INTERVAL: Duration = Duration::from_secs(1);
 
 fn marker(dropped: u64) -> String {
     format!("[mcp-bound: dropped {dropped} bytes of stderr]\n")
@@ -70,7 +70,7 @@ fn marker(dropped: u64) -> String {
 
 impl Live {
     /// `rate` bytes per second, `burst` bytes at most at once.
-    pub fn new(rate: u64, burst: u64, now: Instant, redactor: Redactor) -> Live {
+    pub(crate) fn new(rate: u64, burst: u64, now: Instant, redactor: Redactor) -> Live {
         Live {
             rate,
             burst,
@@ -134,7 +134,7 @@ impl Live {
     /// outside the budget (it is rare and short) but within the queue's
     /// bound; it stands for none of the helper's bytes. Not shown if it
     /// does not fit: the record and the stderr log have the fact.
-    pub fn notice(&mut self, line: &str) {
+    pub(crate) fn notice(&mut self, line: &str) {
         let mut text = line.to_string();
         if !self.at_line_start {
             text.insert(0, '\n');
@@ -149,7 +149,7 @@ impl Live {
 
     /// Open a debug window: up to `bytes` of the helper's stderr pass
     /// without the rate limit (a pending drop is announced first).
-    pub fn open_window(&mut self, now: Instant, bytes: u64) {
+    pub(crate) fn open_window(&mut self, now: Instant, bytes: u64) {
         self.window = Some((bytes, 0));
         self.try_announce(now);
     }
@@ -157,17 +157,17 @@ impl Live {
     /// Close the window: the budget applies again at once, with the tokens
     /// it has (nothing held back is replayed). Returns the bytes it let
     /// through.
-    pub fn close_window(&mut self) -> Option<u64> {
+    pub(crate) fn close_window(&mut self) -> Option<u64> {
         self.window.take().map(|(_, through)| through)
     }
 
     /// The window let through all it may.
-    pub fn window_spent(&self) -> bool {
+    pub(crate) fn window_spent(&self) -> bool {
         self.window.is_some_and(|(left, _)| left == 0)
     }
 
     /// The helper wrote `chunk` to stderr: queue what the budget allows.
-    pub fn offer(&mut self, now: Instant, chunk: &[u8]) {
+    pub(crate) fn offer(&mut self, now: Instant, chunk: &[u8]) {
         self.bytes_seen += chunk.len() as u64;
         if self.gone {
             self.bytes_dropped += chunk.len() as u64;
@@ -228,7 +228,7 @@ impl Live {
     }
 
     /// The stream ended: let a held partial line through (masked).
-    pub fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         if self.gone {
             return;
         }
@@ -240,7 +240,7 @@ impl Live {
 
     /// Our stderr's reader went away: what waits can never be shown, and
     /// neither can anything after it. All of it is counted as dropped.
-    pub fn reader_gone(&mut self) {
+    pub(crate) fn reader_gone(&mut self) {
         if self.gone {
             return;
         }
@@ -254,18 +254,18 @@ impl Live {
 
     /// Helper bytes taken in but not yet written: queued, or held as a
     /// partial line. At exit these are the ones never shown.
-    pub fn unsent(&self) -> u64 {
+    pub(crate) fn unsent(&self) -> u64 {
         self.pieces.iter().map(|(_, input)| input).sum::<u64>() + self.redactor.held() as u64
     }
 
     /// Time passed: a pending marker may now fit.
-    pub fn tick(&mut self, now: Instant) {
+    pub(crate) fn tick(&mut self, now: Instant) {
         self.refill(now);
         self.try_announce(now);
     }
 
     /// When the pending marker will fit, if one is pending.
-    pub fn wake_at(&self) -> Option<Instant> {
+    pub(crate) fn wake_at(&self) -> Option<Instant> {
         if self.unannounced == 0 || self.rate == 0 || self.window.is_some() {
             return None;
         }
@@ -278,17 +278,17 @@ impl Live {
         })
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.queue.is_empty()
     }
 
     /// The next bytes to write (the front of the queue).
-    pub fn front(&self) -> &[u8] {
+    pub(crate) fn front(&self) -> &[u8] {
         self.queue.as_slices().0
     }
 
     /// `n` bytes of the front were written.
-    pub fn consume(&mut self, n: usize) {
+    pub(crate) fn consume(&mut self, n: usize) {
         self.queue.drain(..n);
         let mut left = n;
         while let Some(front) = self.pieces.front_mut() {

@@ -11,7 +11,7 @@
 use crate::shown;
 
 /// `text`, escaped for an element's content or an attribute's value.
-pub fn escape(text: &str) -> String {
+pub(crate) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
@@ -31,7 +31,7 @@ pub fn escape(text: &str) -> String {
 /// `text` escaped and isolated (`<bdi>`) for an element's content:
 /// journal text, whose right-to-left letters must not reorder the page
 /// around it.
-pub fn isolated(text: &str) -> String {
+pub(crate) fn isolated(text: &str) -> String {
     format!("<bdi>{}</bdi>", escape(text))
 }
 

@@ -16,7 +16,7 @@ use crate::error::Error;
 
 /// A writer that, once a write fails, discards the rest and keeps what
 /// ended it.
-pub struct Printed<W: Write> {
+pub(crate) struct Printed<W: Write> {
     out: W,
     failure: Option<io::Error>,
     /// Set once the printing stopped, for whoever waits on its behalf
@@ -25,7 +25,7 @@ pub struct Printed<W: Write> {
 }
 
 impl<W: Write> Printed<W> {
-    pub fn new(out: W) -> Printed<W> {
+    pub(crate) fn new(out: W) -> Printed<W> {
         Printed {
             out,
             failure: None,
@@ -34,7 +34,7 @@ impl<W: Write> Printed<W> {
     }
 
     /// Whether the printing stopped, as a flag that outlives a borrow.
-    pub fn stopped(&self) -> Rc<Cell<bool>> {
+    pub(crate) fn stopped(&self) -> Rc<Cell<bool>> {
         Rc::clone(&self.stopped)
     }
 
@@ -45,7 +45,7 @@ impl<W: Write> Printed<W> {
 
     /// Flush what is held, then the printing's end: `Ok` when it was
     /// whole or its reader went away, the failure otherwise.
-    pub fn finish(&mut self) -> io::Result<()> {
+    pub(crate) fn finish(&mut self) -> io::Result<()> {
         // Never fails: a failure is kept, and read below.
         let _ = Write::flush(self);
         match self.failure.take() {
@@ -76,7 +76,7 @@ impl<W: Write> Write for Printed<W> {
 }
 
 /// Print `text` on stdout, whole: `Ok` too when its reader went away.
-pub fn print(text: &str) -> io::Result<()> {
+pub(crate) fn print(text: &str) -> io::Result<()> {
     let mut out = Printed::new(io::stdout().lock());
     let _ = out.write_all(text.as_bytes());
     out.finish()
@@ -84,12 +84,12 @@ pub fn print(text: &str) -> io::Result<()> {
 
 /// A subcommand's stdout failed: its I/O error (exit 2), as a journal
 /// it cannot read is.
-pub fn failed(failure: io::Error) -> Error {
+pub(crate) fn failed(failure: io::Error) -> Error {
     Error::VerifyUsage(format!("stdout: {failure}"))
 }
 
 /// As [`print`], for a subcommand: a failure is its I/O error.
-pub fn print_or_fail(text: &str) -> Result<(), Error> {
+pub(crate) fn print_or_fail(text: &str) -> Result<(), Error> {
     print(text).map_err(failed)
 }
 

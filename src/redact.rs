@@ -17,9 +17,9 @@ use std::sync::OnceLock;
 use regex::Regex;
 
 /// What a masked secret becomes.
-pub const MASK: &str = "[REDACTED]";
+pub(crate) const MASK: &str = "[REDACTED]";
 /// A token-like fragment at a truncation cut becomes this.
-pub const CUT_MASK: &str = "[cut]";
+pub(crate) const CUT_MASK: &str = "[cut]";
 /// Shorter fragments at a cut are left alone: too short to be a secret.
 const CUT_FRAGMENT_MIN: usize = 8;
 /// At most this much of a token at a cut is masked. Half a secret sits
@@ -306,7 +306,7 @@ fn ceil_boundary(text: &str, mut i: usize) -> usize {
 /// line waits for its newline (up to `MAX_CARRY` bytes, then it is masked
 /// and let through). A private key block is masked across its lines.
 #[derive(Debug, Clone)]
-pub struct LineRedactor {
+pub(crate) struct LineRedactor {
     redactor: Redactor,
     carry: Vec<u8>,
     in_private_key: bool,
@@ -319,10 +319,10 @@ pub struct LineRedactor {
 }
 
 /// Longest partial line held back before it is let through.
-pub const MAX_CARRY: usize = 4096;
+pub(crate) const MAX_CARRY: usize = 4096;
 
 impl LineRedactor {
-    pub fn new(redactor: Redactor) -> LineRedactor {
+    pub(crate) fn new(redactor: Redactor) -> LineRedactor {
         LineRedactor {
             redactor,
             carry: Vec::new(),
@@ -335,7 +335,7 @@ impl LineRedactor {
     /// Bytes before this point were dropped; `at_line_end` when they ended
     /// with a newline, so what follows starts a line of its own. The held
     /// partial line is cut by the drop and discarded: returns its length.
-    pub fn dropped(&mut self, at_line_end: bool) -> usize {
+    pub(crate) fn dropped(&mut self, at_line_end: bool) -> usize {
         let discarded = self.carry.len();
         self.carry.clear();
         self.skip_to_newline = !at_line_end;
@@ -344,13 +344,13 @@ impl LineRedactor {
     }
 
     /// Bytes of a partial line held back, waiting for its newline.
-    pub fn held(&self) -> usize {
+    pub(crate) fn held(&self) -> usize {
         self.carry.len()
     }
 
     /// Feed bytes; masked complete lines are appended to `out`. Returns
     /// how many input bytes were skipped (after a drop).
-    pub fn feed(&mut self, mut chunk: &[u8], out: &mut Vec<u8>) -> usize {
+    pub(crate) fn feed(&mut self, mut chunk: &[u8], out: &mut Vec<u8>) -> usize {
         let mut skipped = 0;
         if self.skip_to_newline {
             match memchr::memchr(b'\n', chunk) {
@@ -397,7 +397,7 @@ impl LineRedactor {
     }
 
     /// The stream ended: let the last partial line through, masked.
-    pub fn flush(&mut self, out: &mut Vec<u8>) {
+    pub(crate) fn flush(&mut self, out: &mut Vec<u8>) {
         if !self.carry.is_empty() {
             self.emit_carry(out, false);
         }

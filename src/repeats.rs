@@ -27,20 +27,20 @@
 use crate::redact::Redactor;
 
 /// Lines the table keeps.
-pub const ENTRIES: usize = 64;
+pub(crate) const ENTRIES: usize = 64;
 /// A line is compared, and kept, on this many of its first bytes.
-pub const LINE_BYTES: usize = 200;
+pub(crate) const LINE_BYTES: usize = 200;
 /// Every line of the first this-many bytes is counted (as much as the
 /// flood path lets pass before it considers a stream a flood)...
-pub const EXACT_BYTES: u64 = 256 << 10;
+pub(crate) const EXACT_BYTES: u64 = 256 << 10;
 /// ...and then at most one byte in this many.
-pub const SAMPLE_RATIO: u64 = 1024;
+pub(crate) const SAMPLE_RATIO: u64 = 1024;
 /// How many entries the record, the journal and the echo show.
-pub const SHOWN: usize = 5;
+pub(crate) const SHOWN: usize = 5;
 
 /// One line of the summary, as it is shown: masked, digits folded, at
 /// most [`LINE_BYTES`] bytes of the line.
-pub use crate::record::Repeat;
+pub(crate) use crate::record::Repeat;
 
 #[derive(Debug, Clone)]
 struct Entry {
@@ -68,7 +68,7 @@ struct Current {
 }
 
 #[derive(Debug, Clone)]
-pub struct Repeats {
+pub(crate) struct Repeats {
     table: Vec<Entry>,
     redactor: Redactor,
     current: Option<Current>,
@@ -90,7 +90,7 @@ const FNV_PRIME: u64 = 0x0100_0000_01b3;
 
 impl Repeats {
     /// Lines enter the table masked by `redactor`.
-    pub fn new(redactor: Redactor) -> Repeats {
+    pub(crate) fn new(redactor: Redactor) -> Repeats {
         Repeats {
             table: Vec::with_capacity(ENTRIES),
             redactor,
@@ -105,7 +105,7 @@ impl Repeats {
     }
 
     /// Stream bytes that passed without reaching user space.
-    pub fn unseen(&mut self, n: u64) {
+    pub(crate) fn unseen(&mut self, n: u64) {
         self.bytes_unseen += n;
         // A line cut by bytes we did not see is not the line it looks like.
         self.current = None;
@@ -115,7 +115,7 @@ impl Repeats {
     /// Bytes of the stream, in order, as read. Every byte looked at, to
     /// count it or to find where a line starts, is paid for from the
     /// credit: a flood costs at most one byte in [`SAMPLE_RATIO`].
-    pub fn offer(&mut self, mut bytes: &[u8]) {
+    pub(crate) fn offer(&mut self, mut bytes: &[u8]) {
         self.bytes_offered += bytes.len() as u64;
         if self.bytes_offered > EXACT_BYTES {
             self.credit = self
@@ -201,7 +201,7 @@ impl Repeats {
 
     /// The most counted lines that repeat (counted at least twice, error
     /// aside), most first, at most `n`.
-    pub fn top(&self, n: usize) -> Vec<Repeat> {
+    pub(crate) fn top(&self, n: usize) -> Vec<Repeat> {
         let mut entries: Vec<&Entry> = self
             .table
             .iter()
@@ -220,7 +220,7 @@ impl Repeats {
     }
 
     /// Whether every byte of the stream was counted.
-    pub fn exact(&self) -> bool {
+    pub(crate) fn exact(&self) -> bool {
         self.bytes_unseen == 0 && self.bytes_counted == self.bytes_offered
     }
 }
@@ -271,7 +271,7 @@ fn shown_text(redactor: &Redactor, start: &[u8], cut: bool) -> String {
 /// The bracketed line of the exit echo: what was not kept, and what it
 /// mostly was: counts when every line was counted, else each line's share
 /// of the lines sampled (`sampled`: how many). None when nothing repeats.
-pub fn not_kept_line(not_kept: u64, top: &[Repeat], sampled: Option<u64>) -> Option<String> {
+pub(crate) fn not_kept_line(not_kept: u64, top: &[Repeat], sampled: Option<u64>) -> Option<String> {
     if top.is_empty() || not_kept == 0 {
         return None;
     }
@@ -297,12 +297,12 @@ pub fn not_kept_line(not_kept: u64, top: &[Repeat], sampled: Option<u64>) -> Opt
 }
 
 /// One repeat as the echo and the summary line show it: `"LINE" ×N`.
-pub fn counted(repeat: &Repeat) -> String {
+pub(crate) fn counted(repeat: &Repeat) -> String {
     format!("{:?} ×{}", repeat.line, repeat.count)
 }
 
 /// A byte count as a person reads it.
-pub fn size(bytes: u64) -> String {
+pub(crate) fn size(bytes: u64) -> String {
     const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
     if bytes < 1024 {
         return format!("{bytes} B");

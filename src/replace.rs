@@ -11,7 +11,7 @@ use crate::sys;
 /// file in the same directory, synced, then renamed over. A symlink at
 /// `path` is refused rather than followed or replaced, and so is a device
 /// or a FIFO.
-pub fn replace_atomically(path: &Path, text: &str) -> io::Result<()> {
+pub(crate) fn replace_atomically(path: &Path, text: &str) -> io::Result<()> {
     if let Ok(meta) = fs::symlink_metadata(path) {
         if meta.file_type().is_symlink() {
             return Err(io::Error::new(

@@ -107,7 +107,7 @@ fn value(resource: Resource, text: &str) -> Result<Option<u64>, String> {
 }
 
 /// `NAME=SOFT[:HARD]`; without HARD both are SOFT, as prlimit sets them.
-pub fn parse(text: &str) -> Result<Rlimit, String> {
+pub(crate) fn parse(text: &str) -> Result<Rlimit, String> {
     let (name, values) = text
         .split_once('=')
         .ok_or("expected NAME=SOFT[:HARD], e.g. nofile=1024 or as=2GiB:4GiB")?;
@@ -142,7 +142,7 @@ pub fn parse(text: &str) -> Result<Rlimit, String> {
 
 /// Whether `wanted` raises the hard limit, where it is `current_hard`
 /// (None: unlimited). Only then is privilege needed (CAP_SYS_RESOURCE).
-pub fn raises_hard(wanted: &Rlimit, current_hard: Option<u64>) -> bool {
+pub(crate) fn raises_hard(wanted: &Rlimit, current_hard: Option<u64>) -> bool {
     match (wanted.hard, current_hard) {
         (_, None) => false,
         (None, Some(_)) => true,
@@ -153,7 +153,7 @@ pub fn raises_hard(wanted: &Rlimit, current_hard: Option<u64>) -> bool {
 /// Whether `wanted` can be set where the current hard limit is
 /// `current_hard`; `may_raise` says whether this process may raise it
 /// (asked only when it would).
-pub fn check(
+pub(crate) fn check(
     wanted: &Rlimit,
     current_hard: Option<u64>,
     may_raise: impl FnOnce() -> bool,

@@ -35,7 +35,7 @@ pub(crate) fn push_escaped(out: &mut String, c: char) {
 
 /// `text` from outside, safe to show on one line: every character
 /// [`is_unsafe`] says is written `\u{..}`, newlines and tabs included.
-pub fn untrusted(text: &str) -> Cow<'_, str> {
+pub(crate) fn untrusted(text: &str) -> Cow<'_, str> {
     if !text.chars().any(is_unsafe) {
         return Cow::Borrowed(text);
     }
@@ -52,7 +52,7 @@ pub fn untrusted(text: &str) -> Cow<'_, str> {
 /// As [`untrusted`], keeping line breaks and tabs: for a block of
 /// several lines (a card's arguments, a stderr excerpt) whose lines are
 /// each shown as text.
-pub fn untrusted_lines(text: &str) -> Cow<'_, str> {
+pub(crate) fn untrusted_lines(text: &str) -> Cow<'_, str> {
     let kept = |c: char| matches!(c, '\n' | '\t');
     if !text.chars().any(|c| is_unsafe(c) && !kept(c)) {
         return Cow::Borrowed(text);

@@ -7,11 +7,11 @@ use crate::sys;
 
 #[cfg(test)]
 pub(crate) use crate::sys::INSTALLED;
-pub use crate::sys::{SIGCONT, SIGKILL, SIGTERM, SignalPipe};
+pub(crate) use crate::sys::{SIGCONT, SIGKILL, SIGTERM, SignalPipe};
 
 /// `TERM` for 15; real-time signals as GNU names them (`RTMIN`, `RTMIN+1`,
 /// …, `RTMAX-1`, `RTMAX`: the nearer end); the number for anything else.
-pub fn name(signo: i32) -> String {
+pub(crate) fn name(signo: i32) -> String {
     if let Some(name) = sys::signal_name(signo) {
         return name.trim_start_matches("SIG").to_string();
     }
@@ -31,7 +31,7 @@ pub fn name(signo: i32) -> String {
 /// shutdown, which means the same on every platform). KILL follows after
 /// the grace either way.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stop {
+pub(crate) enum Stop {
     Signal(i32),
     /// Close the helper's stdin (mcp-bound holds it under the session
     /// layer only).
@@ -40,7 +40,7 @@ pub enum Stop {
 
 impl Stop {
     /// As the record says it: `TERM`, `RTMIN+1`, `CLOSE`.
-    pub fn name(self) -> String {
+    pub(crate) fn name(self) -> String {
         match self {
             Stop::Signal(signo) => name(signo),
             Stop::Close => "CLOSE".into(),
@@ -52,7 +52,7 @@ impl Stop {
 /// has no TERM: CLOSE under the session layer (the MCP shutdown), else
 /// Ctrl-Break where the helper shares our console, else none, and the
 /// stop is KILL at once.
-pub fn default_stop(session: bool) -> Stop {
+pub(crate) fn default_stop(session: bool) -> Stop {
     if !sys::BACKEND.job {
         return Stop::Signal(SIGTERM);
     }
@@ -65,7 +65,7 @@ pub fn default_stop(session: bool) -> Stop {
 
 /// Why `stop` cannot be sent on this system, if it cannot: on Windows
 /// only BREAK (with a console to share), CLOSE and KILL reach a helper.
-pub fn refused_here(stop: Stop) -> Option<String> {
+pub(crate) fn refused_here(stop: Stop) -> Option<String> {
     let brk = sys::signal_number("SIGBREAK");
     match stop {
         _ if !sys::BACKEND.job => None,
@@ -82,7 +82,7 @@ pub fn refused_here(stop: Stop) -> Option<String> {
 }
 
 /// Parse `--signal`: CLOSE in any case, or a signal as [`parse`] reads it.
-pub fn parse_stop(text: &str) -> Result<Stop, String> {
+pub(crate) fn parse_stop(text: &str) -> Result<Stop, String> {
     if text.trim().eq_ignore_ascii_case("CLOSE") {
         return Ok(Stop::Close);
     }
@@ -91,7 +91,7 @@ pub fn parse_stop(text: &str) -> Result<Stop, String> {
 
 /// Parse a signal as GNU timeout does: a name in any case with or without
 /// `SIG` (`RTMIN+N` and `RTMAX-N` included), or a number.
-pub fn parse(text: &str) -> Result<i32, String> {
+pub(crate) fn parse(text: &str) -> Result<i32, String> {
     let trimmed = text.trim();
     let invalid = || format!("'{text}' is not a signal (use e.g. TERM, SIGINT, 9, RTMIN+1)");
     if let Ok(number) = trimmed.parse::<i32>() {

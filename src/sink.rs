@@ -45,7 +45,7 @@ enum Mode {
 
 /// What one write attempt did.
 #[derive(Debug)]
-pub enum Wrote {
+pub(crate) enum Wrote {
     Bytes(usize),
     /// No room now: wait for poll() to report POLLOUT.
     WouldBlock,
@@ -53,7 +53,7 @@ pub enum Wrote {
     Gone(io::Error),
 }
 
-pub struct Sink {
+pub(crate) struct Sink {
     mode: Mode,
     fd: RawFd,
     /// Whether a write may be tried now. Cleared by WouldBlock, and after
@@ -66,7 +66,7 @@ pub struct Sink {
 impl Sink {
     /// Wrap an inherited descriptor without taking ownership: it is never
     /// closed through the sink.
-    pub fn for_fd(fd: RawFd) -> Sink {
+    pub(crate) fn for_fd(fd: RawFd) -> Sink {
         // SAFETY: the descriptor is only used if open (checked in classify);
         // ManuallyDrop keeps us from closing it.
         let file = ManuallyDrop::new(unsafe { File::from_raw_fd(fd) });
@@ -91,7 +91,7 @@ impl Sink {
     }
 
     /// A sink that takes nothing (output is captured, not forwarded).
-    pub fn absent() -> Sink {
+    pub(crate) fn absent() -> Sink {
         Sink {
             mode: Mode::Absent,
             fd: -1,
@@ -100,11 +100,11 @@ impl Sink {
         }
     }
 
-    pub fn stdout() -> Sink {
+    pub(crate) fn stdout() -> Sink {
         Self::for_fd(sys::std_fd(1))
     }
 
-    pub fn stderr() -> Sink {
+    pub(crate) fn stderr() -> Sink {
         Self::for_fd(sys::std_fd(2))
     }
 
@@ -135,12 +135,12 @@ impl Sink {
         }
     }
 
-    pub fn is_absent(&self) -> bool {
+    pub(crate) fn is_absent(&self) -> bool {
         matches!(self.mode, Mode::Absent)
     }
 
     /// The descriptor to poll for POLLOUT and for a vanished reader.
-    pub fn poll_fd(&self) -> Option<RawFd> {
+    pub(crate) fn poll_fd(&self) -> Option<RawFd> {
         match &self.mode {
             Mode::Absent => None,
             Mode::Reopened(file) => Some(file.as_raw_fd()),
@@ -149,13 +149,13 @@ impl Sink {
     }
 
     /// poll() reported POLLOUT (or an error, which the next write reports).
-    pub fn writable(&mut self) {
+    pub(crate) fn writable(&mut self) {
         self.ready = !self.is_absent();
     }
 
     /// Write some of `bytes` if a write may be tried now, keeping track of
     /// readiness; EINTR is retried.
-    pub fn try_write(&mut self, bytes: &[u8]) -> Wrote {
+    pub(crate) fn try_write(&mut self, bytes: &[u8]) -> Wrote {
         while self.ready {
             match self.write(bytes) {
                 Ok(n) => {
@@ -188,7 +188,7 @@ impl Sink {
     /// Write all of `bytes`, waiting for room at most `limit` in total. A
     /// reader that never reads cannot hang mcp-bound's exit: after the
     /// limit the rest is dropped and TimedOut returned.
-    pub fn write_all_within(&mut self, mut bytes: &[u8], limit: Duration) -> io::Result<()> {
+    pub(crate) fn write_all_within(&mut self, mut bytes: &[u8], limit: Duration) -> io::Result<()> {
         let deadline = Instant::now() + limit;
         while !bytes.is_empty() {
             match self.try_write(bytes) {
@@ -207,7 +207,7 @@ impl Sink {
     /// Wait until the reader may take bytes again, or `deadline` passes
     /// (TimedOut), or the reader is gone (an error, or a hang-up that the
     /// next write reports).
-    pub fn wait_writable(&mut self, deadline: Instant) -> io::Result<()> {
+    pub(crate) fn wait_writable(&mut self, deadline: Instant) -> io::Result<()> {
         let Some(fd) = self.poll_fd() else {
             return Err(io::Error::from(io::ErrorKind::BrokenPipe));
         };

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use crate::signals::Stop;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Policy {
+pub(crate) struct Policy {
     /// None: no deadline.
     pub timeout: Option<Duration>,
     /// The polite stop sent first on timeout: a signal, or CLOSE.
@@ -80,10 +80,10 @@ impl From<Cancellation> for Reason {
 }
 
 /// Cancel events kept in the record; a signal storm is not a log.
-pub const MAX_CANCEL_EVENTS: usize = 8;
+pub(crate) const MAX_CANCEL_EVENTS: usize = 8;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Phase {
+pub(crate) enum Phase {
     Running,
     Signalled {
         at: Instant,
@@ -97,7 +97,7 @@ pub enum Phase {
 
 /// What the caller must do now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Action {
+pub(crate) enum Action {
     /// The polite stop: send `signal` to the helper's group and its
     /// descendants (then CONT), or with CLOSE close the helper's stdin.
     Signal { signal: Stop, reason: Reason },
@@ -108,7 +108,7 @@ pub enum Action {
 }
 
 #[derive(Debug, Clone)]
-pub struct Terminator {
+pub(crate) struct Terminator {
     policy: Policy,
     dispatched_at: Instant,
     phase: Phase,
@@ -128,7 +128,7 @@ pub struct Terminator {
 }
 
 impl Terminator {
-    pub fn new(policy: Policy, dispatched_at: Instant) -> Self {
+    pub(crate) fn new(policy: Policy, dispatched_at: Instant) -> Self {
         Terminator {
             policy,
             dispatched_at,
@@ -144,27 +144,27 @@ impl Terminator {
         }
     }
 
-    pub fn phase(&self) -> Phase {
+    pub(crate) fn phase(&self) -> Phase {
         self.phase
     }
 
-    pub fn reason(&self) -> Option<Reason> {
+    pub(crate) fn reason(&self) -> Option<Reason> {
         self.reason
     }
 
     /// The first cancellation at all (also after the helper exited).
-    pub fn cancellation(&self) -> Option<Cancellation> {
+    pub(crate) fn cancellation(&self) -> Option<Cancellation> {
         self.cancellation
     }
 
     /// The first cancellation that came while the helper still ran.
-    pub fn cancelled_while_running(&self) -> Option<Cancellation> {
+    pub(crate) fn cancelled_while_running(&self) -> Option<Cancellation> {
         self.cancelled_while_running
     }
 
     /// A cancellation the record has not heard of yet (at most
     /// [`MAX_CANCEL_EVENTS`] are ever handed out).
-    pub fn take_cancel_event(&mut self) -> Option<Cancellation> {
+    pub(crate) fn take_cancel_event(&mut self) -> Option<Cancellation> {
         self.unrecorded.pop_front()
     }
 
@@ -181,18 +181,18 @@ impl Terminator {
         }
     }
 
-    pub fn helper_exited(&self) -> bool {
+    pub(crate) fn helper_exited(&self) -> bool {
         self.helper_exited_at.is_some()
     }
 
     /// The helper's exit was observed. A timeout no longer applies: a
     /// finished helper is never reported as timed out.
-    pub fn on_helper_exit(&mut self, now: Instant) {
+    pub(crate) fn on_helper_exit(&mut self, now: Instant) {
         self.helper_exited_at.get_or_insert(now);
     }
 
     /// Our stdin hung up: the host asks the helper to exit.
-    pub fn on_stdin_closed(&mut self, now: Instant) {
+    pub(crate) fn on_stdin_closed(&mut self, now: Instant) {
         self.stdin_closed_at.get_or_insert(now);
     }
 
@@ -207,12 +207,12 @@ impl Terminator {
         self.stdin_closed_at?.checked_add(grace)
     }
 
-    pub fn on_streams_closed(&mut self) {
+    pub(crate) fn on_streams_closed(&mut self) {
         self.streams_closed = true;
     }
 
     /// The next instant at which `tick` has something to do.
-    pub fn deadline(&self) -> Option<Instant> {
+    pub(crate) fn deadline(&self) -> Option<Instant> {
         match self.phase {
             Phase::Running => match self.helper_exited_at {
                 None => match (self.timeout_at(), self.stdin_grace_at()) {
@@ -229,7 +229,7 @@ impl Terminator {
     }
 
     /// Advance past a deadline that `now` has reached.
-    pub fn tick(&mut self, now: Instant) -> Option<Action> {
+    pub(crate) fn tick(&mut self, now: Instant) -> Option<Action> {
         if self.deadline().is_none_or(|deadline| now < deadline) {
             return None;
         }
@@ -256,7 +256,7 @@ impl Terminator {
     /// mcp-bound received a terminating signal, or its client went away.
     /// The first starts the sequence, forwarding the received signal as
     /// GNU timeout does; a second signal escalates to KILL at once.
-    pub fn cancel(&mut self, now: Instant, cancellation: Cancellation) -> Option<Action> {
+    pub(crate) fn cancel(&mut self, now: Instant, cancellation: Cancellation) -> Option<Action> {
         self.note_cancel(cancellation);
         match (self.phase, cancellation) {
             (Phase::Running, Cancellation::Signal(signal)) => {
@@ -270,14 +270,14 @@ impl Terminator {
 
     /// `count` of the same terminating signal arrived in one turn. Two
     /// still escalate (the second means "now"); more add nothing.
-    pub fn on_signals(&mut self, now: Instant, signo: i32, count: u32) -> Vec<Action> {
+    pub(crate) fn on_signals(&mut self, now: Instant, signo: i32, count: u32) -> Vec<Action> {
         (0..count.min(2))
             .filter_map(|_| self.cancel(now, Cancellation::Signal(signo)))
             .collect()
     }
 
     /// The helper exited and both pipes closed, but descendants remain.
-    pub fn on_leftovers(&mut self, now: Instant) -> Option<Action> {
+    pub(crate) fn on_leftovers(&mut self, now: Instant) -> Option<Action> {
         match self.phase {
             Phase::Running => self.start(now, Reason::Leftovers, self.policy.signal),
             _ => None,
@@ -286,7 +286,7 @@ impl Terminator {
 
     /// mcp-bound itself ends the helper (not a cancellation): the usual
     /// signal, grace and KILL. Nothing if a termination already runs.
-    pub fn end(&mut self, now: Instant, reason: Reason) -> Option<Action> {
+    pub(crate) fn end(&mut self, now: Instant, reason: Reason) -> Option<Action> {
         match self.phase {
             Phase::Running => self.start(now, reason, self.policy.signal),
             Phase::Signalled { .. } | Phase::Killed { .. } | Phase::Abandoned => None,
@@ -295,7 +295,7 @@ impl Terminator {
 
     /// The machine for the next incarnation of a restarted server: the
     /// same policy, and the deadline still from the first dispatch.
-    pub fn restarted(&self) -> Terminator {
+    pub(crate) fn restarted(&self) -> Terminator {
         Terminator::new(self.policy, self.dispatched_at)
     }
 
@@ -312,7 +312,7 @@ impl Terminator {
 
     /// True when nothing more will happen: the helper exited and the pipes
     /// closed (and the caller found no descendants left), or we gave up.
-    pub fn finished(&self, descendants_left: bool) -> bool {
+    pub(crate) fn finished(&self, descendants_left: bool) -> bool {
         self.phase == Phase::Abandoned
             || (self.helper_exited() && self.streams_closed && !descendants_left)
     }

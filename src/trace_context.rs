@@ -5,7 +5,7 @@
 
 /// A span's place in a trace.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SpanContext {
+pub(crate) struct SpanContext {
     pub trace_id: [u8; 16],
     pub span_id: [u8; 8],
     /// W3C trace flags (bit 0: sampled).
@@ -20,7 +20,7 @@ impl SpanContext {
     /// A `traceparent` header value, as W3C Trace Context reads it:
     /// version 00, or a later version's first four fields. None for
     /// anything else (an all-zero id, upper-case hex, a bad length).
-    pub fn from_traceparent(text: &str, tracestate: Option<&str>) -> Option<SpanContext> {
+    pub(crate) fn from_traceparent(text: &str, tracestate: Option<&str>) -> Option<SpanContext> {
         let bytes = text.as_bytes();
         let version = hex_bytes::<1>(bytes.get(0..2)?)?[0];
         let later = version != 0 && bytes.len() > 55 && bytes[55] == b'-';
@@ -47,7 +47,7 @@ impl SpanContext {
         })
     }
 
-    pub fn traceparent(&self) -> String {
+    pub(crate) fn traceparent(&self) -> String {
         format!(
             "00-{}-{}-{:02x}",
             crate::ids::hex(&self.trace_id),
@@ -76,15 +76,15 @@ fn hex_bytes<const N: usize>(text: &[u8]) -> Option<[u8; N]> {
 
 /// New ids: SplitMix64 seeded once from /dev/urandom. Ids need to be
 /// unique, not secret, and this costs no system call per span.
-pub struct Ids(u64);
+pub(crate) struct Ids(u64);
 
 impl Ids {
     /// A placeholder while the real one is taken out of its `Cell`.
-    pub fn empty() -> Ids {
+    pub(crate) fn empty() -> Ids {
         Ids(0)
     }
 
-    pub fn seeded() -> Ids {
+    pub(crate) fn seeded() -> Ids {
         let seed = u64::from_str_radix(&crate::ids::random_hex(8), 16).unwrap_or(0x9e37_79b9);
         Ids(seed)
     }
@@ -97,7 +97,7 @@ impl Ids {
         z ^ (z >> 31)
     }
 
-    pub fn span_id(&mut self) -> [u8; 8] {
+    pub(crate) fn span_id(&mut self) -> [u8; 8] {
         loop {
             let id = self.next().to_be_bytes();
             if id != [0; 8] {
@@ -106,7 +106,7 @@ impl Ids {
         }
     }
 
-    pub fn trace_id(&mut self) -> [u8; 16] {
+    pub(crate) fn trace_id(&mut self) -> [u8; 16] {
         let mut id = [0u8; 16];
         id[..8].copy_from_slice(&self.next().to_be_bytes());
         id[8..].copy_from_slice(&self.span_id());

@@ -44,7 +44,7 @@ pub enum Role {
 /// it (an existing 0644 file keeps working; the warning is said once and
 /// recorded). Err: refused (exit 125, nothing run), why in words. The
 /// caller names the file.
-pub fn judge(seen: &Seen, euid: u32, role: Role) -> Result<Option<String>, String> {
+pub(crate) fn judge(seen: &Seen, euid: u32, role: Role) -> Result<Option<String>, String> {
     let special = matches!(seen.kind, Kind::Fifo | Kind::CharDevice);
     if special && role == Role::StderrLog {
         return if seen.uid == euid || seen.uid == 0 {

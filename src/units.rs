@@ -6,18 +6,18 @@ use std::time::Duration;
 
 /// The longest duration we keep; larger values are clamped, as GNU timeout
 /// does, rather than rejected. About 136 years: no deadline in practice.
-pub const MAX_DURATION: Duration = Duration::from_secs(u32::MAX as u64);
+pub(crate) const MAX_DURATION: Duration = Duration::from_secs(u32::MAX as u64);
 
 /// Largest head or tail limit accepted: 1 GiB. A bound on memory is the
 /// point of these limits; a larger one is almost surely a typo.
-pub const MAX_CAPTURE_BYTES: u64 = 1 << 30;
+pub(crate) const MAX_CAPTURE_BYTES: u64 = 1 << 30;
 
 /// Parse `10`, `10.34`, `1e-3`, `.1`, `500ms`, `30s`, `5m`, `1h`, `1d`,
 /// `2.34e+5d`, and as strtod(3) reads them for GNU timeout, hex floats
 /// (`0x10`, `0x1p-3`) and `inf`/`infinity`. A bare number is seconds. Tiny
 /// values round up to 1 ns, so a deadline is never shorter than asked; huge
 /// and infinite values clamp to [`MAX_DURATION`] (see [`parse_timeout`]).
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let (value, unit_seconds) = parse_number_and_unit(text)?;
     let seconds = value * unit_seconds;
     if seconds == 0.0 {
@@ -32,7 +32,7 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 
 /// A deadline: as [`parse_duration`], but an infinite one (`inf`,
 /// `infinity`) is no deadline at all, like `0`: both return zero.
-pub fn parse_timeout(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_timeout(text: &str) -> Result<Duration, String> {
     match parse_number_and_unit(text)? {
         (value, _) if value.is_infinite() => Ok(Duration::ZERO),
         _ => parse_duration(text),
@@ -200,13 +200,13 @@ fn is_plain_number(number: &str) -> bool {
 const SIZE_SUFFIXES: [(&str, u32); 5] = [("", 0), ("k", 10), ("m", 20), ("g", 30), ("t", 40)];
 
 /// What `--help` and the man page say a size accepts.
-pub const SIZE_SYNTAX: &str = "a whole number of bytes, or a number (1.5, 1e3, 0x10) with a suffix K, M, G or T, \
+pub(crate) const SIZE_SYNTAX: &str = "a whole number of bytes, or a number (1.5, 1e3, 0x10) with a suffix K, M, G or T, \
 any case, with B or iB optional; every suffix is binary: 1K, 1KB and 1KiB are 1024";
 
 /// Parse a byte count: `16384`, `16K`, `16KiB`, `1.5M`, `1e3`, `0x10`,
 /// `4 mb`. See [`SIZE_SYNTAX`]. The result is a whole number of bytes:
 /// `0.1K` is refused, never rounded.
-pub fn parse_bytes(text: &str) -> Result<u64, String> {
+pub(crate) fn parse_bytes(text: &str) -> Result<u64, String> {
     let trimmed = text.trim();
     if trimmed.starts_with('-') {
         return Err(format!("'{text}': a size cannot be negative"));
@@ -270,7 +270,7 @@ fn split_size_suffix(text: &str) -> Option<(&str, u32)> {
 }
 
 /// A capture limit: a byte count no larger than [`MAX_CAPTURE_BYTES`].
-pub fn parse_capture_bytes(text: &str) -> Result<usize, String> {
+pub(crate) fn parse_capture_bytes(text: &str) -> Result<usize, String> {
     let bytes = parse_bytes(text)?;
     if bytes > MAX_CAPTURE_BYTES {
         return Err(format!("'{text}' exceeds the largest capture limit, 1GiB"));
@@ -280,7 +280,7 @@ pub fn parse_capture_bytes(text: &str) -> Result<usize, String> {
 
 /// Milliseconds as a person reads them in a column: `85ms`, `1.5s`,
 /// `1m01s`, `2h03m` (`log`, `check`, `report`).
-pub fn short_duration(ms: u64) -> String {
+pub(crate) fn short_duration(ms: u64) -> String {
     match ms {
         ms if ms < 1000 => format!("{ms}ms"),
         ms if ms < 60_000 => format!("{:.1}s", ms as f64 / 1000.0),
@@ -290,13 +290,13 @@ pub fn short_duration(ms: u64) -> String {
 }
 
 /// Milliseconds for the record, saturating.
-pub fn millis(duration: Duration) -> u64 {
+pub(crate) fn millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// A limit in whole milliseconds, rounded up: a limit of 0.4 ms is
 /// recorded as 1 ms, never as 0 (which would read as "none").
-pub fn limit_millis(duration: Duration) -> u64 {
+pub(crate) fn limit_millis(duration: Duration) -> u64 {
     u64::try_from(duration.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
 }
 

@@ -12,7 +12,7 @@ use crate::shown::untrusted;
 
 /// The journal a reader reads, with its key and an anchor (`verify`,
 /// `log`, `check` and `report` take it alike).
-pub struct JournalSource {
+pub(crate) struct JournalSource {
     pub path: PathBuf,
     /// `--key FILE`: the key of a keyed journal.
     pub key: Option<PathBuf>,
@@ -21,7 +21,7 @@ pub struct JournalSource {
 }
 
 /// What `mcp-bound verify` was asked.
-pub struct VerifyCommand {
+pub(crate) struct VerifyCommand {
     pub source: JournalSource,
     /// `--json`: one JSON object.
     pub json: bool,
@@ -44,7 +44,7 @@ pub(crate) fn unusable(journal: &Path, err: VerifyError) -> Error {
 }
 
 /// Verify and print; the result is the exit code.
-pub fn run(command: &VerifyCommand) -> Result<i32, Error> {
+pub(crate) fn run(command: &VerifyCommand) -> Result<i32, Error> {
     let source = &command.source;
     let key = key_given(source.key.as_deref())?;
     let report = journal::verify(&source.path, key.as_ref(), source.anchor.as_deref())
@@ -65,7 +65,7 @@ pub fn run(command: &VerifyCommand) -> Result<i32, Error> {
 }
 
 /// Warnings first, then the verdict on the last line.
-pub fn render(report: &Report) -> String {
+pub(crate) fn render(report: &Report) -> String {
     let mut out = String::new();
     for call in &report.unfinished {
         let pid = call.pid.map_or("?".to_string(), |p| p.to_string());

@@ -16,13 +16,13 @@ const MAX_PENDING: usize = 4096;
 
 /// A glob, as typed and as matched.
 #[derive(Debug, Clone)]
-pub struct Glob {
+pub(super) struct Glob {
     pub text: String,
     regex: regex::Regex,
 }
 
 impl Glob {
-    pub fn new(text: &str) -> Glob {
+    pub(super) fn new(text: &str) -> Glob {
         Glob {
             text: text.to_string(),
             regex: regex::Regex::new(&crate::session::glob_regex(text)).expect("an escaped glob"),
@@ -36,7 +36,7 @@ impl Glob {
 
 /// What `check` was asked to hold.
 #[derive(Debug, Default)]
-pub struct Expectations {
+pub(super) struct Expectations {
     pub expect_tools: Vec<Glob>,
     pub forbid_tools: Vec<Glob>,
     /// Milliseconds, and as typed.
@@ -110,14 +110,14 @@ struct OpenCall {
 }
 
 /// The journal's entries checked as they come.
-pub struct Checker {
+pub(super) struct Checker {
     expect: Expectations,
     open: HashMap<String, OpenCall>,
     found: Found,
 }
 
 impl Checker {
-    pub fn new(expect: Expectations) -> Checker {
+    pub(super) fn new(expect: Expectations) -> Checker {
         let found = Found {
             called: vec![Seen::default(); expect.expect_tools.len()],
             denied: vec![0; expect.expect_tools.len()],
@@ -133,7 +133,7 @@ impl Checker {
 
     /// One entry: its line, its view, and its bytes (read again only
     /// for a lifecycle step naming fields).
-    pub fn entry(&mut self, line: u64, view: &EntryView<'_>, content: &[u8]) {
+    pub(super) fn entry(&mut self, line: u64, view: &EntryView<'_>, content: &[u8]) {
         let Some(call_id) = view.call_id.as_deref() else {
             return;
         };
@@ -320,7 +320,7 @@ impl Checker {
 
     /// What was found, once the journal ended (the calls never finished
     /// counted as such), beside what was expected.
-    pub fn finish(mut self) -> (Expectations, Found) {
+    pub(super) fn finish(mut self) -> (Expectations, Found) {
         let mut open: Vec<(String, OpenCall)> =
             std::mem::take(&mut self.open).into_iter().collect();
         open.sort_by(|a, b| a.0.cmp(&b.0));

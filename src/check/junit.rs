@@ -8,7 +8,7 @@ use super::Outcome;
 use crate::markup::escape;
 
 /// The whole document: one suite, named after the journal.
-pub fn document(journal: &str, outcomes: &[Outcome]) -> String {
+pub(super) fn document(journal: &str, outcomes: &[Outcome]) -> String {
     let failures = outcomes.iter().filter(|o| !o.passed).count();
     let tests = outcomes.len();
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");

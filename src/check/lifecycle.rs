@@ -36,13 +36,13 @@ struct Step {
 
 /// The steps, in order.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Lifecycle {
+pub(super) struct Lifecycle {
     steps: Vec<Step>,
 }
 
 impl Lifecycle {
     /// The file's text read; what is wrong with it, said in one line.
-    pub fn parse(text: &str) -> Result<Lifecycle, String> {
+    pub(super) fn parse(text: &str) -> Result<Lifecycle, String> {
         let file: LifecycleFile = serde_json::from_str(text).map_err(|e| {
             format!("{e}; expected {{\"lifecycle\": [{{\"kind\": \"intent\"}}, ...]}}")
         })?;
@@ -71,13 +71,13 @@ impl Lifecycle {
         Ok(Lifecycle { steps })
     }
 
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.steps.len()
     }
 
     /// Whether step `at` matches an entry of this kind and content (the
     /// line, read only when the kind matches and fields are asked).
-    pub fn matches(&self, at: usize, kind: &str, content: &[u8]) -> bool {
+    pub(super) fn matches(&self, at: usize, kind: &str, content: &[u8]) -> bool {
         let Some(step) = self.steps.get(at) else {
             return false;
         };
@@ -96,7 +96,7 @@ impl Lifecycle {
     }
 
     /// Step `at` as the file has it (one line of JSON).
-    pub fn describe(&self, at: usize) -> String {
+    pub(super) fn describe(&self, at: usize) -> String {
         let Some(step) = self.steps.get(at) else {
             return String::new();
         };

@@ -23,7 +23,7 @@ use lifecycle::Lifecycle;
 
 /// One expectation's result.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     /// As the command line spells it (`forbid-tool rm*`).
     pub name: String,
     pub passed: bool,
@@ -31,7 +31,7 @@ pub struct Outcome {
 }
 
 /// What `mcp-bound check` was asked (`cli::CheckArgs`, resolved).
-pub struct CheckCommand {
+pub(crate) struct CheckCommand {
     /// The journal, its key and an anchor.
     pub source: crate::verify::JournalSource,
     pub expect_tools: Vec<String>,
@@ -114,7 +114,7 @@ fn text(outcomes: &[Outcome]) -> String {
     out
 }
 
-pub fn run(command: &CheckCommand) -> Result<i32, Error> {
+pub(crate) fn run(command: &CheckCommand) -> Result<i32, Error> {
     let shown = command.source.path.display();
     let key = crate::verify::key_given(command.source.key.as_deref())?;
     let mut checker = Checker::new(command.expectations()?);

@@ -12,7 +12,7 @@ use crate::units;
 
 /// Approval options: the gate before dispatch.
 #[derive(Args, Debug)]
-pub struct ApprovalArgs {
+pub(crate) struct ApprovalArgs {
     /// Before the helper starts, run COMMAND (split into words like a shell does; no shell is run)
     /// with the call as one JSON object on its stdin; exit 0 approves, anything else denies. It
     /// runs in its own process group, bounded, and is terminated at the deadline.
@@ -38,7 +38,7 @@ pub struct ApprovalArgs {
 
 /// The per-tool-call gate, under the session layer.
 #[derive(Args, Debug)]
-pub struct ToolGateArgs {
+pub(crate) struct ToolGateArgs {
     /// Let through only the tools/call whose tool (params.name, as the server knows it) matches one
     /// of these globs (* and ?; comma-separated, repeatable); the others are denied and removed
     /// from tools/list.
@@ -107,7 +107,7 @@ pub struct ToolGateArgs {
 
 /// Who decides a tool call `--tool-approve` matches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ApproveVia {
+pub(crate) enum ApproveVia {
     /// `--tool-approve-cmd`.
     Command,
     /// The person, through the client (MCP elicitation).
@@ -116,7 +116,7 @@ pub enum ApproveVia {
 
 impl ToolGateArgs {
     /// Any part of a gate is set.
-    pub fn any(&self) -> bool {
+    pub(crate) fn any(&self) -> bool {
         !self.tool_allow.is_empty()
             || !self.tool_deny.is_empty()
             || self.tool_approve_cmd.is_some()
@@ -125,7 +125,7 @@ impl ToolGateArgs {
     }
 
     /// `--tool-approve-via host`.
-    pub fn asks_host(&self) -> bool {
+    pub(crate) fn asks_host(&self) -> bool {
         self.tool_approve_via == Some(ApproveVia::Host)
     }
 }
@@ -140,7 +140,7 @@ fn parse_pattern(text: &str) -> Result<String, String> {
 
 /// Journal options: the hash-chained audit trail.
 #[derive(Args, Debug)]
-pub struct JournalWriteArgs {
+pub(crate) struct JournalWriteArgs {
     /// Append an intent (before dispatch, synced) and a terminal entry to this hash-chained
     /// journal. If the intent cannot be written, the helper is not started.
     #[arg(
@@ -182,13 +182,13 @@ pub struct JournalWriteArgs {
 
 /// Where --approve asks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ApproveOn {
+pub(crate) enum ApproveOn {
     Tty,
 }
 
 /// A command line split into words.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CommandLine(pub Vec<String>);
+pub(crate) struct CommandLine(pub Vec<String>);
 
 fn parse_command_line(text: &str) -> Result<CommandLine, String> {
     match shlex::split(text) {

@@ -11,7 +11,7 @@ use crate::{signals, units};
 
 /// Deadline options: when and how the helper is ended.
 #[derive(Args, Debug)]
-pub struct DeadlineArgs {
+pub(crate) struct DeadlineArgs {
     /// Deadline for the helper, from its start; 0 or inf means none. GNU syntax: 10, 1.5, 1e-3,
     /// 0x1p-3, 500ms, 30s, 5m, 1h, 1d [default: off].
     #[arg(long, value_name = "DURATION", env = "MCP_BOUND_TIMEOUT", value_parser = units::parse_timeout, help_heading = "Deadline options")]
@@ -95,7 +95,7 @@ pub struct DeadlineArgs {
 
 /// Whether a cgroup limit the machine cannot apply stops the call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LimitsMode {
+pub(crate) enum LimitsMode {
     Strict,
     BestEffort,
 }

@@ -6,7 +6,7 @@
 /// The options given, by clap id: on the command line itself, and from
 /// their `MCP_BOUND_*` variable (not a default).
 #[derive(Debug, Default)]
-pub struct Given {
+pub(crate) struct Given {
     command_line: Vec<String>,
     environment: Vec<String>,
 }
@@ -30,12 +30,12 @@ impl From<&clap::ArgMatches> for Given {
 
 impl Given {
     /// Given on the command line.
-    pub fn has(&self, id: &str) -> bool {
+    pub(crate) fn has(&self, id: &str) -> bool {
         self.command_line.iter().any(|given| given == id)
     }
 
     /// Given from its variable.
-    pub fn in_environment(&self, id: &str) -> bool {
+    pub(crate) fn in_environment(&self, id: &str) -> bool {
         self.environment.iter().any(|given| given == id)
     }
 }

@@ -10,7 +10,7 @@ use crate::units;
 
 /// MCP server mode options.
 #[derive(Args, Debug)]
-pub struct McpArgs {
+pub(crate) struct McpArgs {
     /// MCP stdio server mode (what it turns on is `settings::defaults`' table, and `docs` says it
     /// here).
     #[arg(long, env = "MCP_BOUND_MCP", value_parser = BoolishValueParser::new(), default_value_t = false, num_args = 0, default_missing_value = "true", help_heading = "MCP server mode options")]
@@ -119,14 +119,14 @@ pub struct McpArgs {
 
 /// Whether the session layer runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum SessionMode {
+pub(crate) enum SessionMode {
     Off,
     Jsonrpc,
 }
 
 /// One --request-timeout: for one method, or (None) for any other.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RequestTimeout {
+pub(crate) struct RequestTimeout {
     pub method: Option<String>,
     /// Zero: no timeout.
     pub timeout: Duration,
@@ -160,7 +160,7 @@ fn parse_request_timeout(text: &str) -> Result<RequestTimeout, String> {
 
 /// The debug window: live stderr without its rate limit, for a while.
 #[derive(Args, Debug)]
-pub struct DebugWindowArgs {
+pub(crate) struct DebugWindowArgs {
     /// SIGUSR1 to mcp-bound opens a debug window this long: live stderr is not rate-limited (still
     /// masked, within --debug-window-bytes); a second SIGUSR1 closes it. 0: SIGUSR1 is refused. The
     /// record lists each window.

@@ -23,21 +23,22 @@ mod readers;
 mod texts;
 mod usage_error;
 
-pub use audit::{ApprovalArgs, ApproveOn, ApproveVia, JournalWriteArgs};
-pub use deadline::{DeadlineArgs, LimitsMode};
-pub use given::Given;
-pub use mcp::{McpArgs, SessionMode};
-pub use otel::{OtelArgs, OtelMode};
-pub use readers::{
+pub(crate) use audit::{ApprovalArgs, ApproveOn, ApproveVia, JournalWriteArgs};
+pub(crate) use deadline::{DeadlineArgs, LimitsMode};
+pub(crate) use given::Given;
+pub(crate) use mcp::{McpArgs, SessionMode};
+pub(crate) use otel::{OtelArgs, OtelMode};
+pub(crate) use readers::{
     CheckArgs, CheckFormat, JournalArgs, LogArgs, PinArgs, ReportArgs, SUBCOMMANDS, Sub, VerifyArgs,
 };
-pub use texts::{EXAMPLES, EXIT_STATUS, RECORD};
-pub use usage_error::subcommand_near;
+pub(crate) use texts::RECORD;
+pub use texts::{EXAMPLES, EXIT_STATUS};
+pub(crate) use usage_error::subcommand_near;
 use usage_error::{invalid_from_environment, one_line};
 
 /// What `--generate` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Generate {
+pub(crate) enum Generate {
     /// The man page (roff), as man/mcp-bound.1.
     Man,
     /// The bash completion script.
@@ -54,7 +55,7 @@ pub enum Generate {
 
 /// When mcp-bound prints the stderr excerpt to its own stderr at exit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Echo {
+pub(crate) enum Echo {
     Never,
     OnFailure,
     Always,
@@ -77,7 +78,7 @@ record states what was observed.",
     args_conflicts_with_subcommands = true,
     disable_help_subcommand = true
 )]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     pub subcommand: Option<Sub>,
 
@@ -129,7 +130,7 @@ pub struct Cli {
 
 /// Capture options: what is kept of stderr, echoed and masked.
 #[derive(Args, Debug)]
-pub struct CaptureArgs {
+pub(crate) struct CaptureArgs {
     /// Bytes of the start of stderr to keep.
     #[arg(long, value_name = "BYTES", env = "MCP_BOUND_HEAD_BYTES", default_value = "0", value_parser = units::parse_capture_bytes, help_heading = "Capture options")]
     pub head_bytes: usize,
@@ -177,7 +178,7 @@ pub struct CaptureArgs {
 
 /// Stderr log options: the helper's whole stderr on disk, bounded.
 #[derive(Args, Debug)]
-pub struct StderrLogArgs {
+pub(crate) struct StderrLogArgs {
     /// Write the helper's stderr (every drained byte, masked) to PATH as it arrives, rotated by
     /// size: PATH.1 … PATH.N are the older files. Mode 0600; a symlink is refused. If another
     /// mcp-bound holds PATH, this one writes PATH.<pid>.
@@ -216,7 +217,7 @@ pub struct StderrLogArgs {
 
 /// Record options: where the record goes and the ids in it.
 #[derive(Args, Debug)]
-pub struct RecordArgs {
+pub(crate) struct RecordArgs {
     /// Write the record to PATH: "dispatched" before the helper starts, replaced atomically at the
     /// end (mode 0600; a symlink is refused). In the file name, {call_id} is the call's id and
     /// {pid} mcp-bound's pid ({{ and }} are braces), so that each run writes its own (a host that
@@ -251,7 +252,7 @@ pub struct RecordArgs {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum GuardMode {
+pub(crate) enum GuardMode {
     Off,
     Jsonrpc,
 }
@@ -340,7 +341,7 @@ fn parse_call_id(text: &str) -> Result<String, String> {
 /// says of the defaults). An environment variable is named, never its
 /// value: host configs set secrets there (`MCP_BOUND_REDACT`), and `VAR=`
 /// for an unset one reads as if it were set to nothing.
-pub fn command() -> clap::Command {
+pub(crate) fn command() -> clap::Command {
     fn hide_values(command: clap::Command) -> clap::Command {
         command
             .mut_args(|arg| arg.hide_env_values(true))
@@ -377,7 +378,7 @@ fn after_help() -> String {
 }
 
 /// What the command line asks for.
-pub enum Parsed {
+pub(crate) enum Parsed {
     /// Run a helper: the options, and where each came from.
     Run {
         cli: Box<Cli>,
@@ -409,7 +410,7 @@ impl From<Sub> for Parsed {
 /// Parse with `command` (the definition as `docs::command` documents
 /// it, so that `--help` says it all); usage errors become one line and
 /// exit 125 (not clap's 2).
-pub fn parse<I, T>(command: clap::Command, args: I) -> Result<Parsed, Error>
+pub(crate) fn parse<I, T>(command: clap::Command, args: I) -> Result<Parsed, Error>
 where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,

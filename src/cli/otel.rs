@@ -11,14 +11,14 @@ use crate::units;
 
 /// on or off.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum OtelMode {
+pub(crate) enum OtelMode {
     Off,
     On,
 }
 
 /// OpenTelemetry options.
 #[derive(Args, Debug)]
-pub struct OtelArgs {
+pub(crate) struct OtelArgs {
     /// Send OpenTelemetry spans (OTLP/HTTP protobuf, `http://` only): one per call, and one per MCP
     /// request under the session layer. Set up by the OTel SDK variables
     /// (OTEL_EXPORTER_OTLP_ENDPOINT and the rest; see OPENTELEMETRY in the man page) [default: on

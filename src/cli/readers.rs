@@ -10,10 +10,10 @@ use super::texts::VERIFY_AFTER_HELP;
 
 /// The subcommands' names: a usage error after one is the
 /// subcommand's (exit 2), not the run's (exit 125).
-pub const SUBCOMMANDS: [&str; 5] = ["verify", "log", "check", "report", "pin"];
+pub(crate) const SUBCOMMANDS: [&str; 5] = ["verify", "log", "check", "report", "pin"];
 
 #[derive(Subcommand, Debug)]
-pub enum Sub {
+pub(crate) enum Sub {
     /// Check a journal offline: hashes, chain, order, pairing. Exit 0 intact (warnings allowed), 1
     /// integrity failure, 2 usage or I/O error.
     #[command(after_help = VERIFY_AFTER_HELP)]
@@ -39,7 +39,7 @@ pub enum Sub {
 /// The journal a reader reads, with its key and an anchor: one
 /// definition, flattened into each reader.
 #[derive(Args, Debug)]
-pub struct JournalArgs {
+pub(crate) struct JournalArgs {
     /// The journal file.
     #[arg(value_name = "JOURNAL")]
     pub journal: PathBuf,
@@ -54,7 +54,7 @@ pub struct JournalArgs {
 }
 
 #[derive(Args, Debug)]
-pub struct LogArgs {
+pub(crate) struct LogArgs {
     #[command(flatten)]
     pub source: JournalArgs,
 
@@ -106,7 +106,7 @@ pub struct LogArgs {
 }
 
 #[derive(Args, Debug)]
-pub struct CheckArgs {
+pub(crate) struct CheckArgs {
     #[command(flatten)]
     pub source: JournalArgs,
 
@@ -160,13 +160,13 @@ pub struct CheckArgs {
 
 /// How `check` writes its results.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum CheckFormat {
+pub(crate) enum CheckFormat {
     Text,
     Junit,
 }
 
 #[derive(Args, Debug)]
-pub struct ReportArgs {
+pub(crate) struct ReportArgs {
     #[command(flatten)]
     pub source: JournalArgs,
 
@@ -176,7 +176,7 @@ pub struct ReportArgs {
 }
 
 #[derive(Args, Debug)]
-pub struct PinArgs {
+pub(crate) struct PinArgs {
     /// The pin file (--tool-pin).
     #[arg(value_name = "FILE")]
     pub file: PathBuf,
@@ -196,7 +196,7 @@ pub struct PinArgs {
 }
 
 #[derive(Args, Debug)]
-pub struct VerifyArgs {
+pub(crate) struct VerifyArgs {
     #[command(flatten)]
     pub source: JournalArgs,
 

@@ -33,7 +33,7 @@ pub const EXIT_STATUS: &[(&str, &str)] = &[
     ),
 ];
 
-pub const RECORD: &str = "\
+pub(crate) const RECORD: &str = "\
 One JSON object (schema mcp-bound/record/v1, published as schema/record.schema.json). \
 With --record PATH it is written before the helper starts (state awaiting_approval while an approval \
 is asked, then dispatched, with exit null), then replaced atomically (temporary file and rename, \

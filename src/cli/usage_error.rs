@@ -97,7 +97,7 @@ pub(super) fn invalid_from_environment(
 /// letters in another case or order (`pni` is `pin`; `pip` and `git` are
 /// programs), and not itself a path. A helper that was not found may
 /// have been meant as one.
-pub fn subcommand_near(helper: &str) -> Option<String> {
+pub(crate) fn subcommand_near(helper: &str) -> Option<String> {
     if helper.contains(['/', '\\']) || helper.len() < 3 {
         return None;
     }

@@ -28,27 +28,27 @@ const BEST_EFFORT: &str = "--limits best-effort goes on without it";
 
 /// One cgroup of ours, holding a helper's tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Cgroup {
+pub(crate) struct Cgroup {
     dir: PathBuf,
 }
 
 /// What the helper joins as it starts: the cgroup's directory (to clone
 /// into) and the path of its `cgroup.procs` (to write itself into).
-pub struct Entrance {
+pub(crate) struct Entrance {
     dir: File,
     procs: CString,
 }
 
 impl Entrance {
     /// As `sys::Setup` takes it.
-    pub fn as_setup(&self) -> (BorrowedFd<'_>, &CStr) {
+    pub(crate) fn as_setup(&self) -> (BorrowedFd<'_>, &CStr) {
         (self.dir.as_fd(), self.procs.as_c_str())
     }
 }
 
 impl Cgroup {
     /// A fresh cgroup under ours, or why none can be made here.
-    pub fn create() -> Result<Cgroup, String> {
+    pub(crate) fn create() -> Result<Cgroup, String> {
         if !sys::BACKEND.cgroup {
             return Err(format!("no cgroup on {}", sys::BACKEND.os));
         }
@@ -56,17 +56,17 @@ impl Cgroup {
     }
 
     /// The cgroup at `dir` (the watchdog's, once mcp-bound is gone).
-    pub fn at(dir: PathBuf) -> Cgroup {
+    pub(crate) fn at(dir: PathBuf) -> Cgroup {
         Cgroup { dir }
     }
 
     /// Its directory.
-    pub fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         &self.dir
     }
 
     /// Open what the helper joins as it starts.
-    pub fn before_spawn(&self) -> io::Result<Entrance> {
+    pub(crate) fn before_spawn(&self) -> io::Result<Entrance> {
         let procs = CString::new(
             self.dir
                 .join("cgroup.procs")
@@ -82,32 +82,32 @@ impl Cgroup {
 
     /// Send `signo` to every member at once: only KILL can go that way
     /// (`cgroup.kill`). False: the group under it must send it.
-    pub fn signal(&self, signo: i32) -> bool {
+    pub(crate) fn signal(&self, signo: i32) -> bool {
         signo == crate::signals::SIGKILL && self.kill()
     }
 
     /// KILL every process in the cgroup at once (cgroup.kill, Linux 5.14).
     /// False where the kernel has no cgroup.kill.
-    pub fn kill(&self) -> bool {
+    pub(crate) fn kill(&self) -> bool {
         std::fs::write(self.dir.join("cgroup.kill"), "1").is_ok()
     }
 
     /// The processes in the cgroup (its cgroup.procs), None if unreadable.
-    pub fn members(&self) -> Option<Vec<i32>> {
+    pub(crate) fn members(&self) -> Option<Vec<i32>> {
         let procs = sys::read_small(&self.dir.join("cgroup.procs")).ok()?;
         Some(procs.lines().filter_map(|p| p.parse().ok()).collect())
     }
 
     /// Is no live process left in it? cgroup.events says "populated 0"
     /// once the last is gone (a zombie does not count). None if unreadable.
-    pub fn is_empty(&self) -> Option<bool> {
+    pub(crate) fn is_empty(&self) -> Option<bool> {
         let events = sys::read_small(&self.dir.join("cgroup.events")).ok()?;
         Some(!events.lines().any(|line| line == "populated 1"))
     }
 
     /// KILL what is left, one by one where there is no cgroup.kill, until
     /// none is (the watchdog's, once mcp-bound is gone).
-    pub fn kill_all(&self) {
+    pub(crate) fn kill_all(&self) {
         if self.kill() {
             return;
         }
@@ -123,7 +123,7 @@ impl Cgroup {
     }
 
     /// OOM kills inside the cgroup so far (read before it is removed).
-    pub fn oom_kills(&self) -> Option<u64> {
+    pub(crate) fn oom_kills(&self) -> Option<u64> {
         let events = sys::read_small(&self.dir.join("memory.events")).ok()?;
         events
             .lines()
@@ -134,7 +134,7 @@ impl Cgroup {
     /// What the whole tree used, as the cgroup counted it (read before it
     /// is removed): CPU from cpu.stat's usage_usec, in milliseconds, and
     /// memory.peak. None for what cannot be read.
-    pub fn usage(&self) -> (Option<u64>, Option<u64>) {
+    pub(crate) fn usage(&self) -> (Option<u64>, Option<u64>) {
         let cpu = sys::read_small(&self.dir.join("cpu.stat"))
             .ok()
             .and_then(|stat| {
@@ -151,7 +151,7 @@ impl Cgroup {
 
     /// Remove the emptied cgroup: it is empty once its last process is
     /// reaped (`populated 0`); give that a moment.
-    pub fn remove(&self) {
+    pub(crate) fn remove(&self) {
         let deadline = Instant::now() + Duration::from_secs(2);
         while std::fs::remove_dir(&self.dir).is_err() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(5));
@@ -187,7 +187,7 @@ pub(super) fn job_limits(
 
 /// Limits set through the cgroup's controllers.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct CgroupLimits {
+pub(crate) struct CgroupLimits {
     /// memory.max, bytes.
     pub memory_max: Option<u64>,
     /// pids.max.
@@ -201,7 +201,7 @@ pub struct CgroupLimits {
 impl CgroupLimits {
     /// The same limits as a Job Object's (Windows); `job_limits` asks the
     /// system for each before anything runs.
-    pub fn job(&self) -> sys::JobLimits {
+    pub(crate) fn job(&self) -> sys::JobLimits {
         sys::JobLimits {
             memory: self.memory_max,
             processes: self

@@ -14,7 +14,7 @@ use crate::sys;
 
 /// Who belongs to the helper's tree, and how to reach it.
 #[derive(Debug, Clone, Default)]
-pub struct Family {
+pub(crate) struct Family {
     pub group: Group,
     /// The cgroup the tree lives in (--contain cgroup).
     pub cgroup: Option<Cgroup>,
@@ -22,7 +22,7 @@ pub struct Family {
 
 /// What one sweep did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Sweep {
+pub(crate) struct Sweep {
     /// KILL went to the whole cgroup, with one write to cgroup.kill.
     pub cgroup_killed: bool,
     pub group_signalled: bool,
@@ -35,18 +35,18 @@ pub struct Sweep {
 
 impl Family {
     /// The helper's pid (its group's id).
-    pub fn helper(&self) -> i32 {
+    pub(crate) fn helper(&self) -> i32 {
         self.group.helper
     }
 
     /// A child of ours that is not of the tree (an approver).
-    pub fn adopt_stranger(&mut self, pid: i32) {
+    pub(crate) fn adopt_stranger(&mut self, pid: i32) {
         self.group.adopt_stranger(pid);
     }
 
     /// Live processes of the helper's tree other than the helper itself:
     /// the cgroup's members where it can read them, else the group's.
-    pub fn live_descendants(&self) -> sys::Descendants {
+    pub(crate) fn live_descendants(&self) -> sys::Descendants {
         let in_cgroup = self.cgroup.as_ref().and_then(Cgroup::members);
         let Some(members) = in_cgroup else {
             return self.group.members();
@@ -74,7 +74,7 @@ impl Family {
 
     /// After the helper exited: is anything of its tree still running,
     /// in the cgroup or, having left it, among our descendants?
-    pub fn descendants_left(&self) -> bool {
+    pub(crate) fn descendants_left(&self) -> bool {
         let in_cgroup = self.cgroup.as_ref().and_then(Cgroup::is_empty);
         in_cgroup == Some(false) || !self.group.is_empty()
     }
@@ -82,7 +82,7 @@ impl Family {
     /// Send `signo` to the whole tree. Nobody gets the same signal twice
     /// from one sweep: many programs treat a second INT or TERM as
     /// "force". `seen` collects every descendant pid signalled.
-    pub fn sweep(&self, signo: i32, seen: &mut HashSet<i32>) -> Sweep {
+    pub(crate) fn sweep(&self, signo: i32, seen: &mut HashSet<i32>) -> Sweep {
         // Scan before signalling: a process that dies of the signal at once
         // is a zombie by the time a later scan runs, and would go uncounted.
         let live = self.live_descendants();

@@ -16,7 +16,7 @@ use crate::sys;
 
 /// The helper's group and how its tree is recognised.
 #[derive(Debug, Clone, Default)]
-pub struct Group {
+pub(crate) struct Group {
     /// The helper's pid, which is its group's id.
     pub helper: i32,
     /// The helper's start time (in the table's unit), if it was read.
@@ -31,7 +31,7 @@ pub struct Group {
 impl Group {
     /// Our children now, strangers to the tree: call before the helper
     /// is spawned (usually empty, and one small read).
-    pub fn before_spawn() -> Vec<(i32, u64)> {
+    pub(crate) fn before_spawn() -> Vec<(i32, u64)> {
         sys::children_of_self()
             .into_iter()
             .filter_map(sys::proc_info)
@@ -39,7 +39,7 @@ impl Group {
             .collect()
     }
 
-    pub fn new(helper: i32, strangers: Vec<(i32, u64)>, mark: Option<Vec<u8>>) -> Group {
+    pub(crate) fn new(helper: i32, strangers: Vec<(i32, u64)>, mark: Option<Vec<u8>>) -> Group {
         Group {
             helper,
             helper_start: sys::proc_info(helper).map(|p| p.start),
@@ -50,7 +50,7 @@ impl Group {
 
     /// A child of ours started after the helper that is not of its tree
     /// (an approver): never signalled or waited for as the tree's.
-    pub fn adopt_stranger(&mut self, pid: i32) {
+    pub(crate) fn adopt_stranger(&mut self, pid: i32) {
         if let Some(info) = sys::proc_info(pid) {
             self.strangers.push((info.pid, info.start));
         }
@@ -68,7 +68,7 @@ impl Group {
     /// signal once continued, so CONT follows, unless the signal is KILL
     /// (which needs no help) or CONT. Whether the group got it, and how
     /// many outside did.
-    pub fn signal(&self, signo: i32, members: &[sys::ProcInfo]) -> (bool, u32) {
+    pub(crate) fn signal(&self, signo: i32, members: &[sys::ProcInfo]) -> (bool, u32) {
         let group_signalled = signal_group(self.helper, signo);
         let outsiders: Vec<i32> = members
             .iter()
@@ -86,7 +86,7 @@ impl Group {
 
     /// `signo` to each of `processes` by its pid (those that left the
     /// cgroup): how many it reached.
-    pub fn signal_each(&self, signo: i32, processes: &[sys::ProcInfo]) -> u32 {
+    pub(crate) fn signal_each(&self, signo: i32, processes: &[sys::ProcInfo]) -> u32 {
         let reached = processes
             .iter()
             .filter(|p| p.pid != self.helper && signal_pid(p.pid, signo));
@@ -97,7 +97,7 @@ impl Group {
     /// process table: our descendants, and where there is no subreaper
     /// what carries the tree's mark (with how many of this user's
     /// processes could not be read for it).
-    pub fn members(&self) -> sys::Descendants {
+    pub(crate) fn members(&self) -> sys::Descendants {
         let mut found = sys::descendants(std::process::id() as i32, self.mark.as_deref(), &|p| {
             self.is_stranger(p)
         });
@@ -107,7 +107,7 @@ impl Group {
 
     /// Of `processes`, keep the tree's live ones but the helper (a zombie
     /// has ended; the helper is waited for on its own).
-    pub fn keep_live_descendants(&self, processes: &mut Vec<sys::ProcInfo>) {
+    pub(crate) fn keep_live_descendants(&self, processes: &mut Vec<sys::ProcInfo>) {
         processes.retain(|p| !p.zombie && p.pid != self.helper);
     }
 
@@ -117,7 +117,7 @@ impl Group {
     /// reading our children list answers it without scanning the table.
     /// Without a subreaper, an escape is no child of ours: the table is
     /// scanned.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         if !sys::BACKEND.subreaper {
             return self.members().processes.is_empty();
         }
@@ -131,7 +131,7 @@ impl Group {
 
 /// Signal a process group (an approver's, or the helper's). False if the
 /// group is gone.
-pub fn signal_group(pgid: i32, signo: i32) -> bool {
+pub(crate) fn signal_group(pgid: i32, signo: i32) -> bool {
     pgid > 1 && sys::send_signal(-pgid, signo)
 }
 

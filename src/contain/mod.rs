@@ -29,16 +29,16 @@ mod group;
 mod said;
 mod watchdog;
 
-pub use cgroup::{Cgroup, CgroupLimits};
-pub use family::Family;
-pub use group::{Group, signal_group};
+pub(crate) use cgroup::{Cgroup, CgroupLimits};
+pub(crate) use family::Family;
+pub(crate) use group::{Group, signal_group};
 use watchdog::Watchdog;
 pub(crate) use watchdog::{FinalWords, LastWords, Link, heir_watch};
-pub use watchdog::{ORPHANED, orphaned};
+pub(crate) use watchdog::{ORPHANED, orphaned};
 
 /// How the tree is contained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ContainMode {
+pub(crate) enum ContainMode {
     Auto,
     Cgroup,
     Group,
@@ -48,15 +48,15 @@ pub enum ContainMode {
 
 /// A `contain.method`, one of [`METHODS`]. (Spelt as an alias, so that
 /// serde's derive does not take the field for one borrowed from its input.)
-pub type Method = &'static str;
+pub(crate) type Method = &'static str;
 
 /// The record's `contain.method`: a cgroup, the group with a subreaper,
 /// the group and the tree's mark without one, a job (Windows).
-pub const CGROUP: Method = "cgroup";
-pub const GROUP: Method = "group";
-pub const GROUP_MARK: Method = "group+mark";
-pub const JOB: Method = "job";
-pub const METHODS: [Method; 4] = [CGROUP, GROUP, GROUP_MARK, JOB];
+pub(crate) const CGROUP: Method = "cgroup";
+pub(crate) const GROUP: Method = "group";
+pub(crate) const GROUP_MARK: Method = "group+mark";
+pub(crate) const JOB: Method = "job";
+pub(crate) const METHODS: [Method; 4] = [CGROUP, GROUP, GROUP_MARK, JOB];
 
 /// `contain.method` read back from a record's JSON: one of [`METHODS`].
 fn method<'de, D: serde::Deserializer<'de>>(from: D) -> Result<Method, D::Error> {
@@ -97,14 +97,14 @@ pub struct ContainFacts {
 }
 
 /// The environment variable that marks the helper's tree.
-pub const TREE_MARK: &str = "MCP_BOUND_TREE";
+pub(crate) const TREE_MARK: &str = "MCP_BOUND_TREE";
 
 /// The environment variable that marks the per-call approvers' trees
 /// (--tool-approve-cmd), with the call's mark as its value. An approver
 /// runs outside the server's cgroup and group, and what it leaves behind
 /// (a setsid grandchild) is found by this mark and killed when the
 /// approvers stop, and by the watchdog if mcp-bound dies.
-pub const APPROVER_MARK: &str = "MCP_BOUND_APPROVER";
+pub(crate) const APPROVER_MARK: &str = "MCP_BOUND_APPROVER";
 
 /// KILL every process carrying `variable=value`, a few rounds, so what
 /// forked meanwhile is caught too.
@@ -137,7 +137,7 @@ impl Contain {
     /// `--contain cgroup` without one, or a limit that cannot be applied
     /// under `--limits strict` (the call is refused). A mode this system
     /// has no means for was refused when the settings were resolved.
-    pub fn prepare(mode: ContainMode, limits: &CgroupLimits) -> Result<Contain, NotStarted> {
+    pub(crate) fn prepare(mode: ContainMode, limits: &CgroupLimits) -> Result<Contain, NotStarted> {
         let cgroup = match mode {
             _ if sys::BACKEND.job => Err(String::new()),
             ContainMode::Job => Err("--contain job".to_string()),
@@ -191,28 +191,28 @@ impl Contain {
     }
 
     /// The environment entry that marks the tree.
-    pub fn mark(&self) -> (String, String) {
+    pub(crate) fn mark(&self) -> (String, String) {
         (TREE_MARK.to_string(), self.mark.clone())
     }
 
     /// The limits the helper's job gets, where a job holds the tree.
-    pub fn job_limits(&self) -> sys::JobLimits {
+    pub(crate) fn job_limits(&self) -> sys::JobLimits {
         self.job_limits
     }
 
     /// The cgroup the helper starts in (cgroup only).
-    pub fn cgroup(&self) -> Option<&Cgroup> {
+    pub(crate) fn cgroup(&self) -> Option<&Cgroup> {
         self.cgroup.as_ref()
     }
 
     /// OOM kills inside the cgroup so far (read before it is removed).
-    pub fn oom_kills(&self) -> Option<u64> {
+    pub(crate) fn oom_kills(&self) -> Option<u64> {
         self.cgroup.as_ref()?.oom_kills()
     }
 
     /// What the whole tree used, as the cgroup counted it: CPU in
     /// milliseconds and memory.peak (None without a cgroup).
-    pub fn cgroup_usage(&self) -> (Option<u64>, Option<u64>) {
+    pub(crate) fn cgroup_usage(&self) -> (Option<u64>, Option<u64>) {
         self.cgroup.as_ref().map_or((None, None), Cgroup::usage)
     }
 }

@@ -28,7 +28,7 @@ use super::{APPROVER_MARK, Cgroup, Contain, ContainFacts, TREE_MARK, kill_marked
 use crate::sys;
 
 /// argv[0] of the clean-up a waiter execs once mcp-bound is gone.
-pub const ORPHANED: &str = "mcp-bound-watchdog";
+pub(crate) const ORPHANED: &str = "mcp-bound-watchdog";
 
 pub(super) enum Watchdog {
     /// A fork, which writes last words.
@@ -80,7 +80,7 @@ impl Link {
     /// A helper was spawned in its own group (an heir is handed its job;
     /// one it could not be handed is 0, and the job's kill-on-close alone
     /// ends the tree).
-    pub fn dispatched(&self, pgid: i32) {
+    pub(crate) fn dispatched(&self, pgid: i32) {
         let group = match &self.hand {
             Some(hand) => hand.group(pgid).unwrap_or(0),
             None => pgid,
@@ -90,25 +90,25 @@ impl Link {
 
     /// The helper is about to be reaped: its group's number is free from
     /// then on, and must never be signalled.
-    pub fn reaping(&self) {
+    pub(crate) fn reaping(&self) {
         self.tell(&Said::Group(0));
     }
 
     /// Whether the watchdog writes last words (a fork; a waiter only
     /// ends the tree).
-    pub fn speaks(&self) -> bool {
+    pub(crate) fn speaks(&self) -> bool {
         self.speaks
     }
 
     /// What mcp-bound knows of the call now, as one JSON line.
-    pub fn milestone(&self, json: &str) {
+    pub(crate) fn milestone(&self, json: &str) {
         if self.speaks {
             self.tell(&Said::Milestone(json.to_string()));
         }
     }
 
     /// The final words, before they are written (in one write).
-    pub fn final_words(&self, record_line: &str, terminal: &str, journal_len: Option<u64>) {
+    pub(crate) fn final_words(&self, record_line: &str, terminal: &str, journal_len: Option<u64>) {
         if self.speaks {
             let mut words = Said::Record(record_line.to_string()).encode();
             words.extend(Said::Terminal(terminal.to_string()).encode());
@@ -118,7 +118,7 @@ impl Link {
     }
 
     /// The final words are written.
-    pub fn written(&self) {
+    pub(crate) fn written(&self) {
         if self.speaks {
             self.tell(&Said::Written);
         }
@@ -127,7 +127,7 @@ impl Link {
 
 impl Contain {
     /// The call's line to the watchdog, once it runs.
-    pub fn link(&self) -> Option<Link> {
+    pub(crate) fn link(&self) -> Option<Link> {
         let (writer, speaks, hand) = match self.watchdog.as_ref()? {
             Watchdog::Forked { writer, .. } => (writer, true, None),
             Watchdog::Waiter(waiter) => (waiter.writer(), false, None),
@@ -143,7 +143,7 @@ impl Contain {
     /// Start the watchdog. With `last_words` it is a fork, which runs them
     /// after the tree was killed when mcp-bound died before saying it was
     /// done; without, a waiter (where the system has one).
-    pub fn start_watchdog(
+    pub(crate) fn start_watchdog(
         &mut self,
         last_words: Option<impl FnOnce(LastWords)>,
     ) -> std::io::Result<()> {
@@ -167,7 +167,7 @@ impl Contain {
     /// Windows: start the heir and tell it its brief (one JSON object:
     /// what it needs to write last words, see `run::last_words`), made
     /// once the containment's facts name the heir.
-    pub fn start_heir(
+    pub(crate) fn start_heir(
         &mut self,
         brief: impl FnOnce(&ContainFacts) -> String,
     ) -> std::io::Result<()> {
@@ -230,7 +230,7 @@ impl Contain {
     /// The call is over (its tree is gone, its record and journal are
     /// written): tell the watchdog, wait for it, remove the cgroup. Also
     /// on drop, whichever way the call ends.
-    pub fn finish(&mut self) {
+    pub(crate) fn finish(&mut self) {
         match self.watchdog.take() {
             Some(Watchdog::Forked { pid, mut writer }) => {
                 let _ = writer.write_all(&Said::Done.encode());
@@ -281,7 +281,7 @@ fn kill_tree(cgroup: Option<&Cgroup>, mark: &str, pgid: i32) {
 /// MARK the call's mark (the approvers carry it).
 /// It started with every signal blocked: the ones that end a session are
 /// ignored (which drops any pending), then all are unblocked.
-pub fn orphaned(args: &[std::ffi::OsString]) -> i32 {
+pub(crate) fn orphaned(args: &[std::ffi::OsString]) -> i32 {
     sys::ignore_session_ends();
     sys::unblock_all_signals();
     let arg = |i: usize| args.get(i).map(|a| a.to_string_lossy().into_owned());

@@ -176,7 +176,8 @@ pub struct DecisionEntry {
     pub approver_exit: Option<Exit>,
 }
 
-pub use crate::session::{McpDecision, McpRequest, McpResponse, McpRestart, McpTask, McpToolDrift};
+pub use crate::session::{McpDecision, McpRequest, McpResponse, McpTask};
+pub(super) use crate::session::{McpRestart, McpToolDrift};
 
 /// What a caller appends.
 pub enum Entry<'a> {

@@ -18,7 +18,7 @@ use crate::sys;
 const INTERVAL: Duration = Duration::from_millis(200);
 
 /// Waits up to the interval; false ends the following.
-pub type Wait = Box<dyn FnMut(Duration) -> bool>;
+pub(super) type Wait = Box<dyn FnMut(Duration) -> bool>;
 
 pub struct Follow {
     path: PathBuf,

@@ -9,7 +9,7 @@ use crate::journal::OpenRequests;
 
 use serde::Serialize;
 
-pub use crate::journal::EntryView as Fields;
+pub(super) use crate::journal::EntryView as Fields;
 use crate::journal::NOT_SENT;
 
 /// Most tool names a row counts by name; the rest are counted as `…`.
@@ -20,7 +20,7 @@ const MAX_PENDING: usize = 4096;
 
 /// One call, as `mcp-bound log` shows it (and `--json` writes it).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct CallRow {
+pub(super) struct CallRow {
     /// The intent's time.
     pub ts: String,
     pub call_id: String,
@@ -47,7 +47,7 @@ pub struct CallRow {
 
 /// A call's activity under the session layer.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct McpActivity {
+pub(super) struct McpActivity {
     /// Requests journaled, and how they ended.
     pub requests: u64,
     pub outcomes: BTreeMap<String, u64>,
@@ -73,7 +73,7 @@ impl McpActivity {
 
 /// One session, folded from its calls' rows (`--sessions`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct SessionRow {
+pub(super) struct SessionRow {
     pub session_id: Option<String>,
     pub calls: u64,
     pub first: String,
@@ -97,14 +97,19 @@ struct Open {
 
 /// The calls in flight in the journal being read.
 #[derive(Default)]
-pub struct Activity {
+pub(super) struct Activity {
     open: HashMap<String, Open>,
 }
 
 impl Activity {
     /// One entry (its line, and whether the chain held): a call's row
     /// when this entry ended it.
-    pub fn entry(&mut self, line: u64, verified: bool, fields: &Fields<'_>) -> Option<CallRow> {
+    pub(super) fn entry(
+        &mut self,
+        line: u64,
+        verified: bool,
+        fields: &Fields<'_>,
+    ) -> Option<CallRow> {
         let call_id = fields.call_id.as_deref()?;
         if fields.kind == "intent" {
             let row = CallRow {
@@ -179,7 +184,7 @@ impl Activity {
     }
 
     /// The calls never finished, in the journal's order.
-    pub fn unfinished(self) -> Vec<CallRow> {
+    pub(super) fn unfinished(self) -> Vec<CallRow> {
         let mut rows: Vec<CallRow> = self.open.into_values().map(|o| o.row).collect();
         rows.sort_by_key(|r| r.line);
         rows
@@ -189,7 +194,7 @@ impl Activity {
 /// The rows a filter keeps (`--since`, `--until`, `--session`,
 /// `--state`, `--tool`).
 #[derive(Debug, Clone, Default)]
-pub struct Filter {
+pub(super) struct Filter {
     /// RFC 3339, as the journal writes its times (UTC, `Z`).
     pub since: Option<String>,
     pub until: Option<String>,
@@ -207,7 +212,7 @@ impl Filter {
             && self.session.as_ref().is_none_or(|s| session_id == Some(s))
     }
 
-    pub fn keeps(&self, row: &CallRow) -> bool {
+    pub(super) fn keeps(&self, row: &CallRow) -> bool {
         self.keeps_when_and_whose(&row.ts, row.session_id.as_ref())
             && self
                 .state
@@ -222,13 +227,13 @@ impl Filter {
 
 /// Sessions, in the order first seen.
 #[derive(Default)]
-pub struct Sessions {
+pub(super) struct Sessions {
     rows: Vec<SessionRow>,
     index: HashMap<Option<String>, usize>,
 }
 
 impl Sessions {
-    pub fn add(&mut self, call: &CallRow) {
+    pub(super) fn add(&mut self, call: &CallRow) {
         let at = *self
             .index
             .entry(call.session_id.clone())
@@ -258,7 +263,7 @@ impl Sessions {
         row.verified &= call.verified;
     }
 
-    pub fn rows(self) -> Vec<SessionRow> {
+    pub(super) fn rows(self) -> Vec<SessionRow> {
         self.rows
     }
 }

@@ -29,7 +29,7 @@ use requests::RequestRow;
 use requests::Requests;
 
 /// What `mcp-bound log` was asked (`cli::LogArgs`, resolved).
-pub struct LogCommand {
+pub(crate) struct LogCommand {
     /// The journal, its key and an anchor.
     pub source: crate::verify::JournalSource,
     pub sessions: bool,
@@ -197,7 +197,7 @@ impl Out<'_> {
     }
 }
 
-pub fn run(command: &LogCommand) -> Result<i32, Error> {
+pub(crate) fn run(command: &LogCommand) -> Result<i32, Error> {
     let shown = command.source.path.display();
     let usage = |why: String| Error::VerifyUsage(format!("{shown}: {why}"));
     let key = crate::verify::key_given(command.source.key.as_deref())?;

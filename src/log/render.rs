@@ -15,7 +15,7 @@ use crate::units::short_duration as duration;
 
 /// How the text is laid out.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Layout {
+pub(super) struct Layout {
     /// The terminal's width, when lines are cut to it.
     pub width: Option<usize>,
     pub colour: bool,
@@ -44,7 +44,7 @@ fn columns(verified: bool, cells: &[&str], widths: &[usize], last: &str) -> Stri
     line
 }
 
-pub fn call_header() -> String {
+pub(super) fn call_header() -> String {
     let names = [
         "TIME",
         "CALL",
@@ -59,14 +59,14 @@ pub fn call_header() -> String {
     columns(true, &names, &CALL_WIDTHS, "COMMAND")
 }
 
-pub fn request_header() -> String {
+pub(super) fn request_header() -> String {
     let names = [
         "TIME", "CALL", "SESSION", "REQUEST", "METHOD", "DECISION", "OUTCOME", "DURATION",
     ];
     columns(true, &names, &REQUEST_WIDTHS, "TOOL")
 }
 
-pub fn session_header() -> String {
+pub(super) fn session_header() -> String {
     let names = ["SESSION", "CALLS", "FIRST", "LAST", "STATES", "RESTARTS"];
     columns(true, &names, &SESSION_WIDTHS, "TOOL CALLS")
 }
@@ -87,7 +87,7 @@ fn time(ts: &str) -> String {
 }
 
 /// A byte count in the largest unit that keeps it whole-ish.
-pub fn bytes(n: u64) -> String {
+pub(super) fn bytes(n: u64) -> String {
     match n {
         n if n >= 10 << 30 => format!("{}G", n >> 30),
         n if n >= 10 << 20 => format!("{}M", n >> 20),
@@ -131,7 +131,7 @@ fn cut_to(line: String, layout: Layout) -> String {
 }
 
 /// One call's line.
-pub fn call(row: &CallRow, layout: Layout) -> String {
+pub(super) fn call(row: &CallRow, layout: Layout) -> String {
     let state = row.state.as_deref().unwrap_or("unfinished");
     let activity = &row.mcp;
     let requests = (activity.requests > 0)
@@ -188,7 +188,7 @@ pub fn call(row: &CallRow, layout: Layout) -> String {
 }
 
 /// One request's line.
-pub fn request(row: &RequestRow, layout: Layout) -> String {
+pub(super) fn request(row: &RequestRow, layout: Layout) -> String {
     let dash = || "-".to_string();
     let decision = match (&row.decision, row.waited_ms) {
         (Some(decision), Some(ms)) if ms > 0 => format!("{decision} {}", duration(ms)),
@@ -214,7 +214,7 @@ pub fn request(row: &RequestRow, layout: Layout) -> String {
 }
 
 /// One session's line.
-pub fn session(row: &SessionRow, layout: Layout) -> String {
+pub(super) fn session(row: &SessionRow, layout: Layout) -> String {
     let tools = match row.tools_not_run {
         0 => row.tool_calls.to_string(),
         n => format!("{} ({n} not run)", row.tool_calls),

@@ -18,7 +18,7 @@ const MAX_OPEN: usize = 65_536;
 
 /// One request, as `log --requests` shows it (and `--json` writes it).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct RequestRow {
+pub(super) struct RequestRow {
     /// The request's time (its mcp_request entry).
     pub ts: String,
     pub call_id: String,
@@ -42,7 +42,7 @@ pub struct RequestRow {
 
 /// The requests open, and the sessions of the calls in flight.
 #[derive(Default)]
-pub struct Requests {
+pub(super) struct Requests {
     calls: HashMap<String, Option<String>>,
     open: OpenRequests<(String, String), RequestRow>,
     /// Requests not followed (more than `MAX_OPEN` open at once).
@@ -51,7 +51,12 @@ pub struct Requests {
 
 impl Requests {
     /// One entry: the rows it ends (a response, or a call's end).
-    pub fn entry(&mut self, line: u64, verified: bool, fields: &Fields<'_>) -> Vec<RequestRow> {
+    pub(super) fn entry(
+        &mut self,
+        line: u64,
+        verified: bool,
+        fields: &Fields<'_>,
+    ) -> Vec<RequestRow> {
         let Some(call_id) = fields.call_id.as_deref() else {
             return Vec::new();
         };
@@ -110,7 +115,7 @@ impl Requests {
     }
 
     /// The requests never answered when the journal ends, in its order.
-    pub fn unanswered(self) -> Vec<RequestRow> {
+    pub(super) fn unanswered(self) -> Vec<RequestRow> {
         let mut rows: Vec<RequestRow> = self.open.into_values().collect();
         rows.sort_by_key(|row| row.line);
         rows
@@ -119,7 +124,7 @@ impl Requests {
 
 impl Filter {
     /// `--requests`: the times are the request's; the tool its tool's.
-    pub fn keeps_request(&self, row: &RequestRow) -> bool {
+    pub(super) fn keeps_request(&self, row: &RequestRow) -> bool {
         self.keeps_when_and_whose(&row.ts, row.session_id.as_ref())
             && self
                 .tool

@@ -88,7 +88,7 @@ fn summary(kind: &str, entry: &Value) -> String {
 
 /// One entry's line: its mark (`!` unverified), time, line number, kind
 /// and summary; control characters shown escaped.
-pub fn line(entry: &Value, line: u64, verified: bool) -> String {
+pub(super) fn line(entry: &Value, line: u64, verified: bool) -> String {
     let kind = entry["kind"].as_str().unwrap_or("?");
     let ts = entry["ts"].as_str().unwrap_or("?");
     let text = format!(

@@ -41,7 +41,7 @@ fn failed(state: State) -> bool {
 }
 
 /// The call's span, from its final record.
-pub fn call_span(
+pub(super) fn call_span(
     (context, parent): (&SpanContext, Option<&SpanContext>),
     record: &Record,
     clock: &Clock,
@@ -216,7 +216,7 @@ fn error_of(outcome: RequestOutcome, code: Option<i64>) -> Option<(Value, String
 /// A request's span. Its parent is the client's span when the request
 /// carried a valid `traceparent` (the call's span is then a link), and
 /// the call's span otherwise.
-pub fn request_span(
+pub(super) fn request_span(
     call: &SpanContext,
     span_id: [u8; 8],
     traced: &Traced,

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 /// Where the spans go: an `http://` URL taken apart.
 #[derive(Clone, PartialEq, Eq)]
-pub struct Endpoint {
+pub(crate) struct Endpoint {
     /// As written in the URL (brackets kept for IPv6), for `Host:`.
     pub host: String,
     pub port: u16,
@@ -22,7 +22,7 @@ pub struct Endpoint {
 
 impl Endpoint {
     /// The URL as the record may show it.
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://{}:{}{}", self.host, self.port, self.path)
     }
 }
@@ -35,7 +35,7 @@ impl std::fmt::Debug for Endpoint {
 
 /// Export on: everything the exporter needs.
 #[derive(Clone, PartialEq, Eq)]
-pub struct OtelConfig {
+pub(crate) struct OtelConfig {
     pub endpoint: Endpoint,
     /// Sent with each export; never printed (Debug shows the names only).
     pub headers: Vec<(String, String)>,
@@ -61,7 +61,7 @@ pub struct OtelConfig {
 
 /// Where the one metric goes, and how often.
 #[derive(Clone, PartialEq, Eq)]
-pub struct MetricsConfig {
+pub(crate) struct MetricsConfig {
     pub endpoint: Endpoint,
     /// Never printed.
     pub headers: Vec<(String, String)>,
@@ -93,7 +93,7 @@ impl std::fmt::Debug for OtelConfig {
 
 /// What export does this run.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub enum Resolved {
+pub(crate) enum Resolved {
     /// Nothing asked for it (or it was turned off): nothing is started.
     #[default]
     Off,
@@ -105,7 +105,7 @@ pub enum Resolved {
 
 /// What the command line said.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Flags {
+pub(crate) struct Flags {
     /// --otel: Some(true) on, Some(false) off.
     pub otel: Option<bool>,
     /// Whether --otel on came from the command line itself (a refusal is
@@ -117,11 +117,14 @@ pub struct Flags {
 
 /// The default flush bound when neither --otel-flush-timeout nor
 /// OTEL_BSP_EXPORT_TIMEOUT says.
-pub const DEFAULT_FLUSH: Duration = Duration::from_secs(1);
+pub(super) const DEFAULT_FLUSH: Duration = Duration::from_secs(1);
 
 /// Resolve export. Err: a usage error (only with `--otel on` given on the
 /// command line).
-pub fn resolve(flags: Flags, env: &dyn Fn(&str) -> Option<String>) -> Result<Resolved, String> {
+pub(crate) fn resolve(
+    flags: Flags,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Resolved, String> {
     let var = |name: &str| env(name).filter(|v| !v.trim().is_empty());
     let wanted = match flags.otel {
         Some(false) => return Ok(Resolved::Off),

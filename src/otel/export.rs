@@ -19,14 +19,14 @@ use crate::redact::Redactor;
 
 /// How long the start waits for the endpoint's name to resolve before
 /// the helper is dispatched anyway (the exporter goes on resolving).
-pub const RESOLVE_WAIT: Duration = Duration::from_millis(250);
+pub(super) const RESOLVE_WAIT: Duration = Duration::from_millis(250);
 
 /// Most bytes of a collector's answer read (its status line and headers).
 const MAX_ANSWER: usize = 16 * 1024;
 
 /// What export did, shared with the exporter thread.
 #[derive(Default)]
-pub struct Counters {
+pub(super) struct Counters {
     pub queued: AtomicU64,
     pub exported: AtomicU64,
     pub dropped: AtomicU64,
@@ -51,7 +51,7 @@ impl Counters {
 }
 
 /// The loop's end of the queue.
-pub struct Exporter {
+pub(super) struct Exporter {
     queue: Option<SyncSender<Span>>,
     pub counters: Arc<Counters>,
     /// The read end of a pipe whose write end the thread holds: it hangs
@@ -63,7 +63,7 @@ pub struct Exporter {
 impl Exporter {
     /// Start the thread; it resolves the endpoint first, and the start
     /// waits up to `RESOLVE_WAIT` for that.
-    pub fn start(config: &OtelConfig, redactor: Redactor) -> std::io::Result<Exporter> {
+    pub(super) fn start(config: &OtelConfig, redactor: Redactor) -> std::io::Result<Exporter> {
         let (queue, spans) = std::sync::mpsc::sync_channel(config.max_queue);
         let (done, done_tx) = crate::sys::pipe_cloexec()?;
         let (resolved_tx, resolved) = std::sync::mpsc::channel();
@@ -93,7 +93,7 @@ impl Exporter {
     }
 
     /// A finished span: queued, or dropped and counted. Never waits.
-    pub fn submit(&self, span: Span) {
+    pub(super) fn submit(&self, span: Span) {
         let Some(queue) = &self.queue else {
             return;
         };
@@ -111,7 +111,7 @@ impl Exporter {
     /// batches to go, and not past a terminating signal (the host wants us
     /// gone). Whatever is still queued then is lost with the process: the
     /// record already said what was known.
-    pub fn finish(&mut self, signals: &crate::sys::SignalPipe) {
+    pub(super) fn finish(&mut self, signals: &crate::sys::SignalPipe) {
         use crate::sys::fd::AsRawFd;
         drop(self.queue.take());
         let deadline = Instant::now() + self.flush_timeout;

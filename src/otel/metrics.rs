@@ -19,7 +19,7 @@ const BOUNDS: [f64; 14] = [
 ];
 
 /// Most attribute sets kept apart.
-pub const MAX_SERIES: usize = 256;
+pub(super) const MAX_SERIES: usize = 256;
 
 /// The attributes a point is kept by.
 const KEYS: [&str; 5] = [
@@ -44,7 +44,7 @@ struct Series {
 
 /// The histogram so far.
 #[derive(Debug, Default)]
-pub struct Durations {
+pub(super) struct Durations {
     series: Vec<Series>,
     start_unix_nanos: Option<u64>,
     /// Points added since the last export.
@@ -62,7 +62,7 @@ fn text(value: &Value) -> Option<String> {
 
 impl Durations {
     /// A finished span: a point, if it is a request's.
-    pub fn add(&mut self, span: &Span) {
+    pub(super) fn add(&mut self, span: &Span) {
         if span.kind != Kind::Client {
             return;
         }
@@ -96,12 +96,12 @@ impl Durations {
     }
 
     /// Whether there is something new to export.
-    pub fn fresh(&self) -> bool {
+    pub(super) fn fresh(&self) -> bool {
         self.fresh
     }
 
     /// The export's body, every series cumulative to `now`.
-    pub fn encode(
+    pub(super) fn encode(
         &mut self,
         resource_attributes: &[(String, String)],
         masker: &Masker,

@@ -28,7 +28,7 @@ use std::time::Instant;
 
 use crate::session::Propagation;
 use crate::trace_context::Ids;
-pub use config::{Flags, OtelConfig, Resolved, resolve};
+pub(crate) use config::{Flags, OtelConfig, Resolved, resolve};
 use span::{Clock, SpanContext};
 
 use crate::record::{OtelFacts, Record};
@@ -55,7 +55,7 @@ pub(crate) struct Tracer {
 impl Tracer {
     /// Start the exporter (after the watchdog's fork: that child must not
     /// inherit a second thread). `origin`/`started_at` are the call's.
-    pub fn start(
+    pub(crate) fn start(
         config: &OtelConfig,
         redactor: &Redactor,
         call_id: &str,
@@ -100,7 +100,7 @@ impl Tracer {
 
     /// --otel-propagate: what the session needs to name each request's
     /// span to the server.
-    pub fn propagation(&self) -> Option<Propagation> {
+    pub(crate) fn propagation(&self) -> Option<Propagation> {
         self.propagate.then(|| Propagation {
             call: self.call.clone(),
             ids: Ids::seeded(),
@@ -108,7 +108,7 @@ impl Tracer {
     }
 
     /// A request that ended.
-    pub fn request(&self, traced: &Traced) {
+    pub(crate) fn request(&self, traced: &Traced) {
         let span_id = traced.span_id.unwrap_or_else(|| self.span_id());
         let span = build::request_span(&self.call, span_id, traced, &self.call_id, &self.clock);
         self.exporter.submit(span);
@@ -116,7 +116,7 @@ impl Tracer {
 
     /// The call's span, from its final record; then the facts the record
     /// carries, as known now.
-    pub fn call_ended(&self, record: &Record, origin: Instant, now: Instant) -> OtelFacts {
+    pub(crate) fn call_ended(&self, record: &Record, origin: Instant, now: Instant) -> OtelFacts {
         self.exporter.submit(build::call_span(
             (&self.call, self.call_parent.as_ref()),
             record,
@@ -126,7 +126,7 @@ impl Tracer {
         self.facts()
     }
 
-    pub fn facts(&self) -> OtelFacts {
+    pub(crate) fn facts(&self) -> OtelFacts {
         let counters = &self.exporter.counters;
         let error = counters
             .error
@@ -149,7 +149,7 @@ impl Tracer {
 
     /// The exit: the last batches, within the flush bound; then what
     /// export did in the end.
-    pub fn finish(mut self, signals: &crate::sys::SignalPipe) -> OtelFacts {
+    pub(crate) fn finish(mut self, signals: &crate::sys::SignalPipe) -> OtelFacts {
         self.exporter.finish(signals);
         self.facts()
     }

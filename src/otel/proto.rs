@@ -15,7 +15,7 @@ use crate::redact::Redactor;
 /// Masking, with the masked form of short texts kept: spans repeat the
 /// same methods, tools and versions, and a text masks the same way each
 /// time. Bounded: emptied when full.
-pub struct Masker {
+pub(super) struct Masker {
     redactor: Redactor,
     seen:
         std::cell::RefCell<std::collections::HashMap<String, String, foldhash::fast::RandomState>>,
@@ -26,14 +26,14 @@ const KEPT_TEXT: usize = 128;
 const KEPT_TEXTS: usize = 1024;
 
 impl Masker {
-    pub fn new(redactor: Redactor) -> Masker {
+    pub(super) fn new(redactor: Redactor) -> Masker {
         Masker {
             redactor,
             seen: Default::default(),
         }
     }
 
-    pub fn mask(&self, text: &str) -> String {
+    pub(super) fn mask(&self, text: &str) -> String {
         if text.len() > KEPT_TEXT {
             return self.redactor.redact(text).into_owned();
         }
@@ -51,7 +51,7 @@ impl Masker {
 }
 
 /// One export's body.
-pub fn encode(
+pub(super) fn encode(
     spans: &[Span],
     resource_attributes: &[(String, String)],
     masker: &Masker,
@@ -73,7 +73,7 @@ pub fn encode(
 
 /// The resource every export names: the configured attributes (masked),
 /// and mcp-bound's own.
-pub fn resource(attributes: &[(String, String)], masker: &Masker) -> Resource {
+pub(super) fn resource(attributes: &[(String, String)], masker: &Masker) -> Resource {
     Resource {
         attributes: attributes
             .iter()
@@ -95,7 +95,7 @@ pub fn resource(attributes: &[(String, String)], masker: &Masker) -> Resource {
 }
 
 /// mcp-bound as the instrumentation scope of every export.
-pub fn scope() -> InstrumentationScope {
+pub(super) fn scope() -> InstrumentationScope {
     InstrumentationScope {
         name: "mcp-bound".into(),
         version: env!("CARGO_PKG_VERSION").into(),
@@ -107,7 +107,7 @@ fn string(text: &str) -> any_value::Value {
     any_value::Value::StringValue(text.to_string())
 }
 
-pub fn key_value(key: &str, value: Option<any_value::Value>) -> KeyValue {
+pub(super) fn key_value(key: &str, value: Option<any_value::Value>) -> KeyValue {
     KeyValue {
         key: key.to_string(),
         value: Some(AnyValue { value }),

@@ -4,11 +4,11 @@
 
 use std::time::{Duration, Instant, SystemTime};
 
-pub use crate::trace_context::SpanContext;
+pub(super) use crate::trace_context::SpanContext;
 
 /// An attribute's value.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Value {
+pub(super) enum Value {
     /// Text from outside (a method, a tool's name, an id): masked when
     /// encoded.
     Str(String),
@@ -48,11 +48,11 @@ impl From<bool> for Value {
     }
 }
 
-pub type Attributes = Vec<(&'static str, Value)>;
+pub(super) type Attributes = Vec<(&'static str, Value)>;
 
 /// Something that happened during a span (a restart, a decision).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Event {
+pub(super) struct Event {
     pub name: String,
     pub at_unix_nanos: u64,
     pub attributes: Vec<(String, Value)>,
@@ -60,7 +60,7 @@ pub struct Event {
 
 /// The span's kind, as OTLP numbers it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(super) enum Kind {
     /// The call: mcp-bound's own work.
     Internal,
     /// A request mcp-bound carries to the server and waits on.
@@ -69,14 +69,14 @@ pub enum Kind {
 
 /// How a span ended: an error carries its description.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Status {
+pub(super) enum Status {
     Unset,
     Error(String),
 }
 
 /// One finished span.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Span {
+pub(super) struct Span {
     pub context: SpanContext,
     pub parent: Option<SpanContext>,
     pub name: String,
@@ -92,13 +92,13 @@ pub struct Span {
 /// Instants as Unix nanoseconds: one reading of both clocks, taken when
 /// export starts, so that the pure modules keep their `Instant`s.
 #[derive(Debug, Clone, Copy)]
-pub struct Clock {
+pub(super) struct Clock {
     instant: Instant,
     unix_nanos: u64,
 }
 
 impl Clock {
-    pub fn at(instant: Instant, wall: SystemTime) -> Clock {
+    pub(super) fn at(instant: Instant, wall: SystemTime) -> Clock {
         let unix_nanos = wall
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
@@ -109,12 +109,12 @@ impl Clock {
     }
 
     /// `ms` milliseconds after `at`.
-    pub fn unix_nanos_ms(&self, at: Instant, ms: u64) -> u64 {
+    pub(super) fn unix_nanos_ms(&self, at: Instant, ms: u64) -> u64 {
         self.unix_nanos(at)
             .saturating_add(ms.saturating_mul(1_000_000))
     }
 
-    pub fn unix_nanos(&self, at: Instant) -> u64 {
+    pub(super) fn unix_nanos(&self, at: Instant) -> u64 {
         let nanos = |d: Duration| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
         if at >= self.instant {
             self.unix_nanos.saturating_add(nanos(at - self.instant))

@@ -14,14 +14,14 @@ use crate::error::{Error, code};
 use crate::shown::untrusted;
 
 /// What `mcp-bound pin` was asked (`cli::PinArgs`, resolved).
-pub struct PinCommand {
+pub(crate) struct PinCommand {
     pub file: PathBuf,
     pub accept: Vec<String>,
     pub key: Option<String>,
     pub json: bool,
 }
 
-pub fn run(args: &PinCommand) -> Result<i32, Error> {
+pub(crate) fn run(args: &PinCommand) -> Result<i32, Error> {
     let usage = |why: String| Error::VerifyUsage(format!("{}: {why}", args.file.display()));
     if !args.file.exists() {
         return Err(usage("no such pin file".into()));

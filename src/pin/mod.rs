@@ -30,12 +30,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-pub use command::{PinCommand, run};
-pub use store::Store;
+pub(crate) use command::{PinCommand, run};
+pub(crate) use store::Store;
 
 /// The fields an earlier mcp-bound pinned (a pin without `whole`), as
 /// the 2025 and 2026 schemas name them. `name` is the pin's key.
-pub const FIELDS: [&str; 5] = [
+pub(crate) const FIELDS: [&str; 5] = [
     "title",
     "description",
     "inputSchema",
@@ -44,12 +44,12 @@ pub const FIELDS: [&str; 5] = [
 ];
 
 /// The file's version word.
-pub const FORMAT: u64 = 1;
+pub(crate) const FORMAT: u64 = 1;
 
 /// The whole file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct PinFile {
+pub(crate) struct PinFile {
     pub mcp_bound_pins: u64,
     /// By server key.
     pub servers: BTreeMap<String, ServerPins>,
@@ -67,7 +67,7 @@ impl Default for PinFile {
 /// One server's tools, by name.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ServerPins {
+pub(crate) struct ServerPins {
     /// The name the server gave itself (`serverInfo.name`) when its
     /// tools were pinned: a later run under another name is a drift.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -78,7 +78,7 @@ pub struct ServerPins {
 /// One tool: what was trusted, and what was seen since and not accepted.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ToolPin {
+pub(crate) struct ToolPin {
     /// Null: a tool first seen after the first listing, never accepted.
     pub pinned: Option<Seen>,
     /// The latest definition seen that differs from `pinned`.
@@ -88,7 +88,7 @@ pub struct ToolPin {
 /// A definition as digests, and when it was seen (RFC 3339).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Seen {
+pub(crate) struct Seen {
     /// SHA-256 of the definition but `name` (of [`FIELDS`] only, in a
     /// pin without `whole`).
     pub sha256: String,
@@ -110,7 +110,7 @@ fn is_false(value: &bool) -> bool {
 /// before accepting it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Latest {
+pub(crate) struct Latest {
     #[serde(flatten)]
     pub seen: Seen,
     pub changed: Vec<String>,
@@ -119,7 +119,7 @@ pub struct Latest {
 
 /// A tool as a listing gave it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Definition {
+pub(crate) struct Definition {
     pub name: String,
     /// The whole definition but `name`, as canonical JSON.
     pub sha256: String,
@@ -133,7 +133,7 @@ pub struct Definition {
 
 /// A listed tool against its pin.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Judgement {
+pub(crate) enum Judgement {
     Pinned,
     /// Differs from its pin in these fields.
     Changed(Vec<String>),
@@ -142,12 +142,12 @@ pub enum Judgement {
 }
 
 impl Judgement {
-    pub fn shows(&self) -> bool {
+    pub(crate) fn shows(&self) -> bool {
         *self == Judgement::Pinned
     }
 
     /// The journal's word.
-    pub fn word(&self) -> &'static str {
+    pub(crate) fn word(&self) -> &'static str {
         match self {
             Judgement::Pinned => "pinned",
             Judgement::Changed(_) => "changed",
@@ -163,7 +163,7 @@ fn sha256_hex(bytes: &[u8]) -> String {
 /// A tool's definition (one element of `tools`): None when it is not an
 /// object with a string `name`. Digested as canonical JSON (keys
 /// sorted), so a server that reorders keys has not changed.
-pub fn read_tool(raw: &str) -> Option<Definition> {
+pub(crate) fn read_tool(raw: &str) -> Option<Definition> {
     let Value::Object(mut tool) = serde_json::from_str::<Value>(raw).ok()? else {
         return None;
     };
@@ -208,7 +208,7 @@ fn changed(pinned: &Seen, seen: &BTreeMap<String, String>) -> Vec<String> {
 
 impl ServerPins {
     /// A listed tool against its pin.
-    pub fn judge(&self, tool: &Definition) -> Judgement {
+    pub(crate) fn judge(&self, tool: &Definition) -> Judgement {
         match self.tools.get(&tool.name).and_then(|t| t.pinned.as_ref()) {
             None => Judgement::New,
             Some(pinned) if pinned.whole && pinned.sha256 == tool.sha256 => Judgement::Pinned,
@@ -219,14 +219,14 @@ impl ServerPins {
 
     /// A tool called by name, with no listing of this run to judge it
     /// by: trusted when pinned and nothing else was seen of it since.
-    pub fn trusts(&self, name: &str) -> bool {
+    pub(crate) fn trusts(&self, name: &str) -> bool {
         self.tools
             .get(name)
             .is_some_and(|t| t.pinned.is_some() && t.latest.is_none())
     }
 
     /// Trust a whole listing (the first use).
-    pub fn pin_all(&mut self, tools: &[Definition], now: &str) {
+    pub(crate) fn pin_all(&mut self, tools: &[Definition], now: &str) {
         for tool in tools {
             self.tools.insert(
                 tool.name.clone(),
@@ -240,7 +240,12 @@ impl ServerPins {
 
     /// Keep `tool`, judged not pinned, as the latest seen: false when it
     /// is already the latest (nothing to write).
-    pub fn note_latest(&mut self, tool: &Definition, judgement: &Judgement, now: &str) -> bool {
+    pub(crate) fn note_latest(
+        &mut self,
+        tool: &Definition,
+        judgement: &Judgement,
+        now: &str,
+    ) -> bool {
         let entry = self.tools.entry(tool.name.clone()).or_default();
         if entry
             .latest
@@ -263,7 +268,7 @@ impl ServerPins {
 
     /// A listed tool that matches its pin again: what was seen in
     /// between is no longer the latest. True when that changed the pins.
-    pub fn matched(&mut self, name: &str) -> bool {
+    pub(crate) fn matched(&mut self, name: &str) -> bool {
         self.tools
             .get_mut(name)
             .is_some_and(|t| t.latest.take().is_some())
@@ -271,7 +276,7 @@ impl ServerPins {
 
     /// `pin --accept NAME`: the latest definition seen becomes the pin.
     /// False when nothing of NAME waits.
-    pub fn accept(&mut self, name: &str) -> bool {
+    pub(crate) fn accept(&mut self, name: &str) -> bool {
         let Some(tool) = self.tools.get_mut(name) else {
             return false;
         };
@@ -283,13 +288,13 @@ impl ServerPins {
     }
 
     /// The sha256 of the definition of `name` waiting to be accepted.
-    pub fn latest_sha256(&self, name: &str) -> Option<String> {
+    pub(crate) fn latest_sha256(&self, name: &str) -> Option<String> {
         let latest = self.tools.get(name)?.latest.as_ref()?;
         Some(latest.seen.sha256.clone())
     }
 
     /// Tools with a definition waiting to be accepted.
-    pub fn waiting(&self) -> impl Iterator<Item = (&String, &Latest)> {
+    pub(crate) fn waiting(&self) -> impl Iterator<Item = (&String, &Latest)> {
         self.tools
             .iter()
             .filter_map(|(name, t)| t.latest.as_ref().map(|l| (name, l)))
@@ -312,7 +317,7 @@ fn joined(argv: &[String]) -> String {
 /// The key a server's pins are kept under: `--tool-pin-key`, else the
 /// command as the record shows it (each word masked), so that no token
 /// in it is written in clear, and the server cannot choose its key.
-pub fn server_key(given: Option<&str>, masked_argv: &[String]) -> String {
+pub(crate) fn server_key(given: Option<&str>, masked_argv: &[String]) -> String {
     match given {
         Some(key) => key.to_string(),
         None => joined(masked_argv),
@@ -321,7 +326,7 @@ pub fn server_key(given: Option<&str>, masked_argv: &[String]) -> String {
 
 impl PinFile {
     /// The keys an earlier mcp-bound kept this command's pins under.
-    pub fn legacy_keys(&self, key: &str, argv: &[String]) -> Vec<String> {
+    pub(crate) fn legacy_keys(&self, key: &str, argv: &[String]) -> Vec<String> {
         let command = joined(argv);
         let suffix = format!(" ({command})");
         self.servers
@@ -335,7 +340,7 @@ impl PinFile {
     /// (`NAME (CMD)` and `CMD`, the command as run) into `key`; where two
     /// hold the same tool, the latest accept wins. The name of the latest
     /// is kept as the server's. True when anything moved.
-    pub fn fold_legacy(&mut self, key: &str, argv: &[String]) -> bool {
+    pub(crate) fn fold_legacy(&mut self, key: &str, argv: &[String]) -> bool {
         let old = self.legacy_keys(key, argv);
         let suffix = format!(" ({})", joined(argv));
         for from in &old {

@@ -23,7 +23,7 @@ const MAX_BYTES: u64 = 64 << 20;
 type Stamp = Option<(u64, Option<SystemTime>)>;
 
 /// The pin file, as last read.
-pub struct Store {
+pub(crate) struct Store {
     path: PathBuf,
     file: PinFile,
     stamp: Stamp,
@@ -33,7 +33,7 @@ impl Store {
     /// Read the file (absent: no pins yet). Err: why it cannot be used,
     /// in words (the caller names the option). Ok carries a warning
     /// when others can read the file.
-    pub fn open(path: &Path) -> Result<(Store, Option<String>), String> {
+    pub(crate) fn open(path: &Path) -> Result<(Store, Option<String>), String> {
         let mut store = Store {
             path: path.to_path_buf(),
             file: PinFile::default(),
@@ -45,16 +45,16 @@ impl Store {
         Ok((store, warning))
     }
 
-    pub fn file(&self) -> &PinFile {
+    pub(crate) fn file(&self) -> &PinFile {
         &self.file
     }
 
-    pub fn pins(&self, key: &str) -> Option<&ServerPins> {
+    pub(crate) fn pins(&self, key: &str) -> Option<&ServerPins> {
         self.file.servers.get(key)
     }
 
     /// Read the file again if it changed since it was read: true then.
-    pub fn refresh(&mut self) -> io::Result<bool> {
+    pub(crate) fn refresh(&mut self) -> io::Result<bool> {
         if stamp_of(&self.path) == self.stamp {
             return Ok(false);
         }
@@ -65,7 +65,7 @@ impl Store {
     /// Change one server's pins under the lock, on the file as it is
     /// now: `change` says whether it changed anything (then the file is
     /// written).
-    pub fn update(
+    pub(crate) fn update(
         &mut self,
         key: &str,
         change: impl FnOnce(&mut ServerPins) -> bool,
@@ -74,7 +74,10 @@ impl Store {
     }
 
     /// As [`Store::update`], for the whole file.
-    pub fn update_file(&mut self, change: impl FnOnce(&mut PinFile) -> bool) -> io::Result<()> {
+    pub(crate) fn update_file(
+        &mut self,
+        change: impl FnOnce(&mut PinFile) -> bool,
+    ) -> io::Result<()> {
         let lock = self.lock()?;
         sys::lock_exclusive(&lock, LOCK_WAIT)?;
         let result = (|| {

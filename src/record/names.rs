@@ -11,7 +11,7 @@ use serde::{Deserialize, Deserializer};
 
 /// A name a record holds. (Spelt as an alias, so that serde's derive
 /// does not take the field for one borrowed from the input.)
-pub type Name = &'static str;
+pub(super) type Name = &'static str;
 
 /// Every name a record of this build writes in a `&'static str` field.
 fn known() -> impl Iterator<Item = &'static str> {

@@ -15,18 +15,18 @@ use super::sketch::Sketch;
 use crate::journal::{EntryView, NOT_SENT};
 
 /// Most calls drawn in one session's timeline.
-pub const MAX_CALLS_DRAWN: usize = 300;
+pub(super) const MAX_CALLS_DRAWN: usize = 300;
 /// Most requests drawn under one call.
-pub const MAX_REQUESTS_DRAWN: usize = 200;
+pub(super) const MAX_REQUESTS_DRAWN: usize = 200;
 /// Most rows in the calls table.
-pub const MAX_ROWS: usize = 5_000;
+pub(super) const MAX_ROWS: usize = 5_000;
 /// Most tools counted by name.
-pub const MAX_TOOLS: usize = 256;
+pub(super) const MAX_TOOLS: usize = 256;
 /// Sessions drawn; the calls of any past them are counted.
-pub const MAX_SESSIONS_DRAWN: usize = 200;
+pub(super) const MAX_SESSIONS_DRAWN: usize = 200;
 /// Of each call's stderr excerpt, what the page keeps: its head and tail
 /// this long each, the cut said.
-pub const EXCERPT_SHOWN: usize = 2048;
+pub(super) const EXCERPT_SHOWN: usize = 2048;
 /// Most calls in flight followed, and requests open in one.
 const MAX_OPEN: usize = 4_096;
 /// Most characters of a command line shown.
@@ -41,14 +41,14 @@ fn millis(ts: &str) -> Option<u64> {
 
 /// A wait for an approval: it ended at `end_ms`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Wait {
+pub(super) struct Wait {
     pub end_ms: u64,
     pub waited_ms: u64,
     pub decision: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RequestBar {
+pub(super) struct RequestBar {
     /// As JSON text.
     pub request_id: String,
     pub start_ms: u64,
@@ -61,7 +61,7 @@ pub struct RequestBar {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CallBar {
+pub(super) struct CallBar {
     pub call_id: String,
     pub session_id: Option<String>,
     pub argv: String,
@@ -83,13 +83,13 @@ pub struct CallBar {
 }
 
 /// Most restarts drawn on one call's bar.
-pub const MAX_RESTARTS_DRAWN: usize = 100;
+pub(super) const MAX_RESTARTS_DRAWN: usize = 100;
 
 /// What is marked on a call's bar: each restart (its time, attempt, and
 /// how the incarnation before it ended), and the debug windows opened
 /// (how many, how long open: the terminal entry's totals).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Marks {
+pub(super) struct Marks {
     pub restarts: Vec<(u64, u64, String)>,
     pub restarts_total: u64,
     pub debug_windows: Option<(u64, u64)>,
@@ -104,7 +104,7 @@ struct Open {
 
 /// One session: its calls drawn, and how many were not.
 #[derive(Debug, Clone, Default)]
-pub struct Session {
+pub(super) struct Session {
     pub session_id: Option<String>,
     pub calls: Vec<CallBar>,
     pub calls_total: u64,
@@ -112,7 +112,7 @@ pub struct Session {
 
 /// One tool: its calls by outcome, and their durations.
 #[derive(Debug, Clone, Default)]
-pub struct Tool {
+pub(super) struct Tool {
     pub outcomes: BTreeMap<String, u64>,
     pub not_run: u64,
     pub durations: Sketch,
@@ -129,7 +129,7 @@ struct TerminalExtra {
 
 /// The journal, gathered.
 #[derive(Default)]
-pub struct Collected {
+pub(super) struct Collected {
     pub sessions: Vec<Session>,
     session_index: HashMap<Option<String>, usize>,
     /// The calls table's rows (indices into sessions' calls), in order.
@@ -148,7 +148,13 @@ pub struct Collected {
 
 impl Collected {
     /// One entry: its line, whether the chain held, its view and bytes.
-    pub fn entry(&mut self, line: u64, verified: bool, view: &EntryView<'_>, content: &[u8]) {
+    pub(super) fn entry(
+        &mut self,
+        line: u64,
+        verified: bool,
+        view: &EntryView<'_>,
+        content: &[u8],
+    ) {
         let Some(call_id) = view.call_id.as_deref() else {
             return;
         };
@@ -325,7 +331,7 @@ impl Collected {
     }
 
     /// The end of the journal: the calls never finished.
-    pub fn end(mut self) -> Collected {
+    pub(super) fn end(mut self) -> Collected {
         let mut open: Vec<CallBar> = std::mem::take(&mut self.open)
             .into_values()
             .map(|open| open.bar)

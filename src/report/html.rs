@@ -17,7 +17,7 @@ const STYLE: &str = include_str!("report.css");
 const SCRIPT: &str = include_str!("report.js");
 
 /// What the page says of the chain.
-pub struct Verified {
+pub(super) struct Verified {
     pub ok: bool,
     pub text: String,
 }
@@ -243,7 +243,7 @@ fn tools(out: &mut String, c: &Collected) {
 }
 
 /// The whole page.
-pub fn page(journal: &str, verified: &Verified, c: &Collected, generated: &str) -> String {
+pub(super) fn page(journal: &str, verified: &Verified, c: &Collected, generated: &str) -> String {
     let mut out = String::new();
     head(&mut out, &format!("mcp-bound report: {journal}"));
     summary(&mut out, journal, verified, c, generated);

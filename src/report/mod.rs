@@ -20,7 +20,7 @@ use collect::Collected;
 use html::Verified;
 
 /// What `mcp-bound report` was asked (`cli::ReportArgs`, resolved).
-pub struct ReportCommand {
+pub(crate) struct ReportCommand {
     /// The journal, its key and an anchor.
     pub source: crate::verify::JournalSource,
     /// Where the HTML goes (- for stdout).
@@ -36,7 +36,7 @@ fn verified(report: &journal::Report, last_line: u64) -> Verified {
     Verified { ok, text }
 }
 
-pub fn run(command: &ReportCommand) -> Result<i32, Error> {
+pub(crate) fn run(command: &ReportCommand) -> Result<i32, Error> {
     let shown = command.source.path.display().to_string();
     let key = crate::verify::key_given(command.source.key.as_deref())?;
     let file = std::fs::File::open(&command.source.path)

@@ -10,7 +10,7 @@ const GAMMA: f64 = 1.02;
 
 /// Counts of durations (milliseconds) by bucket.
 #[derive(Debug, Clone, Default)]
-pub struct Sketch {
+pub(super) struct Sketch {
     buckets: BTreeMap<u32, u64>,
     count: u64,
     max: u64,
@@ -35,7 +35,7 @@ fn value(bucket: u32) -> u64 {
 }
 
 impl Sketch {
-    pub fn add(&mut self, ms: u64) {
+    pub(super) fn add(&mut self, ms: u64) {
         *self.buckets.entry(bucket(ms)).or_default() += 1;
         self.count += 1;
         self.max = self.max.max(ms);
@@ -43,7 +43,7 @@ impl Sketch {
 
     /// The `q` quantile (0 < q ≤ 1), by nearest rank; the largest is
     /// exact. None when empty.
-    pub fn quantile(&self, q: f64) -> Option<u64> {
+    pub(super) fn quantile(&self, q: f64) -> Option<u64> {
         if self.count == 0 {
             return None;
         }

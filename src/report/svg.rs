@@ -20,7 +20,7 @@ const TOP: f64 = 24.0;
 const RIGHT: f64 = 40.0;
 
 /// A state or outcome as a CSS class: its letters only.
-pub fn class(word: &str) -> String {
+pub(super) fn class(word: &str) -> String {
     word.chars()
         .filter(|c| c.is_ascii_alphanumeric() || *c == '_')
         .collect()
@@ -143,7 +143,7 @@ fn lane(out: &mut String, scale: &Scale, call: &CallBar, y: f64) {
 }
 
 /// The session's timeline.
-pub fn timeline(session: &Session) -> String {
+pub(super) fn timeline(session: &Session) -> String {
     let (start, end) = span(session);
     let scale = Scale { start, end };
     let height = TOP + LANE * session.calls.len() as f64 + 6.0;

@@ -63,7 +63,7 @@ pub(super) struct Brief {
 }
 
 impl Brief {
-    pub fn new(settings: &Settings, base: Record, origin: Instant) -> Brief {
+    pub(super) fn new(settings: &Settings, base: Record, origin: Instant) -> Brief {
         let journal = settings.journal.as_ref();
         Brief {
             record: settings.record.path.clone(),
@@ -78,7 +78,7 @@ impl Brief {
 /// The Windows watchdog's life (`mcp-bound-watchdog heir HANDLE`): read
 /// the line until mcp-bound says done, or goes away; then, the tree
 /// ended, write the last words the brief makes possible.
-pub fn heir(args: &[std::ffi::OsString]) -> i32 {
+pub(crate) fn heir(args: &[std::ffi::OsString]) -> i32 {
     let line = args
         .get(2)
         .and_then(|value| crate::sys::heir_line(&value.to_string_lossy()).ok());

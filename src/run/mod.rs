@@ -31,7 +31,7 @@ mod steps;
 
 use call::{Ended, Received, Validated};
 use context::Context;
-pub use last_words::heir;
+pub(crate) use last_words::heir;
 use steps::Prepared;
 
 /// Run the call; the result is mcp-bound's exit code. Its options were
@@ -39,7 +39,7 @@ use steps::Prepared;
 /// a refusal that nothing was started (exit 125, no record), never a
 /// usage error; from the record on, the call goes through its steps
 /// (`steps.rs`, `call.rs`).
-pub fn run(settings: Settings) -> Result<i32, Error> {
+pub(crate) fn run(settings: Settings) -> Result<i32, Error> {
     let settings = &settings;
     let origin = Instant::now();
     let started_at = SystemTime::now();

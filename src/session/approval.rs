@@ -186,7 +186,7 @@ impl Session {
     }
 
     /// The approvers to start, in order.
-    pub fn take_asks(&mut self) -> Vec<Ask> {
+    pub(crate) fn take_asks(&mut self) -> Vec<Ask> {
         self.gate
             .as_mut()
             .map(|g| std::mem::take(&mut g.asks))
@@ -194,7 +194,7 @@ impl Session {
     }
 
     /// The tickets whose approver is to be ended (decided without it).
-    pub fn take_approver_ends(&mut self) -> Vec<u64> {
+    pub(crate) fn take_approver_ends(&mut self) -> Vec<u64> {
         self.gate
             .as_mut()
             .map(|g| std::mem::take(&mut g.ends))
@@ -203,7 +203,7 @@ impl Session {
 
     /// The approver for `ticket` exited: 0 approves, anything else
     /// denies, `reason` (its first line, bounded and masked) saying why.
-    pub fn on_approver_exit(
+    pub(crate) fn on_approver_exit(
         &mut self,
         now: Instant,
         ticket: u64,
@@ -223,7 +223,7 @@ impl Session {
     }
 
     /// The approver for `ticket` could not be started.
-    pub fn on_approver_failed(&mut self, now: Instant, ticket: u64, error: String) {
+    pub(crate) fn on_approver_failed(&mut self, now: Instant, ticket: u64, error: String) {
         self.decide(now, ticket, Decision::Error, Said::why(error));
     }
 
@@ -259,7 +259,7 @@ impl Session {
 
     /// The session ends: every call still waiting is cancelled, answered,
     /// and its approver ended.
-    pub fn end_pending(&mut self, now: Instant) {
+    pub(crate) fn end_pending(&mut self, now: Instant) {
         let tickets: Vec<u64> = self
             .gate
             .as_ref()

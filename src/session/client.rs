@@ -66,14 +66,20 @@ impl Session {
     /// A complete line from the client: what to pass on goes to `out`
     /// (the line itself, byte-exact, unless some of it was answered here).
     /// `out_at`: where `out[0]` sits in the stream for the server's stdin.
-    pub fn on_client_line(&mut self, now: Instant, line: &[u8], out: &mut Vec<u8>, out_at: u64) {
+    pub(crate) fn on_client_line(
+        &mut self,
+        now: Instant,
+        line: &[u8],
+        out: &mut Vec<u8>,
+        out_at: u64,
+    ) {
         self.note_line_end(line, out, out_at);
         self.client_line(now, line, out, Form::new(line, false));
     }
 
     /// The client's last line, with no newline before EOF: a server that
     /// iterates over lines still reads it, so it is read here too.
-    pub fn on_client_last_line(
+    pub(crate) fn on_client_last_line(
         &mut self,
         now: Instant,
         line: &[u8],

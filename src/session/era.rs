@@ -45,7 +45,7 @@ pub(crate) struct Spoken {
 
 impl Spoken {
     /// A request that went to the server.
-    pub fn on_request(&mut self, method: &str, params: Option<&str>) {
+    pub(super) fn on_request(&mut self, method: &str, params: Option<&str>) {
         if method == "initialize" {
             if self.era != Some(Era::Legacy) {
                 let version = params

@@ -28,7 +28,7 @@ pub(crate) enum Kind {
 
 impl Kind {
     /// Its name, as spans carry it.
-    pub fn word(self) -> &'static str {
+    pub(crate) fn word(self) -> &'static str {
         match self {
             Kind::Call => "call",
             Kind::Stream => "stream",
@@ -37,7 +37,7 @@ impl Kind {
         }
     }
 
-    pub fn of(method: &str) -> Kind {
+    pub(crate) fn of(method: &str) -> Kind {
         match method {
             "subscriptions/listen" => Kind::Stream,
             "tasks/result" => Kind::TaskResult,
@@ -49,7 +49,7 @@ impl Kind {
     /// Whether the default --request-timeout applies (a method's own
     /// timeout always does): a stream and a task's result wait by design,
     /// and the host times the opening.
-    pub fn timed_by_default(self) -> bool {
+    pub(crate) fn timed_by_default(self) -> bool {
         match self {
             Kind::Call => true,
             Kind::Stream | Kind::TaskResult | Kind::Opening => false,
@@ -57,7 +57,7 @@ impl Kind {
     }
 
     /// Whether the server may end it with `notifications/cancelled`.
-    pub fn ended_by_a_server_cancel(self) -> bool {
+    pub(crate) fn ended_by_a_server_cancel(self) -> bool {
         match self {
             Kind::Stream => true,
             Kind::Call | Kind::TaskResult | Kind::Opening => false,
@@ -67,7 +67,7 @@ impl Kind {
     /// Whether it is answered, and counted as cut off, when the host ends
     /// the session (its hang-up or signal): a stream just ends, since the
     /// host is going away; a call may have acted, and says so.
-    pub fn answered_at_the_hosts_end(self) -> bool {
+    pub(crate) fn answered_at_the_hosts_end(self) -> bool {
         match self {
             Kind::Call | Kind::TaskResult | Kind::Opening => true,
             Kind::Stream => false,

@@ -12,7 +12,7 @@ pub(crate) struct Answered {
 }
 
 impl Answered {
-    pub fn new(cap: usize) -> Answered {
+    pub(super) fn new(cap: usize) -> Answered {
         Answered {
             order: VecDeque::new(),
             keys: HashSet::new(),
@@ -20,7 +20,7 @@ impl Answered {
         }
     }
 
-    pub fn insert(&mut self, key: String) {
+    pub(super) fn insert(&mut self, key: String) {
         if self.order.len() >= self.cap
             && let Some(old) = self.order.pop_front()
         {
@@ -32,7 +32,7 @@ impl Answered {
     }
 
     /// True (once) if `key` was answered here.
-    pub fn take(&mut self, key: &str) -> bool {
+    pub(super) fn take(&mut self, key: &str) -> bool {
         if !self.keys.remove(key) {
             return false;
         }

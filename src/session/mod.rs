@@ -59,10 +59,9 @@ pub(crate) use answer::{REQUEST_TIMEOUT, SERVER_ERROR};
 use audit::End;
 use late::Answered;
 
-pub use audit::{
-    Audit, Irregular, McpDecision, McpRequest, McpResponse, McpRestart, McpTask, RequestOutcome,
-    ResultType, TaskStatus,
-};
+pub(crate) use audit::McpRestart;
+pub(crate) use audit::{Audit, Irregular, RequestOutcome, ResultType, TaskStatus};
+pub use audit::{McpDecision, McpRequest, McpResponse, McpTask};
 #[cfg(feature = "fuzzing")]
 pub use fuzz::fuzz_client_line;
 pub(crate) use gate::Ask;
@@ -70,12 +69,12 @@ pub(crate) use gate::Ask;
 #[cfg(all(test, unix))]
 pub(crate) use gate::DecidedBy;
 pub(crate) use gate::glob_regex;
-pub use gate::{ApproverCommand, ToolGate};
-pub use pinning::{McpToolDrift, ToolPinning};
-pub use policy::{AuditRequests, SessionPolicy};
-pub use refusal::Refusal;
+pub(crate) use gate::{ApproverCommand, ToolGate};
+pub(crate) use pinning::{McpToolDrift, ToolPinning};
+pub(crate) use policy::{AuditRequests, SessionPolicy};
+pub(crate) use refusal::Refusal;
 use replay::Replay;
-pub use restart::RestartPolicy;
+pub(crate) use restart::RestartPolicy;
 pub(crate) use restart::Restarts;
 pub(crate) use traced::{Decided, Propagation, Traced};
 
@@ -179,7 +178,7 @@ struct Opening {
 }
 
 impl Session {
-    pub fn new(policy: SessionPolicy, call_id: String) -> Session {
+    pub(crate) fn new(policy: SessionPolicy, call_id: String) -> Session {
         let max_in_flight = policy.max_in_flight;
         let gate = policy.tools.clone().map(gate::Gate::new);
         let facts = McpFacts {
@@ -213,23 +212,23 @@ impl Session {
     }
 
     /// The earliest request or approval deadline.
-    pub fn deadline(&self) -> Option<Instant> {
+    pub(crate) fn deadline(&self) -> Option<Instant> {
         let request = self.deadlines.keys().next().map(|(at, _)| *at);
         let approval = self.gate.as_ref().and_then(gate::Gate::deadline);
         request.into_iter().chain(approval).min()
     }
 
-    pub fn in_flight(&self) -> usize {
+    pub(crate) fn in_flight(&self) -> usize {
         self.in_flight.len()
     }
 
-    pub fn server_gone(&self) -> bool {
+    pub(crate) fn server_gone(&self) -> bool {
         self.gone.is_some()
     }
 
     /// The requests in flight now, oldest first (the first 32), as the
     /// record lists what an end cut off.
-    pub fn in_flight_now(&self) -> Vec<Interrupted> {
+    pub(crate) fn in_flight_now(&self) -> Vec<Interrupted> {
         let mut entries: Vec<(&Key, &InFlight)> = self.in_flight.iter().collect();
         entries.sort_by_key(|(_, entry)| entry.seq);
         entries
@@ -247,7 +246,7 @@ impl Session {
 
     /// A restarted server (`attempt` counts restarts): requests may come
     /// again; the line to bring it to the first server's state, if any.
-    pub fn on_restarted(
+    pub(crate) fn on_restarted(
         &mut self,
         attempt: u64,
         pid: u32,
@@ -271,55 +270,55 @@ impl Session {
     }
 
     /// What the incarnation that runs was spoken to in, so far.
-    pub fn spoken(&self) -> (Option<Era>, Option<String>) {
+    pub(crate) fn spoken(&self) -> (Option<Era>, Option<String>) {
         let spoken = &self.opening.spoken;
         (spoken.era, spoken.protocol_version.clone())
     }
 
     /// What the incarnation that went away was spoken to in; the next
     /// one starts unknown.
-    pub fn take_spoken(&mut self) -> (Option<Era>, Option<String>) {
+    pub(crate) fn take_spoken(&mut self) -> (Option<Era>, Option<String>) {
         let spoken = std::mem::take(&mut self.opening.spoken);
         (spoken.era, spoken.protocol_version)
     }
 
     /// The replayed initialize is still unanswered.
-    pub fn replaying(&self) -> bool {
+    pub(crate) fn replaying(&self) -> bool {
         self.opening.replay.waiting()
     }
 
     /// How the replayed initialize went, once.
-    pub fn take_replayed(&mut self) -> Option<Result<(), String>> {
+    pub(crate) fn take_replayed(&mut self) -> Option<Result<(), String>> {
         self.opening.replayed.take()
     }
 
     /// The facts, for the loop to add what only it knows.
-    pub fn facts_mut(&mut self) -> &mut McpFacts {
+    pub(crate) fn facts_mut(&mut self) -> &mut McpFacts {
         &mut self.facts
     }
 
     /// Audit facts wait to be taken.
-    pub fn has_audit(&self) -> bool {
+    pub(crate) fn has_audit(&self) -> bool {
         !self.out.audit.is_empty()
     }
 
-    pub fn take_audit(&mut self) -> Vec<Audit> {
+    pub(crate) fn take_audit(&mut self) -> Vec<Audit> {
         std::mem::take(&mut self.out.audit)
     }
 
-    pub fn facts(&self) -> McpFacts {
+    pub(crate) fn facts(&self) -> McpFacts {
         self.facts.clone()
     }
 
     /// The server's stderr has had `bytes` so far (a request notes where
     /// it stood when the request came).
-    pub fn note_stderr_seen(&mut self, bytes: u64) {
+    pub(crate) fn note_stderr_seen(&mut self, bytes: u64) {
         self.stderr_seen = bytes;
     }
 
     /// The stream for the server's stdin has had `bytes` queued so far
     /// (what `to_server` holds goes after them).
-    pub fn note_server_stream(&mut self, bytes: u64) {
+    pub(crate) fn note_server_stream(&mut self, bytes: u64) {
         self.server_stream = bytes;
     }
 
@@ -354,7 +353,7 @@ impl Session {
     /// `stderr_since(n)`: the last `n` bytes of the server's stderr (at
     /// most what a crash answer carries), masked; asked only for a request
     /// that timed out while the server wrote some.
-    pub fn tick(&mut self, now: Instant, stderr_since: &mut dyn FnMut(u64) -> String) {
+    pub(crate) fn tick(&mut self, now: Instant, stderr_since: &mut dyn FnMut(u64) -> String) {
         self.tick_gate(now);
         while let Some(entry) = self.deadlines.first_key_value() {
             if entry.0.0 > now {
@@ -389,7 +388,7 @@ impl Session {
     /// cut them off too).
     /// `host_ended`: the host ended the session (its hang-up or signal):
     /// then streams end unanswered, and are not counted as cut off.
-    pub fn on_server_gone(
+    pub(crate) fn on_server_gone(
         &mut self,
         now: Instant,
         exit: Option<Exit>,

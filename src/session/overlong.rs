@@ -18,7 +18,7 @@ impl Session {
     /// the piece with its newline comes, the request entry (for a line the
     /// audit cannot read, whatever it may hold) is made first, and the
     /// loop writes it to the journal before that piece reaches the server.
-    pub fn on_client_overlong(&mut self, piece: &[u8], first: bool, out: &mut Vec<u8>) {
+    pub(crate) fn on_client_overlong(&mut self, piece: &[u8], first: bool, out: &mut Vec<u8>) {
         if first {
             self.facts.client.non_jsonrpc_lines += 1;
             // A gate cannot read it, so it might be a tools/call: refused.
@@ -46,7 +46,7 @@ impl Session {
     }
 
     /// The client's stream ended inside a line over --max-message-bytes.
-    pub fn on_client_overlong_eof(&mut self) {
+    pub(crate) fn on_client_overlong_eof(&mut self) {
         self.end_overlong(true);
     }
 

@@ -10,7 +10,7 @@ use crate::units::limit_millis;
 
 /// Which requests get `mcp_request`/`mcp_response` journal entries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum AuditRequests {
+pub(crate) enum AuditRequests {
     /// tools/call, resources/read and prompts/get: the calls that act or read.
     Tools,
     All,
@@ -30,7 +30,7 @@ impl AuditRequests {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SessionPolicy {
+pub(crate) struct SessionPolicy {
     /// For any method without a timeout of its own.
     pub default_timeout: Option<Duration>,
     /// A method's own timeout (None: that method has none); the last
@@ -69,7 +69,7 @@ impl SessionPolicy {
             .map_or(default, |(_, t)| *t)
     }
 
-    pub fn limits(&self) -> SessionLimits {
+    pub(crate) fn limits(&self) -> SessionLimits {
         SessionLimits {
             request_timeout_ms: self.default_timeout.map(limit_millis),
             method_timeouts_ms: self

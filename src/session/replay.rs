@@ -52,7 +52,7 @@ pub(crate) struct Replay {
 
 impl Replay {
     /// A client request went to the server.
-    pub fn on_client_request(&mut self, key: &str, method: &str, params: Option<&str>) {
+    pub(super) fn on_client_request(&mut self, key: &str, method: &str, params: Option<&str>) {
         if method == "initialize" && self.client.is_none() {
             self.client = Some((key.to_string(), params.map(str::to_string)));
         }
@@ -61,7 +61,11 @@ impl Replay {
     /// A server response: `Some` when it answers mcp-bound's own
     /// initialize (it is consumed); the first server's answer to the
     /// client's initialize is kept on the way through.
-    pub fn on_server_response(&mut self, key: &str, result: Option<&str>) -> Option<Replayed> {
+    pub(super) fn on_server_response(
+        &mut self,
+        key: &str,
+        result: Option<&str>,
+    ) -> Option<Replayed> {
         // Parsed only when it answers an initialize: not every response.
         let init = || result.and_then(|r| serde_json::from_str::<ServerInit>(r).ok());
         if self.pending.as_deref() == Some(key) {
@@ -79,7 +83,7 @@ impl Replay {
 
     /// A restarted server: the line to send it first, if the client had
     /// initialized the first one.
-    pub fn start(&mut self, attempt: u64) -> Option<Vec<u8>> {
+    pub(super) fn start(&mut self, attempt: u64) -> Option<Vec<u8>> {
         let (_, params) = self.client.as_ref()?;
         self.first.as_ref()?;
         let id = format!("\"mcp-bound-replay-{attempt}\"");
@@ -95,7 +99,7 @@ impl Replay {
     }
 
     /// The params of the client's initialize, as it sent them.
-    pub fn client_params(&self) -> Option<&str> {
+    pub(super) fn client_params(&self) -> Option<&str> {
         self.client
             .as_ref()
             .and_then(|(_, params)| params.as_deref())
@@ -103,7 +107,7 @@ impl Replay {
 
     /// The first server's `serverInfo.name`, if it gave one (in its
     /// initialize result, or in 2026-07-28 a result's `_meta`).
-    pub fn server_name(&self) -> Option<&str> {
+    pub(super) fn server_name(&self) -> Option<&str> {
         self.first
             .as_ref()
             .and_then(|f| f.server_info.as_ref())
@@ -113,7 +117,7 @@ impl Replay {
 
     /// A 2026-07-28 result (its text): the server's name in its `_meta`,
     /// kept once seen.
-    pub fn on_modern_result(&mut self, result: &str) {
+    pub(super) fn on_modern_result(&mut self, result: &str) {
         const KEY: &str = "io.modelcontextprotocol/serverInfo";
         if self.modern_name.is_some() || !result.contains(KEY) {
             return;
@@ -129,7 +133,7 @@ impl Replay {
             .and_then(|m| m.get(KEY)?.get("name")?.as_str().map(str::to_string));
     }
 
-    pub fn waiting(&self) -> bool {
+    pub(super) fn waiting(&self) -> bool {
         self.pending.is_some()
     }
 

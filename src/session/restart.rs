@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use crate::record::mcp::{NoRestart, RestartMode};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RestartPolicy {
+pub(crate) struct RestartPolicy {
     pub mode: RestartMode,
     pub max_restarts: u32,
     pub window: Duration,
@@ -26,7 +26,7 @@ pub(crate) struct Restarts {
 }
 
 impl Restarts {
-    pub fn new(policy: RestartPolicy) -> Restarts {
+    pub(crate) fn new(policy: RestartPolicy) -> Restarts {
         Restarts {
             policy,
             recent: VecDeque::new(),
@@ -35,7 +35,7 @@ impl Restarts {
 
     /// The server went away on its own at `now` (`failed`: not exit 0):
     /// how long to wait before starting it again, or why not.
-    pub fn after_exit(&mut self, now: Instant, failed: bool) -> Result<Duration, NoRestart> {
+    pub(crate) fn after_exit(&mut self, now: Instant, failed: bool) -> Result<Duration, NoRestart> {
         match self.policy.mode {
             RestartMode::Never => return Err(NoRestart::Never),
             RestartMode::OnFailure if !failed => return Err(NoRestart::CleanExit),

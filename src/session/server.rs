@@ -18,7 +18,7 @@ impl Session {
     /// A complete line from the server, offered by the stdout guard: what
     /// reaches the client goes to `out`. False if the line is not one
     /// JSON message (then nothing was taken: the guard diverts it).
-    pub fn on_server_line(&mut self, now: Instant, line: &[u8], out: &mut Vec<u8>) -> bool {
+    pub(crate) fn on_server_line(&mut self, now: Instant, line: &[u8], out: &mut Vec<u8>) -> bool {
         match message::parse(line) {
             Line::NotJson => return false,
             Line::One(message) => {
@@ -248,7 +248,7 @@ impl Session {
     /// neither be filtered nor told apart by id. Each `tools/list` waiting
     /// is answered refused (its late answer, if any, dropped), never left
     /// to wait for one the client will not get.
-    pub fn on_server_overlong(&mut self, now: Instant) {
+    pub(crate) fn on_server_overlong(&mut self, now: Instant) {
         if !self.gate.as_ref().is_some_and(|g| g.filters()) {
             return;
         }

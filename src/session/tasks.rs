@@ -32,7 +32,7 @@ pub(crate) struct Tasks {
 }
 
 impl Tasks {
-    pub fn new(cap: usize) -> Tasks {
+    pub(super) fn new(cap: usize) -> Tasks {
         Tasks {
             open: super::HashMap::default(),
             order: VecDeque::new(),
@@ -40,11 +40,11 @@ impl Tasks {
         }
     }
 
-    pub fn is_open(&self, task_id: &str) -> bool {
+    pub(super) fn is_open(&self, task_id: &str) -> bool {
         self.open.contains_key(task_id)
     }
 
-    pub fn created(&mut self, task_id: String, created: Created) {
+    pub(super) fn created(&mut self, task_id: String, created: Created) {
         if self.open.len() >= self.cap
             && let Some(oldest) = self.order.pop_front()
         {
@@ -56,7 +56,7 @@ impl Tasks {
     }
 
     /// The task ended: what created it (once).
-    pub fn ended(&mut self, task_id: &str) -> Option<Created> {
+    pub(super) fn ended(&mut self, task_id: &str) -> Option<Created> {
         let created = self.open.remove(task_id)?;
         self.order.retain(|id| id != task_id);
         Some(created)
@@ -64,7 +64,7 @@ impl Tasks {
 
     /// Every open task's id, oldest first (for a server that is gone:
     /// each is then ended as lost).
-    pub fn open_ids(&self) -> Vec<String> {
+    pub(super) fn open_ids(&self) -> Vec<String> {
         self.order.iter().cloned().collect()
     }
 }

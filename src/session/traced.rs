@@ -102,7 +102,7 @@ pub(crate) struct Gated {
 
 impl Tracing {
     /// A call the gate decides came, with this context.
-    pub fn gated(&mut self, id: &str, params: Option<&str>, bound: usize) {
+    pub(super) fn gated(&mut self, id: &str, params: Option<&str>, bound: usize) {
         if self.gated.len() < bound {
             let client = client_context(params);
             self.gated.insert(
@@ -115,14 +115,14 @@ impl Tracing {
         }
     }
 
-    pub fn decided(&mut self, id: &str, decided: Decided) {
+    pub(super) fn decided(&mut self, id: &str, decided: Decided) {
         if let Some(gated) = self.gated.get_mut(id) {
             gated.decision = Some(decided);
         }
     }
 
     /// What the gate said of a call that ends.
-    pub fn take_gated(&mut self, id: &str) -> Gated {
+    pub(super) fn take_gated(&mut self, id: &str) -> Gated {
         if self.gated.is_empty() {
             return Gated::default();
         }
@@ -133,7 +133,7 @@ impl Tracing {
 impl Session {
     /// Span export is on: each request that ends is handed on
     /// (`take_traced`).
-    pub fn trace_requests(&mut self, propagation: Option<Propagation>) {
+    pub(crate) fn trace_requests(&mut self, propagation: Option<Propagation>) {
         self.out.tracing = Some(Tracing {
             propagation,
             ..Tracing::default()
@@ -174,7 +174,7 @@ impl Session {
     }
 
     /// The requests that ended since the last call.
-    pub fn take_traced(&mut self) -> Vec<Traced> {
+    pub(crate) fn take_traced(&mut self) -> Vec<Traced> {
         self.out
             .tracing
             .as_mut()

@@ -19,10 +19,10 @@ use crate::approve;
 use crate::cli::{Cli, Echo, Given};
 use crate::diagnostics::FloodPath;
 use crate::error::{Error, NotStarted};
-pub use crate::live::LiveBudget;
+pub(crate) use crate::live::LiveBudget;
 use crate::redact::Redactor;
 use crate::session::SessionPolicy;
-pub use crate::stderr_log::StderrLogSettings;
+pub(crate) use crate::stderr_log::StderrLogSettings;
 use crate::termination::Policy;
 
 pub(crate) mod defaults;
@@ -34,7 +34,7 @@ pub use rules::dependent_options;
 
 /// What is kept of stderr and how it leaves.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CaptureSettings {
+pub(crate) struct CaptureSettings {
     pub head_bytes: usize,
     pub tail_bytes: usize,
     pub excerpt_bytes: usize,
@@ -49,7 +49,7 @@ pub struct CaptureSettings {
 
 /// Where the record goes, and the ids in it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RecordSettings {
+pub(crate) struct RecordSettings {
     /// This run's record file (a --record template filled in).
     pub path: Option<PathBuf>,
     /// The template and how many of its final records to keep.
@@ -62,7 +62,7 @@ pub struct RecordSettings {
 
 /// The MCP server mode parts, each resolved from --mcp and its own flag.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StreamSettings {
+pub(crate) struct StreamSettings {
     /// Some(max message bytes): stdout is guarded as JSON-RPC lines.
     pub guard: Option<usize>,
     /// The limit a guarded line may reach (recorded even when unguarded).
@@ -73,19 +73,19 @@ pub struct StreamSettings {
     pub session: Option<SessionPolicy>,
 }
 
-pub struct ApprovalSettings {
+pub(crate) struct ApprovalSettings {
     pub method: approve::Method,
     pub timeout: Duration,
 }
 
-pub struct JournalSettings {
+pub(crate) struct JournalSettings {
     pub path: PathBuf,
     pub key: Option<PathBuf>,
     pub excerpt_bytes: usize,
 }
 
 /// One call's settings.
-pub struct Settings {
+pub(crate) struct Settings {
     pub command: Vec<OsString>,
     pub policy: Policy,
     /// --rlimit, in the order given (a later one for a resource wins).
@@ -109,7 +109,7 @@ impl Settings {
     /// export resolved with `env`, `--redact` compiled, and every rule
     /// checked. An error here is a usage error, or a refusal that nothing
     /// was started; past it, a call cannot fail for its options.
-    pub fn resolve(
+    pub(crate) fn resolve(
         cli: &Cli,
         given: &Given,
         env: &dyn Fn(&str) -> Option<String>,

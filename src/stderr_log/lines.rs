@@ -16,7 +16,7 @@ pub(crate) struct Lines {
 }
 
 impl Lines {
-    pub fn new(redactor: Redactor, timestamps: bool) -> Lines {
+    pub(super) fn new(redactor: Redactor, timestamps: bool) -> Lines {
         Lines {
             redactor: LineRedactor::new(redactor),
             timestamps,
@@ -26,14 +26,14 @@ impl Lines {
     }
 
     /// Bytes read at `now` (RFC 3339): finished lines are appended to `out`.
-    pub fn feed(&mut self, now: &str, bytes: &[u8], out: &mut Vec<u8>) {
+    pub(super) fn feed(&mut self, now: &str, bytes: &[u8], out: &mut Vec<u8>) {
         self.scratch.clear();
         self.redactor.feed(bytes, &mut self.scratch);
         self.emit(now, out);
     }
 
     /// The stream ended: a held partial line goes out, with a newline.
-    pub fn finish(&mut self, now: &str, out: &mut Vec<u8>) {
+    pub(super) fn finish(&mut self, now: &str, out: &mut Vec<u8>) {
         self.scratch.clear();
         self.redactor.flush(&mut self.scratch);
         if !self.scratch.is_empty() && self.scratch.last() != Some(&b'\n') {
@@ -43,7 +43,7 @@ impl Lines {
     }
 
     /// A line of mcp-bound's own, at a line boundary.
-    pub fn marker(&mut self, now: &str, text: &str, out: &mut Vec<u8>) {
+    pub(super) fn marker(&mut self, now: &str, text: &str, out: &mut Vec<u8>) {
         if !self.at_line_start {
             // A piece of an over-long line is out: end it first.
             out.push(b'\n');

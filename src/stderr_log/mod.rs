@@ -42,7 +42,7 @@ const QUEUE_LIMIT: usize = 4 << 20;
 pub(crate) const WRITE_PER_TURN: usize = QUEUE_LIMIT;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StderrLogSettings {
+pub(crate) struct StderrLogSettings {
     pub path: PathBuf,
     pub size: u64,
     pub keep: u32,
@@ -80,7 +80,10 @@ pub(crate) struct StderrLog {
 impl StderrLog {
     /// Open (or take over) the log before dispatch. On failure: the error
     /// line; the caller refuses the call unless the log is optional.
-    pub fn open(settings: &StderrLogSettings, redactor: Redactor) -> Result<StderrLog, String> {
+    pub(crate) fn open(
+        settings: &StderrLogSettings,
+        redactor: Redactor,
+    ) -> Result<StderrLog, String> {
         let shown = settings.path.display();
         // A device or a FIFO (/dev/full, a pipe to a shipper) is written
         // as it is: no lock file beside it, no rotation.
@@ -155,7 +158,7 @@ impl StderrLog {
     }
 
     /// A line of mcp-bound's own (start, restart, end).
-    pub fn marker(&mut self, text: &str) {
+    pub(crate) fn marker(&mut self, text: &str) {
         let mut out = std::mem::take(&mut self.scratch);
         out.clear();
         self.lines.marker(&now_rfc3339(), text, &mut out);
@@ -164,7 +167,7 @@ impl StderrLog {
     }
 
     /// Drained bytes: masked, framed, queued.
-    pub fn offer(&mut self, bytes: &[u8]) {
+    pub(crate) fn offer(&mut self, bytes: &[u8]) {
         if self.file.is_none() {
             self.facts.bytes_dropped += bytes.len() as u64;
             return;
@@ -211,14 +214,14 @@ impl StderrLog {
     }
 
     /// Lines wait to be written.
-    pub fn pending(&self) -> bool {
+    pub(crate) fn pending(&self) -> bool {
         self.file.is_some() && self.start < self.queue.len()
     }
 
     /// Write up to `limit` bytes of what waits, in as few writes as the
     /// rotation allows: each write ends at a line end (or, for a line
     /// longer than a file, at the cap).
-    pub fn write_some(&mut self, limit: usize) {
+    pub(crate) fn write_some(&mut self, limit: usize) {
         let mut budget = limit;
         while budget > 0 && self.file.is_some() && self.start < self.queue.len() {
             let waiting = self.queue.len() - self.start;
@@ -320,7 +323,7 @@ impl StderrLog {
     }
 
     /// The stream ended: a held partial line, then `end`, all written.
-    pub fn finish(&mut self, end: &str) {
+    pub(crate) fn finish(&mut self, end: &str) {
         let mut out = std::mem::take(&mut self.scratch);
         out.clear();
         self.lines.finish(&now_rfc3339(), &mut out);
@@ -330,7 +333,7 @@ impl StderrLog {
         self.write_some(usize::MAX);
     }
 
-    pub fn facts(&self) -> StderrLogFacts {
+    pub(crate) fn facts(&self) -> StderrLogFacts {
         self.facts.clone()
     }
 }

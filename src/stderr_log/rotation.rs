@@ -21,7 +21,7 @@ pub(crate) struct Rotation {
 }
 
 impl Rotation {
-    pub fn new(cap: u64, size: u64) -> Rotation {
+    pub(super) fn new(cap: u64, size: u64) -> Rotation {
         Rotation {
             cap: cap.max(1),
             size,
@@ -29,7 +29,7 @@ impl Rotation {
     }
 
     /// The next step for a line with `len` bytes still to write.
-    pub fn step(&self, len: usize) -> Step {
+    pub(super) fn step(&self, len: usize) -> Step {
         let room = self.cap.saturating_sub(self.size);
         if len as u64 <= room {
             Step::Write(len)
@@ -42,15 +42,15 @@ impl Rotation {
     }
 
     /// Bytes the current file can still take.
-    pub fn room(&self) -> usize {
+    pub(super) fn room(&self) -> usize {
         self.cap.saturating_sub(self.size) as usize
     }
 
-    pub fn wrote(&mut self, n: usize) {
+    pub(super) fn wrote(&mut self, n: usize) {
         self.size += n as u64;
     }
 
-    pub fn rotated(&mut self) {
+    pub(super) fn rotated(&mut self) {
         self.size = 0;
     }
 }

@@ -41,7 +41,12 @@ pub(crate) enum Toggled {
 }
 
 impl LiveOutput {
-    pub fn new(budget: LiveBudget, now: Instant, redactor: Redactor, sink: Sink) -> LiveOutput {
+    pub(super) fn new(
+        budget: LiveBudget,
+        now: Instant,
+        redactor: Redactor,
+        sink: Sink,
+    ) -> LiveOutput {
         LiveOutput {
             live: Live::new(budget.rate, budget.burst, now, redactor),
             sink,
@@ -51,7 +56,7 @@ impl LiveOutput {
 
     /// A SIGUSR1: open the debug window, or close the open one. Our own
     /// line says so among the helper's.
-    pub fn toggle_window(&mut self, now: Instant) -> Toggled {
+    pub(super) fn toggle_window(&mut self, now: Instant) -> Toggled {
         if self.windows.is_open() {
             return Toggled::Closed(self.close_window(now, WindowEnd::Signal));
         }
@@ -68,7 +73,7 @@ impl LiveOutput {
     }
 
     /// The open window's end, if it passed or its bytes are spent.
-    pub fn window_due(&mut self, now: Instant) -> Option<Closed> {
+    pub(super) fn window_due(&mut self, now: Instant) -> Option<Closed> {
         let end = if self.live.window_spent() {
             WindowEnd::Bytes
         } else if self.windows.until().is_some_and(|until| now >= until) {
@@ -80,7 +85,7 @@ impl LiveOutput {
     }
 
     /// The call ends: an open window closes with it.
-    pub fn end_window(&mut self, now: Instant) -> Option<Closed> {
+    pub(super) fn end_window(&mut self, now: Instant) -> Option<Closed> {
         self.windows
             .is_open()
             .then(|| self.close_window(now, WindowEnd::Exit))
@@ -104,22 +109,22 @@ impl LiveOutput {
     }
 
     /// Diagnostic bytes, in order: queue what the budget allows, and write.
-    pub fn offer(&mut self, now: Instant, bytes: &[u8]) {
+    pub(super) fn offer(&mut self, now: Instant, bytes: &[u8]) {
         self.live.offer(now, bytes);
     }
 
     /// A line of mcp-bound's own, among the helper's.
-    pub fn notice(&mut self, line: &str) {
+    pub(super) fn notice(&mut self, line: &str) {
         self.live.notice(line);
     }
 
     /// Time passed: a pending drop marker may now fit.
-    pub fn tick(&mut self, now: Instant) {
+    pub(super) fn tick(&mut self, now: Instant) {
         self.live.tick(now);
     }
 
     /// When the pending marker will fit, or the debug window closes.
-    pub fn wake_at(&self) -> Option<Instant> {
+    pub(super) fn wake_at(&self) -> Option<Instant> {
         [self.live.wake_at(), self.windows.until()]
             .into_iter()
             .flatten()
@@ -127,7 +132,7 @@ impl LiveOutput {
     }
 
     /// Our stderr, when bytes wait for it.
-    pub fn write_interest(&self) -> Option<RawFd> {
+    pub(super) fn write_interest(&self) -> Option<RawFd> {
         if self.live.is_empty() {
             None
         } else {
@@ -136,14 +141,14 @@ impl LiveOutput {
     }
 
     /// poll() said our stderr may take bytes (or is gone).
-    pub fn on_writable(&mut self) {
+    pub(super) fn on_writable(&mut self) {
         self.sink.writable();
         self.flush();
     }
 
     /// Write what waits, as far as our stderr takes it. If its reader is
     /// gone, what waits is counted as dropped (not forgotten).
-    pub fn flush(&mut self) {
+    pub(super) fn flush(&mut self) {
         while !self.live.is_empty() {
             match self.sink.try_write(self.live.front()) {
                 Wrote::Bytes(n) => self.live.consume(n),
@@ -157,14 +162,14 @@ impl LiveOutput {
     }
 
     /// The helper's stderr ended: a held partial line goes out (masked).
-    pub fn finish_stream(&mut self) {
+    pub(super) fn finish_stream(&mut self) {
         self.live.finish();
         self.flush();
     }
 
     /// The streams are closed: give what waits (and a drop marker the
     /// budget now allows) a bounded time to reach our stderr.
-    pub fn drain_at_exit(&mut self, limit: Duration) {
+    pub(super) fn drain_at_exit(&mut self, limit: Duration) {
         let deadline = Instant::now() + limit;
         loop {
             self.live.tick(Instant::now());
@@ -175,7 +180,7 @@ impl LiveOutput {
         }
     }
 
-    pub fn counts(&self) -> LiveCounts {
+    pub(super) fn counts(&self) -> LiveCounts {
         LiveCounts {
             forwarded: self.live.bytes_forwarded,
             dropped: self.live.bytes_dropped,

@@ -48,8 +48,8 @@ use turn::Slots;
 
 pub(crate) use approvers::REASON_BYTES;
 #[cfg(test)]
-pub use outcome::TreeFacts;
-pub use outcome::{Config, Outcome, SessionConfig, StdoutMode};
+pub(crate) use outcome::TreeFacts;
+pub(crate) use outcome::{Config, Outcome, SessionConfig, StdoutMode};
 
 /// What a read left of a stream a loop part owns: still open (bytes, or
 /// nothing this time), or closed (EOF or a read error). The one answer of
@@ -63,7 +63,7 @@ pub(crate) enum Stream {
 
 /// How the loop waits: a `sys::Poller`, or a stand-in that fails on
 /// purpose (the tests of the failure path).
-pub trait Wait {
+pub(crate) trait Wait {
     /// `ready[i]` answers `interests[i]`.
     fn wait(
         &mut self,
@@ -132,7 +132,7 @@ struct Loop<'a> {
 /// Supervise a spawned helper to the end. If mcp-bound itself cannot go
 /// on (poll fails), the helper's tree is killed and the outcome carries
 /// the failure: nothing after dispatch is ever left unsupervised.
-pub fn supervise(
+pub(crate) fn supervise(
     helper: Helper,
     dispatched_at: Instant,
     origin: Instant,

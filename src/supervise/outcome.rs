@@ -18,7 +18,7 @@ use super::live_out::LiveCounts;
 
 /// Where the helper's stdout goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StdoutMode {
+pub(crate) enum StdoutMode {
     /// To our stdout; Some(max message bytes): guarded as JSON-RPC lines.
     Forward { guard: Option<usize> },
     /// Into the diagnostics (an approver's stdout is not a result).
@@ -26,7 +26,7 @@ pub enum StdoutMode {
 }
 
 /// The session layer: our stdin relayed to the server, requests tracked.
-pub struct SessionConfig<'j> {
+pub(crate) struct SessionConfig<'j> {
     pub policy: SessionPolicy,
     /// The call's id, for the answers and the journal entries.
     pub call_id: String,
@@ -41,7 +41,7 @@ pub struct SessionConfig<'j> {
     pub confine: crate::child::Confine,
 }
 
-pub struct Config<'j> {
+pub(crate) struct Config<'j> {
     /// The call's line to its watchdog: each new server's group, and each
     /// reap (after which that group's number may be a stranger's).
     pub watchdog: Option<crate::contain::Link>,
@@ -62,7 +62,7 @@ pub struct Config<'j> {
 
 /// What the sweeps did to the helper's tree, for the record.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct TreeFacts {
+pub(crate) struct TreeFacts {
     /// Descendants signalled (`descendants_signalled`).
     pub signalled: u32,
     /// The most of this user's processes a sweep's scan for the tree's
@@ -72,7 +72,7 @@ pub struct TreeFacts {
 }
 
 #[derive(Debug)]
-pub struct Outcome {
+pub(crate) struct Outcome {
     pub exit: Option<ChildExit>,
     /// The first cancellation that arrived while the helper still ran.
     pub cancelled_while_running: Option<Cancellation>,

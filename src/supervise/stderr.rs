@@ -34,7 +34,7 @@ pub(crate) struct Intake {
 }
 
 impl Intake {
-    pub fn push(&mut self, now: Instant, bytes: &[u8]) {
+    pub(super) fn push(&mut self, now: Instant, bytes: &[u8]) {
         self.diagnostics.push(bytes);
         self.repeats.offer(bytes);
         if let Some(log) = self.log.as_mut() {
@@ -47,7 +47,7 @@ impl Intake {
 
     /// A SIGUSR1: open the debug window or close it, marked in the stderr
     /// log. A line for our stderr, once, when no window can open.
-    pub fn toggle_window(&mut self, now: Instant) -> Option<&'static str> {
+    pub(super) fn toggle_window(&mut self, now: Instant) -> Option<&'static str> {
         let toggled = self.live.as_mut().map(|live| live.toggle_window(now));
         let refusal = match toggled {
             Some(Toggled::Opened) => {
@@ -69,14 +69,14 @@ impl Intake {
     }
 
     /// The open debug window's time passed or its bytes are spent.
-    pub fn window_turn(&mut self, now: Instant) {
+    pub(super) fn window_turn(&mut self, now: Instant) {
         if let Some(closed) = self.live.as_mut().and_then(|live| live.window_due(now)) {
             self.mark_closed(closed);
         }
     }
 
     /// The call ends with a debug window open.
-    pub fn end_window(&mut self, now: Instant) {
+    pub(super) fn end_window(&mut self, now: Instant) {
         if let Some(closed) = self.live.as_mut().and_then(|live| live.end_window(now)) {
             self.mark_closed(closed);
         }
@@ -98,7 +98,7 @@ impl Intake {
 
     /// A line of mcp-bound's own for live stderr, where the helper's lines
     /// are (without --live, the stderr log's marker says it).
-    pub fn notice(&mut self, line: &str) {
+    pub(super) fn notice(&mut self, line: &str) {
         if let Some(live) = self.live.as_mut() {
             live.notice(line);
         }
@@ -106,24 +106,24 @@ impl Intake {
 
     /// Write some of what waits for the stderr log; a line for our stderr
     /// if the log just failed (said once).
-    pub fn log_turn(&mut self) -> Option<String> {
+    pub(super) fn log_turn(&mut self) -> Option<String> {
         let log = self.log.as_mut()?;
         log.write_some(crate::stderr_log::WRITE_PER_TURN);
         log.error_to_say.take()
     }
 
     /// Lines wait for the stderr log: the loop must not sleep.
-    pub fn log_pending(&self) -> bool {
+    pub(super) fn log_pending(&self) -> bool {
         self.log.as_ref().is_some_and(StderrLog::pending)
     }
 
-    pub fn flush_live(&mut self) {
+    pub(super) fn flush_live(&mut self) {
         if let Some(live) = self.live.as_mut() {
             live.flush();
         }
     }
 
-    pub fn live_counts(&self) -> LiveCounts {
+    pub(super) fn live_counts(&self) -> LiveCounts {
         self.live
             .as_ref()
             .map_or_else(LiveCounts::default, LiveOutput::counts)
@@ -137,7 +137,7 @@ pub(crate) struct StderrDrain {
 }
 
 impl StderrDrain {
-    pub fn new(pipe: File) -> StderrDrain {
+    pub(super) fn new(pipe: File) -> StderrDrain {
         StderrDrain {
             pipe: Some(pipe),
             buf: vec![0; READ_SIZE].into_boxed_slice(),
@@ -145,21 +145,21 @@ impl StderrDrain {
         }
     }
 
-    pub fn is_open(&self) -> bool {
+    pub(super) fn is_open(&self) -> bool {
         self.pipe.is_some()
     }
 
-    pub fn read_interest(&self) -> Option<RawFd> {
+    pub(super) fn read_interest(&self) -> Option<RawFd> {
         self.pipe.as_ref().map(File::as_raw_fd)
     }
 
     /// Stop reading (the helper's tree was given up on).
-    pub fn abandon(&mut self) {
+    pub(super) fn abandon(&mut self) {
         self.pipe = None;
     }
 
     /// The pipe is readable (or hung up): take what it holds.
-    pub fn drain(&mut self, now: Instant, intake: &mut Intake) -> Stream {
+    pub(super) fn drain(&mut self, now: Instant, intake: &mut Intake) -> Stream {
         if intake.diagnostics.splicing() {
             return self.move_flood(now, intake);
         }

@@ -68,7 +68,7 @@ impl StdinRelay {
         }
     }
 
-    pub fn new(server: OwnedFd, max_message: usize) -> StdinRelay {
+    pub(super) fn new(server: OwnedFd, max_message: usize) -> StdinRelay {
         let stdin = crate::sys::std_fd(0);
         // Windows: a thread reads it when the loop asks (a relay).
         crate::sys::relays_input(stdin);
@@ -100,40 +100,40 @@ impl StdinRelay {
 
     /// Our stdin, unless bytes wait for the server (back-pressure) or for
     /// the journal.
-    pub fn read_interest(&self) -> Option<RawFd> {
+    pub(super) fn read_interest(&self) -> Option<RawFd> {
         (self.source_open && !self.paused && !self.journal_held && !self.waiting())
             .then(|| self.source.as_raw_fd())
     }
 
     /// While paused, our stdin is watched for the client's hang-up only
     /// (once: a hang-up stays reported).
-    pub fn hang_up_interest(&self) -> Option<RawFd> {
+    pub(super) fn hang_up_interest(&self) -> Option<RawFd> {
         (self.source_open && self.paused && !self.hung_up).then(|| self.source.as_raw_fd())
     }
 
-    pub fn paused(&self) -> bool {
+    pub(super) fn paused(&self) -> bool {
         self.paused
     }
 
     /// Audit entries wait for the journal's lock: nothing is written to
     /// the server, nor read from the client, until they are durable.
-    pub fn hold_for_journal(&mut self, held: bool) {
+    pub(super) fn hold_for_journal(&mut self, held: bool) {
         self.journal_held = held;
     }
 
     /// Our stdin hung up while paused: nothing is read until `resume`.
-    pub fn note_hang_up(&mut self) {
+    pub(super) fn note_hang_up(&mut self) {
         self.hung_up = true;
     }
 
     /// The client hung up while a restart was under way.
-    pub fn hung_up(&self) -> bool {
+    pub(super) fn hung_up(&self) -> bool {
         self.hung_up
     }
 
     /// The server's stdin, when bytes wait for it (and not for the
     /// journal).
-    pub fn write_interest(&self) -> Option<RawFd> {
+    pub(super) fn write_interest(&self) -> Option<RawFd> {
         match &self.server {
             Some(file) if self.waiting() && !self.journal_held => Some(file.as_raw_fd()),
             _ => None,
@@ -141,7 +141,7 @@ impl StdinRelay {
     }
 
     /// Our stdin is readable or hung up: read once and frame.
-    pub fn on_readable(&mut self, now: Instant, session: &mut Session) -> Stream {
+    pub(super) fn on_readable(&mut self, now: Instant, session: &mut Session) -> Stream {
         match crate::sys::read_pipe(&mut self.source, &mut self.read_buf) {
             Ok(0) => self.eof(now, session),
             Ok(n) => {
@@ -188,7 +188,7 @@ impl StdinRelay {
 
     /// Lines the session wrote for the server (cancellations) join the
     /// stream between client lines, never inside one.
-    pub fn take_from(&mut self, session: &mut Session) {
+    pub(super) fn take_from(&mut self, session: &mut Session) {
         if session.to_server.is_empty() || !self.framer.at_boundary() {
             return;
         }
@@ -209,7 +209,7 @@ impl StdinRelay {
     /// Write what waits, as far as the server's pipe takes it; then, once
     /// the client is done and everything is written, close the server's
     /// stdin: the first step of the MCP shutdown.
-    pub fn flush(&mut self) {
+    pub(super) fn flush(&mut self) {
         if self.journal_held {
             return;
         }
@@ -255,48 +255,48 @@ impl StdinRelay {
 
     /// How far the stream for the server has been written: a request
     /// whose line ends at or before it was all in the server's pipe.
-    pub fn written_up_to(&self) -> u64 {
+    pub(super) fn written_up_to(&self) -> u64 {
         self.written_to
     }
 
     /// Where the stream for the server ends so far: every byte queued
     /// (what the session adds next goes after it).
-    pub fn queued_end(&self) -> u64 {
+    pub(super) fn queued_end(&self) -> u64 {
         self.out_at + self.out.len() as u64
     }
 
     /// The server is gone: nothing more is written to it. Our stdin is
     /// still read, so that requests are answered at once.
-    pub fn server_gone(&mut self) {
+    pub(super) fn server_gone(&mut self) {
         self.close_server_pipe();
         self.discard();
     }
 
     /// CLOSE, the polite stop: close the server's stdin now; what still
     /// waited for it is discarded. False if it was closed already.
-    pub fn close_server(&mut self) -> bool {
+    pub(super) fn close_server(&mut self) -> bool {
         let was_open = self.server.is_some();
         self.server_gone();
         was_open
     }
 
     /// The client has not closed our stdin.
-    pub fn client_open(&self) -> bool {
+    pub(super) fn client_open(&self) -> bool {
         self.source_open
     }
 
     /// A restart is under way: leave the client's messages in our stdin.
-    pub fn pause(&mut self) {
+    pub(super) fn pause(&mut self) {
         self.paused = true;
     }
 
-    pub fn resume(&mut self) {
+    pub(super) fn resume(&mut self) {
         self.paused = false;
     }
 
     /// A restarted server's stdin; `first` (the replayed initialize) goes
     /// to it before anything of the client's, which waits until `resume`.
-    pub fn attach(&mut self, pipe: OwnedFd, first: Option<&[u8]>) {
+    pub(super) fn attach(&mut self, pipe: OwnedFd, first: Option<&[u8]>) {
         self.discard();
         self.server = Some(File::from(pipe));
         self.out.extend_from_slice(first.unwrap_or_default());
@@ -304,7 +304,7 @@ impl StdinRelay {
     }
 
     /// Stop reading our stdin (the loop is ending).
-    pub fn stop(&mut self) {
+    pub(super) fn stop(&mut self) {
         self.source_open = false;
     }
 }

@@ -60,7 +60,7 @@ pub(crate) struct StdoutRelay<'s> {
 }
 
 impl<'s> StdoutRelay<'s> {
-    pub fn new(pipe: File, destination: Destination<'s>) -> StdoutRelay<'s> {
+    pub(super) fn new(pipe: File, destination: Destination<'s>) -> StdoutRelay<'s> {
         let (guarded, direct) = match &destination {
             Destination::Forward { guard, .. } => (guard.is_some(), guard.is_none()),
             Destination::Capture => (false, false),
@@ -80,12 +80,12 @@ impl<'s> StdoutRelay<'s> {
         }
     }
 
-    pub fn is_open(&self) -> bool {
+    pub(super) fn is_open(&self) -> bool {
         self.pipe.is_some()
     }
 
     /// Bytes waiting for our stdout.
-    pub fn held(&self) -> usize {
+    pub(super) fn held(&self) -> usize {
         self.end - self.start
     }
 
@@ -96,7 +96,7 @@ impl<'s> StdoutRelay<'s> {
     /// The helper's stdout, unless bytes wait for our reader: then it stays
     /// out of the poll set entirely (a closed pipe reports POLLHUP even with
     /// no events asked for, and would turn the wait into a spin).
-    pub fn read_interest(&self) -> Option<RawFd> {
+    pub(super) fn read_interest(&self) -> Option<RawFd> {
         match (&self.pipe, self.buffered()) {
             (Some(file), false) => Some(file.as_raw_fd()),
             _ => None,
@@ -105,7 +105,7 @@ impl<'s> StdoutRelay<'s> {
 
     /// Our stdout: watched for its reader going away, and for room when
     /// bytes wait (the bool).
-    pub fn sink_interest(&self) -> Option<(RawFd, bool)> {
+    pub(super) fn sink_interest(&self) -> Option<(RawFd, bool)> {
         match &self.destination {
             Destination::Forward {
                 sink, gone: false, ..
@@ -115,18 +115,18 @@ impl<'s> StdoutRelay<'s> {
     }
 
     /// A restarted server's stdout: read it from now on.
-    pub fn reattach(&mut self, pipe: File) {
+    pub(super) fn reattach(&mut self, pipe: File) {
         self.pipe = Some(pipe);
     }
 
     /// Stop reading (the helper's tree was given up on).
-    pub fn abandon(&mut self) {
+    pub(super) fn abandon(&mut self) {
         self.pipe = None;
     }
 
     /// The pipe is readable (or hung up): read and pass on; guarded lines
     /// go through the session's table when there is one.
-    pub fn on_readable(
+    pub(super) fn on_readable(
         &mut self,
         now: Instant,
         intake: &mut Intake,
@@ -231,7 +231,7 @@ impl<'s> StdoutRelay<'s> {
     /// waits for our stdout, after the whole lines already there. Only
     /// guarded output is framed in lines, so only it takes them. True if
     /// our stdout's reader turned out gone.
-    pub fn inject(&mut self, lines: &[u8]) -> bool {
+    pub(super) fn inject(&mut self, lines: &[u8]) -> bool {
         match &self.destination {
             Destination::Forward {
                 guard: Some(_),
@@ -259,7 +259,7 @@ impl<'s> StdoutRelay<'s> {
 
     /// The loop is over: give what still waits for our stdout (answers
     /// owed to the client) a bounded time to be written.
-    pub fn drain_at_exit(&mut self, limit: std::time::Duration) {
+    pub(super) fn drain_at_exit(&mut self, limit: std::time::Duration) {
         let deadline = Instant::now() + limit;
         while self.buffered() {
             if self.flush() || !self.buffered() || Instant::now() >= deadline {
@@ -275,7 +275,7 @@ impl<'s> StdoutRelay<'s> {
     }
 
     /// Our stdout may take bytes. True if its reader turned out gone.
-    pub fn on_writable(&mut self) -> bool {
+    pub(super) fn on_writable(&mut self) -> bool {
         if let Destination::Forward { sink, .. } = &mut self.destination {
             sink.writable();
         }
@@ -320,7 +320,7 @@ impl<'s> StdoutRelay<'s> {
 
     /// Our stdout's reader is gone: from now on the helper's stdout is
     /// drained into the void, counted. False if that was already known.
-    pub fn disconnect(&mut self) -> bool {
+    pub(super) fn disconnect(&mut self) -> bool {
         match &mut self.destination {
             Destination::Forward { gone, .. } if !*gone => {
                 *gone = true;
@@ -345,7 +345,7 @@ impl<'s> StdoutRelay<'s> {
     }
 
     /// The facts for the record, the guard's included.
-    pub fn facts(&self, redactor: &Redactor) -> StdoutFacts {
+    pub(super) fn facts(&self, redactor: &Redactor) -> StdoutFacts {
         let mut facts = self.facts.clone();
         if let Destination::Forward {
             guard: Some(guard), ..

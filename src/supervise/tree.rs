@@ -45,7 +45,7 @@ impl Recheck {
     const MOST: Duration = Duration::from_millis(250);
 
     /// Leftovers were still there at `now`: look again later.
-    pub fn after(&mut self, now: Instant) {
+    pub(super) fn after(&mut self, now: Instant) {
         self.step = match self.step.is_zero() {
             true => Self::FIRST,
             false => (self.step * 2).min(Self::MOST),
@@ -53,13 +53,13 @@ impl Recheck {
         self.at = Some(now + self.step);
     }
 
-    pub fn at(&self) -> Option<Instant> {
+    pub(super) fn at(&self) -> Option<Instant> {
         self.at
     }
 }
 
 impl Tree {
-    pub fn new(family: Family) -> Tree {
+    pub(super) fn new(family: Family) -> Tree {
         Tree {
             family,
             descendants: HashSet::new(),
@@ -74,7 +74,12 @@ impl Tree {
     /// Send `signo` to the group and every descendant, for `reason`; the
     /// events to record. `holders` when the helper has exited and a pipe is
     /// still open: whoever is signalled then is holding it.
-    pub fn signal(&mut self, signo: i32, reason: SignalReason, holders: bool) -> Vec<EventKind> {
+    pub(super) fn signal(
+        &mut self,
+        signo: i32,
+        reason: SignalReason,
+        holders: bool,
+    ) -> Vec<EventKind> {
         let before = self.descendants.len();
         let sweep = self.family.sweep(signo, &mut self.descendants);
         self.cgroup_killed |= sweep.cgroup_killed;
@@ -103,7 +108,7 @@ impl Tree {
     }
 
     /// Something forked that no sweep has seen yet.
-    pub fn has_new_descendants(&self) -> bool {
+    pub(super) fn has_new_descendants(&self) -> bool {
         self.family
             .live_descendants()
             .processes
@@ -111,7 +116,7 @@ impl Tree {
             .any(|p| !self.descendants.contains(&p.pid))
     }
 
-    pub fn descendants_signalled(&self) -> u32 {
+    pub(super) fn descendants_signalled(&self) -> u32 {
         self.earlier + self.descendants.len() as u32
     }
 }

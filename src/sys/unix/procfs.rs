@@ -25,7 +25,7 @@ pub fn pids_with_env(entry: &[u8]) -> Vec<i32> {
 /// Whether process `pid`'s environment holds exactly `entry`. One of
 /// this user's processes whose environment cannot be read (a setuid
 /// program) is `Unreadable`; another user's, or one gone, is `No`.
-pub fn marked(pid: i32, entry: &[u8]) -> Marked {
+pub(crate) fn marked(pid: i32, entry: &[u8]) -> Marked {
     use std::os::unix::fs::MetadataExt;
     match std::fs::read(format!("/proc/{pid}/environ")) {
         Ok(env) if env.split(|b| *b == 0).any(|var| var == entry) => Marked::Yes,
@@ -57,13 +57,13 @@ fn parse_stat(pid: i32, stat: &str) -> Option<ProcInfo> {
 }
 
 /// One process, as /proc shows it now (None once it is reaped).
-pub fn proc_info(pid: i32) -> Option<ProcInfo> {
+pub(crate) fn proc_info(pid: i32) -> Option<ProcInfo> {
     let stat = read_small(Path::new(&format!("/proc/{pid}/stat"))).ok()?;
     parse_stat(pid, &stat)
 }
 
 /// Every process /proc shows now, from one scan.
-pub fn all_processes() -> Vec<ProcInfo> {
+pub(crate) fn all_processes() -> Vec<ProcInfo> {
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
@@ -75,7 +75,7 @@ pub fn all_processes() -> Vec<ProcInfo> {
 }
 
 /// Our direct children, cheaply, for reaping subreaped orphans.
-pub fn children_of_self() -> Vec<i32> {
+pub(crate) fn children_of_self() -> Vec<i32> {
     let pid = std::process::id();
     read_small(Path::new(&format!("/proc/{pid}/task/{pid}/children")))
         .map(|text| {

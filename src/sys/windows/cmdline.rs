@@ -14,7 +14,7 @@ use std::iter::repeat_n;
 
 /// Why no command line can be built safely: the call is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unsafe {
+pub(super) enum Unsafe {
     /// An argument or the program holds a NUL, which ends a C string.
     Nul,
     /// A batch file's argument holds a CR or LF: cmd.exe would end the
@@ -27,7 +27,7 @@ pub enum Unsafe {
 
 impl Unsafe {
     /// Why, as the one-line refusal says it.
-    pub fn why(self) -> &'static str {
+    pub(super) fn why(self) -> &'static str {
         match self {
             Unsafe::Nul => "an argument holds a NUL character",
             Unsafe::BatchLineBreak => {
@@ -46,7 +46,7 @@ const QUOTE: u16 = unit(b'"');
 const BACKSLASH: u16 = unit(b'\\');
 
 /// PATHEXT when the environment has none.
-pub const DEFAULT_PATHEXT: &str = ".COM;.EXE;.BAT;.CMD";
+pub(super) const DEFAULT_PATHEXT: &str = ".COM;.EXE;.BAT;.CMD";
 
 /// Where `name` is, as the shell finds it: a name with a directory part
 /// as given, a bare name in each directory of `path` (`;`-separated) in
@@ -54,7 +54,7 @@ pub const DEFAULT_PATHEXT: &str = ".COM;.EXE;.BAT;.CMD";
 /// 1.19). A name whose last part has an extension is tried as is first;
 /// then each of `pathext`'s extensions is appended in order. The first
 /// candidate that `exists` wins; None if none does.
-pub fn find_program(
+pub(super) fn find_program(
     name: &str,
     path: &str,
     pathext: &str,
@@ -84,14 +84,14 @@ pub fn find_program(
 }
 
 /// Whether `program` runs through cmd.exe (`.bat` or `.cmd`, any case).
-pub fn is_batch(program: &str) -> bool {
+pub(super) fn is_batch(program: &str) -> bool {
     let lower = program.to_ascii_lowercase();
     lower.ends_with(".bat") || lower.ends_with(".cmd")
 }
 
 /// The command line for a program (not a batch file): its path quoted,
 /// then each argument as the C runtime reads it back.
-pub fn program_line(program: &[u16], args: &[&[u16]]) -> Result<Vec<u16>, Unsafe> {
+pub(super) fn program_line(program: &[u16], args: &[&[u16]]) -> Result<Vec<u16>, Unsafe> {
     if program.contains(&0) || args.iter().any(|arg| arg.contains(&0)) {
         return Err(Unsafe::Nul);
     }
@@ -164,7 +164,7 @@ fn append_escaped(line: &mut Vec<u16>, arg: &[u16], quote: bool, reader: Reader)
 /// itself (an empty substring of `cd`, then the `%`), so no `%VAR%` is
 /// ever expanded; `"` is doubled; an argument with anything but letters,
 /// digits and `#$*+-./:?@\_` is quoted.
-pub fn batch_line(script: &[u16], args: &[&[u16]]) -> Result<Vec<u16>, Unsafe> {
+pub(super) fn batch_line(script: &[u16], args: &[&[u16]]) -> Result<Vec<u16>, Unsafe> {
     if script.contains(&0) || args.iter().any(|arg| arg.contains(&0)) {
         return Err(Unsafe::Nul);
     }

@@ -37,7 +37,7 @@ use super::port::{Completion, Port};
 
 /// What a job tells its port (winnt.h's `JOB_OBJECT_MSG_*`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum JobNews {
+pub(super) enum JobNews {
     /// The last process of the job is gone.
     Empty,
     /// A process joined (the helper, or one it started).
@@ -72,7 +72,7 @@ const MOST_LISTED: usize = 1024;
 
 /// What a job's processes used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Usage {
+pub(super) struct Usage {
     pub user_100ns: u64,
     pub kernel_100ns: u64,
     /// The most memory the job's processes held at once, in bytes.
@@ -80,19 +80,19 @@ pub struct Usage {
 }
 
 /// A helper's tree, held by a job.
-pub struct Job {
+pub(super) struct Job {
     job: OwnedHandle,
 }
 
 /// A process started into the job.
-pub struct Started {
+pub(super) struct Started {
     pub pid: u32,
     pub process: OwnedHandle,
 }
 
 /// A helper's standard handles: its ends of our pipes, or the null
 /// device. They are the only handles it inherits.
-pub struct Stdio<'a> {
+pub(super) struct Stdio<'a> {
     pub input: BorrowedHandle<'a>,
     pub output: BorrowedHandle<'a>,
     pub error: BorrowedHandle<'a>,
@@ -120,7 +120,7 @@ impl Stdio<'_> {
 impl Job {
     /// A job that ends its processes when its last handle closes, and
     /// reports its news to `port` under `key`.
-    pub fn new(port: &Port, key: usize) -> io::Result<Job> {
+    pub(super) fn new(port: &Port, key: usize) -> io::Result<Job> {
         // SAFETY: no attributes and no name: a fresh anonymous job.
         let job = Job {
             job: owned(unsafe { CreateJobObjectW(ptr::null(), ptr::null()) })?,
@@ -146,7 +146,7 @@ impl Job {
     /// Set the tree's limits, before anything runs in the job: its
     /// memory, its process count and its CPU rate's hard cap. Kill on
     /// close stays.
-    pub fn limit(&self, limits: &crate::sys::JobLimits) -> io::Result<()> {
+    pub(super) fn limit(&self, limits: &crate::sys::JobLimits) -> io::Result<()> {
         // SAFETY: an all-zero limit structure is valid.
         let mut extended: JOBOBJECT_EXTENDED_LIMIT_INFORMATION = unsafe { std::mem::zeroed() };
         extended.BasicLimitInformation.LimitFlags = JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE;
@@ -193,7 +193,7 @@ impl Job {
     /// handle of ours, and `environment` (a Unicode block; None: ours),
     /// assign it to the job, then let it run. `flags` adds creation flags
     /// (`CREATE_NO_WINDOW` where there is no console to share).
-    pub fn start(
+    pub(super) fn start(
         &self,
         application: &[u16],
         line: &[u16],
@@ -239,7 +239,7 @@ impl Job {
 
     /// Whether `process` is in this job.
     #[cfg(test)]
-    pub fn holds(&self, process: &OwnedHandle) -> io::Result<bool> {
+    pub(super) fn holds(&self, process: &OwnedHandle) -> io::Result<bool> {
         use windows_sys::Win32::System::JobObjects::IsProcessInJob;
         let mut inside: windows_sys::core::BOOL = 0;
         // SAFETY: both handles are open; `inside` is written.
@@ -259,23 +259,23 @@ impl Job {
     /// seen 2 runs in 10 on two busy cores, and not mended by killing
     /// again. So `Empty` is never the only sign the loop takes of an
     /// empty tree, and the tests kill a tree that is known to be running.
-    pub fn kill(&self, code: u32) -> io::Result<()> {
+    pub(super) fn kill(&self, code: u32) -> io::Result<()> {
         // SAFETY: the job is ours.
         check(unsafe { TerminateJobObject(self.job.as_raw_handle(), code) })
     }
 
     /// A job held by `handle` (the watchdog's, handed to it).
-    pub fn from_handle(handle: OwnedHandle) -> Job {
+    pub(super) fn from_handle(handle: OwnedHandle) -> Job {
         Job { job: handle }
     }
 
     /// The job's handle, to duplicate into the watchdog.
-    pub fn raw(&self) -> HANDLE {
+    pub(super) fn raw(&self) -> HANDLE {
         self.job.as_raw_handle()
     }
 
     /// How many of the job's processes are alive.
-    pub fn active_processes(&self) -> io::Result<u32> {
+    pub(super) fn active_processes(&self) -> io::Result<u32> {
         // SAFETY: the structure of this class, valid all zero.
         let basic: JOBOBJECT_BASIC_ACCOUNTING_INFORMATION =
             unsafe { self.query(JobObjectBasicAccountingInformation)? };
@@ -310,7 +310,7 @@ impl Job {
     }
 
     /// What the job's processes used, all of them, ended or not.
-    pub fn usage(&self) -> io::Result<Usage> {
+    pub(super) fn usage(&self) -> io::Result<Usage> {
         // SAFETY: the structure of this class, valid all zero.
         let basic: JOBOBJECT_BASIC_ACCOUNTING_INFORMATION =
             unsafe { self.query(JobObjectBasicAccountingInformation)? };
@@ -323,7 +323,7 @@ impl Job {
     }
 
     /// The ids of the job's live processes (at most `MOST_LISTED`).
-    pub fn pids(&self) -> io::Result<Vec<u32>> {
+    pub(super) fn pids(&self) -> io::Result<Vec<u32>> {
         #[repr(C)]
         struct List {
             assigned: u32,

@@ -32,17 +32,17 @@ use super::handle::owned;
 use super::port::{Completion, Port};
 
 /// What one read may bring, and the pipe's own buffer in the system.
-pub const READ_BYTES: usize = 64 * 1024;
+pub(super) const READ_BYTES: usize = 64 * 1024;
 
 /// A pipe the helper writes (its stdout or stderr): our end, to read
 /// with overlapped I/O, and the helper's, to pass to `Job::start`.
-pub fn inbound() -> io::Result<(OwnedHandle, OwnedHandle)> {
+pub(super) fn inbound() -> io::Result<(OwnedHandle, OwnedHandle)> {
     named_pair(PIPE_ACCESS_INBOUND, GENERIC_WRITE)
 }
 
 /// A pipe the helper reads (its stdin): our end, to write with
 /// overlapped I/O, and the helper's.
-pub fn outbound() -> io::Result<(OwnedHandle, OwnedHandle)> {
+pub(super) fn outbound() -> io::Result<(OwnedHandle, OwnedHandle)> {
     named_pair(PIPE_ACCESS_OUTBOUND, GENERIC_READ)
 }
 
@@ -113,7 +113,7 @@ enum State {
 }
 
 /// Our end of a pipe the helper writes, read by completions.
-pub struct Reader {
+pub(super) struct Reader {
     handle: OwnedHandle,
     /// The read in flight and where it writes: at fixed addresses until
     /// it finished (boxed, and never freed while pending).
@@ -126,7 +126,7 @@ pub struct Reader {
 impl Reader {
     /// Read `handle` (our end, from `inbound`) through `port`; its
     /// completions come under `key`, which no other handle uses.
-    pub fn new(handle: OwnedHandle, port: &Port, key: usize) -> io::Result<Reader> {
+    pub(super) fn new(handle: OwnedHandle, port: &Port, key: usize) -> io::Result<Reader> {
         port.associate(handle.as_handle(), key)?;
         Ok(Reader {
             handle,
@@ -142,7 +142,7 @@ impl Reader {
     /// read that fails at once (the helper's end is closed) leaves the
     /// reader readable, at its end, with no completion to come: the loop
     /// looks at `is_readable` after arming, before it waits.
-    pub fn arm(&mut self) -> io::Result<()> {
+    pub(super) fn arm(&mut self) -> io::Result<()> {
         if self.state != State::Idle {
             return Ok(());
         }
@@ -174,7 +174,7 @@ impl Reader {
     }
 
     /// The port says our read finished.
-    pub fn complete(&mut self, completion: &Completion) -> io::Result<()> {
+    pub(super) fn complete(&mut self, completion: &Completion) -> io::Result<()> {
         debug_assert_eq!(completion.key, self.key);
         if self.state != State::Pending {
             return Ok(());
@@ -197,13 +197,13 @@ impl Reader {
     }
 
     /// Whether `read` has something to say (bytes, or the end).
-    pub fn is_readable(&self) -> bool {
+    pub(super) fn is_readable(&self) -> bool {
         matches!(self.state, State::Holding { .. } | State::Ended)
     }
 
     /// What arrived: bytes, `WouldBlock` while a read is in flight (or
     /// not yet started), 0 at the end.
-    pub fn read(&mut self, into: &mut [u8]) -> io::Result<usize> {
+    pub(super) fn read(&mut self, into: &mut [u8]) -> io::Result<usize> {
         match self.state {
             State::Ended => Ok(0),
             State::Idle | State::Pending => Err(io::ErrorKind::WouldBlock.into()),
@@ -244,7 +244,7 @@ fn cancel_and_wait(handle: &OwnedHandle, overlapped: &OVERLAPPED) {
 /// Our end of a pipe the helper reads (its stdin), written by
 /// completions: one write in flight from a buffer of its own, so the
 /// loop hands over bytes and goes on; the next waits for the port.
-pub struct Writer {
+pub(super) struct Writer {
     handle: OwnedHandle,
     overlapped: Box<OVERLAPPED>,
     buf: Box<[u8]>,
@@ -258,7 +258,7 @@ pub struct Writer {
 impl Writer {
     /// Write `handle` (our end, from `outbound`) through `port` under
     /// `key`, which no other handle uses.
-    pub fn new(handle: OwnedHandle, port: &Port, key: usize) -> io::Result<Writer> {
+    pub(super) fn new(handle: OwnedHandle, port: &Port, key: usize) -> io::Result<Writer> {
         port.associate(handle.as_handle(), key)?;
         Ok(Writer {
             handle,
@@ -271,13 +271,13 @@ impl Writer {
     }
 
     /// Whether `write` takes bytes now (or says the pipe is broken).
-    pub fn is_writable(&self) -> bool {
+    pub(super) fn is_writable(&self) -> bool {
         !self.pending
     }
 
     /// Hand over up to a buffer of `bytes`: taken, `WouldBlock` while the
     /// last write is in flight, `BrokenPipe` once the helper's end closed.
-    pub fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+    pub(super) fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
         if self.broken {
             return Err(io::ErrorKind::BrokenPipe.into());
         }
@@ -312,7 +312,7 @@ impl Writer {
     }
 
     /// The port says our write finished.
-    pub fn complete(&mut self, completion: &Completion) {
+    pub(super) fn complete(&mut self, completion: &Completion) {
         debug_assert_eq!(completion.key, self.key);
         if !self.pending {
             return;

@@ -25,7 +25,7 @@ const BATCH: usize = 16;
 
 /// One finished operation, as the port gave it.
 #[derive(Debug, Clone, Copy)]
-pub struct Completion {
+pub(super) struct Completion {
     /// Whose it is: the key the handle was associated with.
     pub key: usize,
     /// Bytes moved (for a job: the message number).
@@ -36,7 +36,7 @@ pub struct Completion {
     pub overlapped: *mut OVERLAPPED,
 }
 
-pub struct Port {
+pub(super) struct Port {
     /// Shared with the relays' threads (`Poster`), which post to it.
     handle: Arc<OwnedHandle>,
 }
@@ -44,13 +44,13 @@ pub struct Port {
 /// What a thread holds to tell the loop something: a completion it posts
 /// under a key, as the system posts a finished read.
 #[derive(Clone)]
-pub struct Poster {
+pub(super) struct Poster {
     handle: Arc<OwnedHandle>,
 }
 
 impl Poster {
     /// Wake the loop with a completion under `key`, carrying `bytes`.
-    pub fn post(&self, key: usize, bytes: u32) -> io::Result<()> {
+    pub(super) fn post(&self, key: usize, bytes: u32) -> io::Result<()> {
         // SAFETY: the port is open while this Arc holds it; no OVERLAPPED.
         super::handle::check(unsafe {
             PostQueuedCompletionStatus(self.handle.as_raw_handle(), bytes, key, ptr::null())
@@ -59,7 +59,7 @@ impl Poster {
 }
 
 impl Port {
-    pub fn new() -> io::Result<Port> {
+    pub(super) fn new() -> io::Result<Port> {
         // SAFETY: a new port, not tied to any file; one thread waits.
         let handle =
             owned(unsafe { CreateIoCompletionPort(INVALID_HANDLE_VALUE, ptr::null_mut(), 0, 1) })?;
@@ -69,14 +69,14 @@ impl Port {
     }
 
     /// A handle a thread can post with.
-    pub fn poster(&self) -> Poster {
+    pub(super) fn poster(&self) -> Poster {
         Poster {
             handle: Arc::clone(&self.handle),
         }
     }
 
     /// Report `handle`'s overlapped operations here, under `key`.
-    pub fn associate(&self, handle: BorrowedHandle<'_>, key: usize) -> io::Result<()> {
+    pub(super) fn associate(&self, handle: BorrowedHandle<'_>, key: usize) -> io::Result<()> {
         // SAFETY: both handles are open; the port is ours.
         let port = unsafe {
             CreateIoCompletionPort(handle.as_raw_handle(), self.handle.as_raw_handle(), key, 0)
@@ -88,13 +88,17 @@ impl Port {
     }
 
     /// The port itself, for a Job Object's association.
-    pub fn raw(&self) -> HANDLE {
+    pub(super) fn raw(&self) -> HANDLE {
         self.handle.as_raw_handle()
     }
 
     /// Wait for completions, at most `timeout` (None: until one comes),
     /// and put them in `out` (cleared first). Empty when the time ran out.
-    pub fn wait(&self, out: &mut Vec<Completion>, timeout: Option<Duration>) -> io::Result<()> {
+    pub(super) fn wait(
+        &self,
+        out: &mut Vec<Completion>,
+        timeout: Option<Duration>,
+    ) -> io::Result<()> {
         out.clear();
         let millis = match timeout {
             None => u32::MAX,

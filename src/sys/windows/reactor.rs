@@ -102,11 +102,11 @@ pub(super) fn duplicate(handle: BorrowedHandle<'_>) -> io::Result<OwnedHandle> {
 }
 
 impl Reactor {
-    pub fn port(&self) -> &Port {
+    pub(super) fn port(&self) -> &Port {
         &self.port
     }
 
-    pub fn poster(&self) -> Poster {
+    pub(super) fn poster(&self) -> Poster {
         self.port.poster()
     }
 
@@ -117,7 +117,7 @@ impl Reactor {
 
     /// Read the pipe `ours` (the loop's end of a helper's output) by
     /// completions, under its raw value.
-    pub fn add_reader(&mut self, ours: BorrowedHandle<'_>) -> io::Result<()> {
+    pub(super) fn add_reader(&mut self, ours: BorrowedHandle<'_>) -> io::Result<()> {
         let key = self.key();
         let reader = Reader::new(duplicate(ours)?, &self.port, key)?;
         let fd = ours.as_raw_handle() as RawFd;
@@ -127,7 +127,7 @@ impl Reactor {
 
     /// Write the pipe `ours` (the loop's end of a helper's stdin) by
     /// completions, under its raw value.
-    pub fn add_writer(&mut self, ours: BorrowedHandle<'_>) -> io::Result<()> {
+    pub(super) fn add_writer(&mut self, ours: BorrowedHandle<'_>) -> io::Result<()> {
         let key = self.key();
         let writer = Writer::new(duplicate(ours)?, &self.port, key)?;
         let fd = ours.as_raw_handle() as RawFd;
@@ -137,14 +137,19 @@ impl Reactor {
 
     /// The loop closes the pipe behind `fd`: its reader or writer goes
     /// too (a writer's duplicate would keep the helper's stdin open).
-    pub fn remove(&mut self, fd: RawFd) {
+    pub(super) fn remove(&mut self, fd: RawFd) {
         if let Some((_, Stream::Reader(_) | Stream::Writer(_))) = self.streams.get(&fd) {
             self.streams.remove(&fd);
         }
     }
 
     /// Relay the host's handle `fd` one way, by a thread.
-    pub fn add_relay(&mut self, fd: RawFd, handle: BorrowedHandle<'_>, way: Way) -> io::Result<()> {
+    pub(super) fn add_relay(
+        &mut self,
+        fd: RawFd,
+        handle: BorrowedHandle<'_>,
+        way: Way,
+    ) -> io::Result<()> {
         if self.streams.contains_key(&fd) {
             return Ok(());
         }
@@ -156,7 +161,7 @@ impl Reactor {
 
     /// Read what the stream behind `file` holds: bytes, `WouldBlock`, or
     /// 0 at its end; a file that is no stream is read as it is.
-    pub fn read(&mut self, file: &mut File, into: &mut [u8]) -> io::Result<usize> {
+    pub(super) fn read(&mut self, file: &mut File, into: &mut [u8]) -> io::Result<usize> {
         let fd = file.as_raw_handle() as RawFd;
         let read = match self.streams.get_mut(&fd) {
             Some((_, Stream::Reader(reader))) => reader.read(into),
@@ -175,7 +180,7 @@ impl Reactor {
     }
 
     /// Write to the relay behind `file`, or to the file itself.
-    pub fn write(&mut self, file: &mut File, bytes: &[u8]) -> io::Result<usize> {
+    pub(super) fn write(&mut self, file: &mut File, bytes: &[u8]) -> io::Result<usize> {
         let fd = file.as_raw_handle() as RawFd;
         match self.streams.get_mut(&fd) {
             Some((_, Stream::Relay(relay, Way::Out))) => relay.write(bytes),
@@ -186,7 +191,7 @@ impl Reactor {
 
     /// Whether every write handed to the relays is done (or can no longer
     /// be).
-    pub fn relays_written(&self) -> bool {
+    pub(super) fn relays_written(&self) -> bool {
         self.streams.values().all(|(_, stream)| match stream {
             Stream::Relay(relay, Way::Out) => relay.is_writable(),
             _ => true,
@@ -195,7 +200,7 @@ impl Reactor {
 
     /// The poller: `ready[i]` answers `interests[i]`, after at most
     /// `timeout` (None: until something happens).
-    pub fn wait(
+    pub(super) fn wait(
         &mut self,
         interests: &[Interest],
         ready: &mut Vec<Ready>,

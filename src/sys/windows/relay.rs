@@ -28,11 +28,11 @@ use windows_sys::Win32::System::IO::CancelSynchronousIo;
 use super::port::{Port, Poster};
 
 /// One buffer per relay: what one read may bring, or one write carry.
-pub const RELAY_BYTES: usize = 64 * 1024;
+pub(super) const RELAY_BYTES: usize = 64 * 1024;
 
 /// Which way the bytes go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Way {
+pub(super) enum Way {
     /// The host's handle is read (our stdin).
     In,
     /// The host's handle is written (our stdout).
@@ -76,7 +76,7 @@ impl Shared {
 }
 
 /// A host's handle that cannot be overlapped, relayed by a thread.
-pub struct Relay {
+pub(super) struct Relay {
     shared: Arc<Shared>,
     way: Way,
     thread: Option<JoinHandle<()>>,
@@ -84,7 +84,7 @@ pub struct Relay {
 
 impl Relay {
     /// Relay `handle` one way; the thread tells `port` under `key`.
-    pub fn new(handle: OwnedHandle, way: Way, port: &Port, key: usize) -> io::Result<Relay> {
+    pub(super) fn new(handle: OwnedHandle, way: Way, port: &Port, key: usize) -> io::Result<Relay> {
         let shared = Arc::new(Shared {
             slot: Mutex::new(Slot {
                 phase: Phase::Idle,
@@ -109,7 +109,7 @@ impl Relay {
 
     /// In: ask for the next read, if none is asked and nothing is held
     /// (the loop calls this where it would register a read interest).
-    pub fn arm(&self) {
+    pub(super) fn arm(&self) {
         let mut slot = self.shared.lock();
         if self.way == Way::In && slot.phase == Phase::Idle {
             slot.phase = Phase::Asked;
@@ -118,13 +118,13 @@ impl Relay {
     }
 
     /// In: whether `read` has something to say (bytes, or the end).
-    pub fn is_readable(&self) -> bool {
+    pub(super) fn is_readable(&self) -> bool {
         matches!(self.shared.lock().phase, Phase::Filled | Phase::Ended)
     }
 
     /// In: what arrived, `WouldBlock` while a read is asked or under way,
     /// 0 at the end (an error that ended it, once, before).
-    pub fn read(&self, into: &mut [u8]) -> io::Result<usize> {
+    pub(super) fn read(&self, into: &mut [u8]) -> io::Result<usize> {
         let mut slot = self.shared.lock();
         match slot.phase {
             Phase::Filled => {
@@ -145,14 +145,14 @@ impl Relay {
     }
 
     /// Out: whether `write` takes bytes now (the last write is done).
-    pub fn is_writable(&self) -> bool {
+    pub(super) fn is_writable(&self) -> bool {
         matches!(self.shared.lock().phase, Phase::Idle | Phase::Ended)
     }
 
     /// Out: hand the thread up to `RELAY_BYTES` of `bytes` to write;
     /// `WouldBlock` while the last write is under way, and the error that
     /// ended the handle (a host gone: `BrokenPipe`) after.
-    pub fn write(&self, bytes: &[u8]) -> io::Result<usize> {
+    pub(super) fn write(&self, bytes: &[u8]) -> io::Result<usize> {
         let mut slot = self.shared.lock();
         match slot.phase {
             Phase::Idle => {

@@ -22,7 +22,7 @@ use super::super::{Interest, Ready, poll, timeout_ms};
 /// that now names something else. A number closed and opened again within
 /// one turn keeps its interest and cannot be seen from here: whoever opens
 /// descriptors during the loop (a restart) calls `forget`.
-pub struct Epoll {
+pub(crate) struct Epoll {
     fd: OwnedFd,
     /// The interests `registered` was made from: most turns ask the same.
     last: Vec<Interest>,
@@ -39,7 +39,7 @@ pub struct Epoll {
 }
 
 impl Epoll {
-    pub fn new() -> io::Result<Epoll> {
+    pub(crate) fn new() -> io::Result<Epoll> {
         Ok(Epoll {
             fd: epoll_create()?,
             last: Vec::new(),
@@ -53,13 +53,13 @@ impl Epoll {
 
     /// Descriptors may have been closed and their numbers reused: start
     /// over at the next wait.
-    pub fn forget(&mut self) {
+    pub(crate) fn forget(&mut self) {
         self.stale = true;
     }
 
     /// Wait for `interests`, which `watch` registered: `ready[i]`
     /// answers `interests[i]`. EINTR is not an error (nothing is ready).
-    pub fn wait(
+    pub(crate) fn wait(
         &mut self,
         interests: &[Interest],
         ready: &mut Vec<Ready>,
@@ -118,7 +118,7 @@ impl Epoll {
     /// Make the registrations match `interests`. Err: a descriptor epoll
     /// cannot watch (a regular file, /dev/null), or no new epoll
     /// descriptor; the caller uses poll(2) instead.
-    pub fn watch(&mut self, interests: &[Interest]) -> io::Result<()> {
+    pub(crate) fn watch(&mut self, interests: &[Interest]) -> io::Result<()> {
         if interests == self.last && !self.stale && self.closed.is_empty() {
             return Ok(());
         }

@@ -12,7 +12,7 @@ use super::super::{Marked, ProcInfo, procargs};
 
 /// One process, as libproc shows it now (None once it is reaped, or if
 /// it cannot be read). Its start is microseconds since the epoch.
-pub fn proc_info(pid: i32) -> Option<ProcInfo> {
+pub(super) fn proc_info(pid: i32) -> Option<ProcInfo> {
     let info = bsd_info(pid)?;
     Some(ProcInfo {
         pid,
@@ -64,7 +64,7 @@ fn pids(list: impl Fn(*mut libc::c_void, libc::c_int) -> libc::c_int) -> Vec<i32
 }
 
 /// Every process the table shows now.
-pub fn all_processes() -> Vec<ProcInfo> {
+pub(super) fn all_processes() -> Vec<ProcInfo> {
     // SAFETY: a buffer of the size given, or none to ask for the count.
     pids(|buffer, size| unsafe { libc::proc_listallpids(buffer, size) })
         .into_iter()
@@ -73,7 +73,7 @@ pub fn all_processes() -> Vec<ProcInfo> {
 }
 
 /// Our direct children.
-pub fn children_of_self() -> Vec<i32> {
+pub(super) fn children_of_self() -> Vec<i32> {
     let me = std::process::id() as i32;
     // SAFETY: a buffer of the size given, or none to ask for the count.
     pids(|buffer, size| unsafe { libc::proc_listchildpids(me, buffer, size) })
@@ -110,7 +110,7 @@ fn argmax() -> usize {
 /// Whether process `pid`'s environment holds exactly `entry`; a process
 /// of this user whose environment cannot be read (a setuid program, one
 /// exiting) is `Unreadable`; another user's is `No`.
-pub fn marked(pid: i32, entry: &[u8]) -> Marked {
+pub(super) fn marked(pid: i32, entry: &[u8]) -> Marked {
     ARGUMENTS.with_borrow_mut(|buffer| {
         if buffer.is_empty() {
             buffer.resize(argmax(), 0);
