@@ -174,14 +174,14 @@ pub(crate) fn spawn(
         stdin: stdin_ours,
         stdout,
         stderr,
-        family: Family {
-            group: Group::new(
+        family: Family::new(
+            Group::new(
                 pid,
                 strangers,
                 mark.map(|(name, value)| format!("{name}={value}").into_bytes()),
             ),
-            cgroup: confine.cgroup.clone(),
-        },
+            crate::contain::layers_over_group(confine.cgroup.as_ref()),
+        ),
     })
 }
 

@@ -48,39 +48,6 @@ impl Stop {
     }
 }
 
-/// The polite stop when `--signal` is not given: TERM on Unix. Windows
-/// has no TERM: CLOSE under the session layer (the MCP shutdown), else
-/// Ctrl-Break where the helper shares our console, else none, and the
-/// stop is KILL at once.
-pub(crate) fn default_stop(session: bool) -> Stop {
-    if !sys::BACKEND.job {
-        return Stop::Signal(SIGTERM);
-    }
-    match sys::signal_number("SIGBREAK") {
-        _ if session => Stop::Close,
-        Some(brk) if sys::has_console() => Stop::Signal(brk),
-        _ => Stop::Signal(SIGKILL),
-    }
-}
-
-/// Why `stop` cannot be sent on this system, if it cannot: on Windows
-/// only BREAK (with a console to share), CLOSE and KILL reach a helper.
-pub(crate) fn refused_here(stop: Stop) -> Option<String> {
-    let brk = sys::signal_number("SIGBREAK");
-    match stop {
-        _ if !sys::BACKEND.job => None,
-        Stop::Close | Stop::Signal(SIGKILL) => None,
-        Stop::Signal(signo) if Some(signo) == brk && sys::has_console() => None,
-        Stop::Signal(signo) if Some(signo) == brk => Some(
-            "--signal BREAK: mcp-bound has no console to share with the helper, so Ctrl-Break cannot reach it; use CLOSE (with --mcp) or KILL".into(),
-        ),
-        Stop::Signal(signo) => Some(format!(
-            "--signal {}: Windows has no such signal to send; it takes BREAK (with a console), CLOSE (with --mcp) or KILL",
-            name(signo)
-        )),
-    }
-}
-
 /// Parse `--signal`: CLOSE in any case, or a signal as [`parse`] reads it.
 pub(crate) fn parse_stop(text: &str) -> Result<Stop, String> {
     if text.trim().eq_ignore_ascii_case("CLOSE") {

@@ -13,6 +13,7 @@
 //! its members at once, so `signal` says so and the group under it sends
 //! the polite one.
 
+use super::layer::{Delivered, Layer, Reached};
 use crate::error::NotStarted;
 use crate::sys::fd::{AsFd, BorrowedFd};
 use std::ffi::{CStr, CString};
@@ -78,12 +79,6 @@ impl Cgroup {
             dir: File::open(&self.dir)?,
             procs,
         })
-    }
-
-    /// Send `signo` to every member at once: only KILL can go that way
-    /// (`cgroup.kill`). False: the group under it must send it.
-    pub(crate) fn signal(&self, signo: i32) -> bool {
-        signo == crate::signals::SIGKILL && self.kill()
     }
 
     /// KILL every process in the cgroup at once (cgroup.kill, Linux 5.14).
@@ -156,6 +151,42 @@ impl Cgroup {
         while std::fs::remove_dir(&self.dir).is_err() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(5));
         }
+    }
+}
+
+impl Layer for Cgroup {
+    fn target(&self) -> Reached {
+        Reached::Cgroup
+    }
+
+    /// Only KILL goes to every member at once (`cgroup.kill`); who was in
+    /// the cgroup is read first, since the kill empties it.
+    fn deliver(&self, signo: i32, _live: &[sys::ProcInfo]) -> Option<Delivered> {
+        if signo != crate::signals::SIGKILL {
+            return None;
+        }
+        let inside = self.members().unwrap_or_default();
+        self.kill().then(|| Delivered {
+            to_layer: 1,
+            one_by_one: 0,
+            reached: inside.into_iter().collect(),
+        })
+    }
+
+    fn members(&self) -> Option<sys::Descendants> {
+        let pids = Cgroup::members(self)?;
+        Some(sys::Descendants {
+            processes: pids.into_iter().filter_map(sys::proc_info).collect(),
+            unreadable: None,
+        })
+    }
+
+    fn is_empty(&self) -> Option<bool> {
+        Cgroup::is_empty(self)
+    }
+
+    fn boxed(&self) -> Box<dyn Layer> {
+        Box::new(self.clone())
     }
 }
 

@@ -9,31 +9,48 @@
 
 use std::collections::HashSet;
 
-use super::{Cgroup, Group};
+use super::Group;
+use super::layer::{Layer, Reached};
 use crate::sys;
 
-/// Who belongs to the helper's tree, and how to reach it.
+/// Who belongs to the helper's tree, and how to reach it: the layers
+/// over the group, top first, and the group.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Family {
+    /// The layers over the group (a cgroup), top first.
+    over: Vec<Box<dyn Layer>>,
+    /// The group: always there, at the bottom.
     pub group: Group,
-    /// The cgroup the tree lives in (--contain cgroup).
-    pub cgroup: Option<Cgroup>,
 }
 
 /// What one sweep did.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub(crate) struct Sweep {
-    /// KILL went to the whole cgroup, with one write to cgroup.kill.
-    pub cgroup_killed: bool,
-    pub group_signalled: bool,
-    /// Descendants outside the helper's group, signalled one by one.
-    pub outside_group: u32,
+    /// Each target reached, with how many signals went to it, in the
+    /// order they went: a layer as a whole, then members one by one
+    /// (`Reached::Descendants`: they left the group, or the layer).
+    pub sent: Vec<(Reached, u32)>,
     /// This user's processes the scan for the tree's mark could not read
     /// (None: no such scan).
     pub unreadable: Option<u32>,
 }
 
+impl Sweep {
+    /// KILL went to the whole cgroup, with one write to cgroup.kill.
+    pub(crate) fn cgroup_killed(&self) -> bool {
+        self.sent
+            .iter()
+            .any(|(target, count)| *target == Reached::Cgroup && *count > 0)
+    }
+}
+
 impl Family {
+    /// The stack: `over` the group, top first (`contain::layers_over`
+    /// chooses them).
+    pub(crate) fn new(group: Group, over: Vec<Box<dyn Layer>>) -> Family {
+        Family { over, group }
+    }
+
     /// The helper's pid (its group's id).
     pub(crate) fn helper(&self) -> i32 {
         self.group.helper
@@ -45,74 +62,73 @@ impl Family {
     }
 
     /// Live processes of the helper's tree other than the helper itself:
-    /// the cgroup's members where it can read them, else the group's.
+    /// the members of the first layer over the group that can read them,
+    /// else the group's.
     pub(crate) fn live_descendants(&self) -> sys::Descendants {
-        let in_cgroup = self.cgroup.as_ref().and_then(Cgroup::members);
-        let Some(members) = in_cgroup else {
+        let Some(mut found) = self.over.iter().find_map(|layer| layer.members()) else {
             return self.group.members();
         };
-        let mut processes: Vec<sys::ProcInfo> =
-            members.into_iter().filter_map(sys::proc_info).collect();
-        self.group.keep_live_descendants(&mut processes);
-        // What left the cgroup is still among our descendants.
-        let mut unreadable = None;
+        self.group.keep_live_descendants(&mut found.processes);
+        // What left the layer is still among our descendants.
         if sys::BACKEND.subreaper {
             let ours = self.group.members();
-            unreadable = ours.unreadable;
-            let known: HashSet<i32> = processes.iter().map(|p| p.pid).collect();
-            processes.extend(
+            found.unreadable = ours.unreadable;
+            let known: HashSet<i32> = found.processes.iter().map(|p| p.pid).collect();
+            found.processes.extend(
                 ours.processes
                     .into_iter()
                     .filter(|p| !known.contains(&p.pid)),
             );
         }
-        sys::Descendants {
-            processes,
-            unreadable,
-        }
+        found
     }
 
     /// After the helper exited: is anything of its tree still running,
-    /// in the cgroup or, having left it, among our descendants?
+    /// in a layer or, having left it, among our descendants?
     pub(crate) fn descendants_left(&self) -> bool {
-        let in_cgroup = self.cgroup.as_ref().and_then(Cgroup::is_empty);
-        in_cgroup == Some(false) || !self.group.is_empty()
+        self.over
+            .iter()
+            .any(|layer| layer.is_empty() == Some(false))
+            || !self.group.is_empty()
     }
 
-    /// Send `signo` to the whole tree. Nobody gets the same signal twice
-    /// from one sweep: many programs treat a second INT or TERM as
-    /// "force". `seen` collects every descendant pid signalled.
+    /// Send `signo` to the whole tree: to the first layer over the group
+    /// that can deliver it, and what it did not reach one by one; else to
+    /// the group. Nobody gets the same signal twice from one sweep: many
+    /// programs treat a second INT or TERM as "force". `seen` collects
+    /// every descendant pid signalled.
     pub(crate) fn sweep(&self, signo: i32, seen: &mut HashSet<i32>) -> Sweep {
         // Scan before signalling: a process that dies of the signal at once
         // is a zombie by the time a later scan runs, and would go uncounted.
         let live = self.live_descendants();
         seen.extend(live.processes.iter().map(|p| p.pid));
-        // Who is in the cgroup, read before KILL empties it: the rest of
-        // the tree left it, and gets KILL one by one.
-        let inside: HashSet<i32> = match (&self.cgroup, signo) {
-            (Some(cgroup), crate::signals::SIGKILL) => {
-                cgroup.members().unwrap_or_default().into_iter().collect()
-            }
-            _ => HashSet::new(),
-        };
-        if self.cgroup.as_ref().is_some_and(|c| c.signal(signo)) {
+        for layer in &self.over {
+            let Some(delivered) = layer.deliver(signo, &live.processes) else {
+                continue;
+            };
             let left: Vec<sys::ProcInfo> = live
                 .processes
                 .into_iter()
-                .filter(|p| !inside.contains(&p.pid))
+                .filter(|p| !delivered.reached.contains(&p.pid))
                 .collect();
-            let outside_group = self.group.signal_each(signo, &left);
+            let one_by_one = self.group.signal_each(signo, &left);
             return Sweep {
-                cgroup_killed: true,
-                outside_group,
-                ..Sweep::default()
+                sent: vec![
+                    (layer.target(), delivered.to_layer),
+                    (Reached::Descendants, one_by_one),
+                ],
+                unreadable: None,
             };
         }
-        let (group_signalled, outside_group) = self.group.signal(signo, &live.processes);
+        let delivered = self
+            .group
+            .deliver(signo, &live.processes)
+            .unwrap_or_default();
         Sweep {
-            cgroup_killed: false,
-            group_signalled,
-            outside_group,
+            sent: vec![
+                (Reached::Group, delivered.to_layer),
+                (Reached::Descendants, delivered.one_by_one),
+            ],
             unreadable: live.unreadable,
         }
     }

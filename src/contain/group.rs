@@ -11,6 +11,7 @@
 //! (our descendants as a subreaper; without one, what carries the mark
 //! too), and `is_empty` reads our children list where we are a subreaper.
 
+use super::layer::{Delivered, Layer, Reached};
 use crate::signals::{SIGCONT, SIGKILL};
 use crate::sys;
 
@@ -126,6 +127,34 @@ impl Group {
             .filter(|pid| *pid != self.helper)
             .filter_map(sys::proc_info)
             .any(|p| !p.zombie && !self.is_stranger(&p))
+    }
+}
+
+impl Layer for Group {
+    fn target(&self) -> Reached {
+        Reached::Group
+    }
+
+    /// The group gets it, then each member outside it, by pid.
+    fn deliver(&self, signo: i32, live: &[sys::ProcInfo]) -> Option<Delivered> {
+        let (group_signalled, outside) = self.signal(signo, live);
+        Some(Delivered {
+            to_layer: u32::from(group_signalled),
+            one_by_one: outside,
+            reached: live.iter().map(|p| p.pid).collect(),
+        })
+    }
+
+    fn members(&self) -> Option<sys::Descendants> {
+        Some(Group::members(self))
+    }
+
+    fn is_empty(&self) -> Option<bool> {
+        Some(Group::is_empty(self))
+    }
+
+    fn boxed(&self) -> Box<dyn Layer> {
+        Box::new(self.clone())
     }
 }
 

@@ -21,17 +21,20 @@
 use serde::Serialize;
 
 use crate::error::NotStarted;
+use crate::signals::{self, Stop};
 use crate::sys;
 
 mod cgroup;
 mod family;
 mod group;
+mod layer;
 mod said;
 mod watchdog;
 
 pub(crate) use cgroup::{Cgroup, CgroupLimits};
 pub(crate) use family::Family;
 pub(crate) use group::{Group, signal_group};
+pub(crate) use layer::{Layer, Reached};
 use watchdog::Watchdog;
 pub(crate) use watchdog::{FinalWords, LastWords, Link, heir_watch};
 pub(crate) use watchdog::{ORPHANED, orphaned};
@@ -94,6 +97,93 @@ pub struct ContainFacts {
     /// the mark could not read (the tree may be larger than what was
     /// found); null where no sweep scanned for the mark.
     pub unreadable: Option<u32>,
+}
+
+/// The layers the helper's tree is held by over its group, top first:
+/// the one place the stack is chosen (a cgroup, where one was made).
+pub(crate) fn layers_over_group(cgroup: Option<&Cgroup>) -> Vec<Box<dyn Layer>> {
+    let mut over: Vec<Box<dyn Layer>> = Vec::new();
+    if let Some(cgroup) = cgroup {
+        over.push(Box::new(cgroup.clone()));
+    }
+    over
+}
+
+/// The polite stop when `--signal` is not given, as the layers here can
+/// deliver it: TERM on Unix. A job has no TERM: CLOSE under the session layer (the MCP shutdown), else
+/// Ctrl-Break where the helper shares our console, else none, and the
+/// stop is KILL at once.
+pub(crate) fn default_stop(session: bool) -> Stop {
+    if !sys::BACKEND.job {
+        return Stop::Signal(signals::SIGTERM);
+    }
+    match sys::signal_number("SIGBREAK") {
+        _ if session => Stop::Close,
+        Some(brk) if sys::has_console() => Stop::Signal(brk),
+        _ => Stop::Signal(signals::SIGKILL),
+    }
+}
+
+/// Why `stop` cannot be sent on this system, if it cannot: to a job
+/// only BREAK (with a console to share), CLOSE and KILL reach a helper.
+pub(crate) fn refused_stop(stop: Stop) -> Option<String> {
+    let brk = sys::signal_number("SIGBREAK");
+    match stop {
+        _ if !sys::BACKEND.job => None,
+        Stop::Close | Stop::Signal(signals::SIGKILL) => None,
+        Stop::Signal(signo) if Some(signo) == brk && sys::has_console() => None,
+        Stop::Signal(signo) if Some(signo) == brk => Some(
+            "--signal BREAK: mcp-bound has no console to share with the helper, so Ctrl-Break cannot reach it; use CLOSE (with --mcp) or KILL".into(),
+        ),
+        Stop::Signal(signo) => Some(format!(
+            "--signal {}: Windows has no such signal to send; it takes BREAK (with a console), CLOSE (with --mcp) or KILL",
+            signals::name(signo)
+        )),
+    }
+}
+
+/// Why `mode` cannot contain the tree here, if it cannot: refused, never
+/// swapped for another.
+pub(crate) fn refused_mode(mode: ContainMode) -> Option<NotStarted> {
+    let os = sys::BACKEND.os;
+    match mode {
+        ContainMode::Job if !sys::BACKEND.job => Some(
+            NotStarted::nothing(format!("--contain job: no Job Object on {os}"))
+                .hint(format!("--contain auto takes what {os} has")),
+        ),
+        ContainMode::Group | ContainMode::Cgroup if sys::BACKEND.job => {
+            let name = match mode {
+                ContainMode::Group => "group",
+                _ => "cgroup",
+            };
+            Some(
+                NotStarted::nothing(format!(
+                    "--contain {name}: {os} holds the tree in a Job Object"
+                ))
+                .hint("--contain job or auto"),
+            )
+        }
+        _ => None,
+    }
+}
+
+/// Whether our stdin's end can be waited for without reading it: a job's
+/// system (Windows) sees the host's end of a pipe only by reading it.
+pub(crate) fn sees_stdin_end_unread() -> bool {
+    !sys::BACKEND.job
+}
+
+/// Whether the call needs a watchdog: where a job holds the tree, the
+/// job ends it whatever ends us, so only a call with a record or a
+/// journal to finish (`speaks`) needs one.
+pub(crate) fn needs_watchdog(speaks: bool) -> bool {
+    speaks || !sys::BACKEND.job
+}
+
+/// Whether the watchdog is mcp-bound started again (the heir, where a
+/// job holds the tree and nothing forks), told what a fork would know.
+pub(crate) fn watchdog_is_heir() -> bool {
+    sys::BACKEND.job
 }
 
 /// The environment variable that marks the helper's tree.

@@ -114,6 +114,16 @@ pub enum StreamEnd {
     ClosedWhileHeld,
 }
 
+impl From<crate::contain::Reached> for Target {
+    fn from(reached: crate::contain::Reached) -> Target {
+        match reached {
+            crate::contain::Reached::Group => Target::Group,
+            crate::contain::Reached::Descendants => Target::Descendants,
+            crate::contain::Reached::Cgroup => Target::Cgroup,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Exit {

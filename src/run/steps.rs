@@ -177,7 +177,7 @@ pub(super) fn secure<S: BeforeDispatch>(
         return Err(call.refused(step, refusal));
     }
     let speaks = call.journal.is_some() || settings.record.path.is_some();
-    if sys::BACKEND.job && !speaks {
+    if !crate::contain::needs_watchdog(speaks) {
         // The job ends the tree whatever ends us; with nothing to write,
         // no watchdog is started.
         return secured(call, step, prepared, signals);
@@ -187,11 +187,13 @@ pub(super) fn secure<S: BeforeDispatch>(
     let (journal, origin) = (call.journal, call.origin);
     let watchdog = match base {
         // Windows: mcp-bound again, told what a fork would know.
-        Some(mut base) if sys::BACKEND.job => prepared.contain.start_heir(|facts| {
-            base.contain = Some(facts.clone());
-            let brief = last_words::Brief::new(settings, base, origin);
-            serde_json::to_string(&brief).expect("a brief always serializes")
-        }),
+        Some(mut base) if crate::contain::watchdog_is_heir() => {
+            prepared.contain.start_heir(|facts| {
+                base.contain = Some(facts.clone());
+                let brief = last_words::Brief::new(settings, base, origin);
+                serde_json::to_string(&brief).expect("a brief always serializes")
+            })
+        }
         base => prepared.contain.start_watchdog(base.map(|base| {
             move |words| {
                 let to = last_words::Destination {

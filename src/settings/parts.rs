@@ -27,7 +27,7 @@ pub(super) fn policy(cli: &Cli, session: bool) -> Policy {
         timeout: deadline.timeout.filter(|t| !t.is_zero()),
         signal: deadline
             .signal
-            .unwrap_or_else(|| crate::signals::default_stop(session)),
+            .unwrap_or_else(|| crate::contain::default_stop(session)),
         grace: deadline.grace.unwrap_or(defaults.grace),
         wait_delay: deadline.wait_delay.unwrap_or(defaults.wait_delay),
         stdin_close_grace: cli
@@ -39,24 +39,7 @@ pub(super) fn policy(cli: &Cli, session: bool) -> Policy {
 
 /// A containment this system has the means for; refused, never swapped.
 pub(super) fn contain_here(mode: ContainMode) -> Result<(), NotStarted> {
-    let os = crate::sys::BACKEND.os;
-    match mode {
-        ContainMode::Job if !crate::sys::BACKEND.job => Err(NotStarted::nothing(format!(
-            "--contain job: no Job Object on {os}"
-        ))
-        .hint(format!("--contain auto takes what {os} has"))),
-        ContainMode::Group | ContainMode::Cgroup if crate::sys::BACKEND.job => {
-            let name = match mode {
-                ContainMode::Group => "group",
-                _ => "cgroup",
-            };
-            Err(NotStarted::nothing(format!(
-                "--contain {name}: {os} holds the tree in a Job Object"
-            ))
-            .hint("--contain job or auto"))
-        }
-        _ => Ok(()),
-    }
+    crate::contain::refused_mode(mode).map_or(Ok(()), Err)
 }
 
 /// Where the record goes, and the ids in it.

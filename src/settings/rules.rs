@@ -307,13 +307,16 @@ fn combination(cli: &Cli, given: &Given, settings: &Settings) -> Result<(), Stri
     }
     // Without the session layer the helper reads the host's stdin itself;
     // on Windows nothing can wait for that handle's end but a reader.
-    if cli.mcp_mode.stdin_close_grace.is_some() && backend.job && !session {
+    if cli.mcp_mode.stdin_close_grace.is_some()
+        && !crate::contain::sees_stdin_end_unread()
+        && !session
+    {
         return Err("--stdin-close-grace watches our stdin for the host's end, which Windows can only see by reading it: it needs the session layer there (--mcp)".into());
     }
     if let Some(refused) = missing_here(cli, given) {
         return Err(refused);
     }
-    if let Some(refused) = cli.deadline.signal.and_then(crate::signals::refused_here) {
+    if let Some(refused) = cli.deadline.signal.and_then(crate::contain::refused_stop) {
         return Err(refused);
     }
     if settings.policy.signal == Stop::Close && !session {

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use crate::contain::Family;
-use crate::record::{EventKind, SignalReason, Target};
+use crate::record::{EventKind, SignalReason};
 use crate::signals;
 
 pub(crate) struct Tree {
@@ -82,21 +82,17 @@ impl Tree {
     ) -> Vec<EventKind> {
         let before = self.descendants.len();
         let sweep = self.family.sweep(signo, &mut self.descendants);
-        self.cgroup_killed |= sweep.cgroup_killed;
+        self.cgroup_killed |= sweep.cgroup_killed();
         self.unreadable = self.unreadable.max(sweep.unreadable);
         let signal = signals::name(signo);
         // Each target reached, with how many signals went to it.
-        let sent = [
-            (Target::Cgroup, u32::from(sweep.cgroup_killed)),
-            (Target::Group, u32::from(sweep.group_signalled)),
-            (Target::Descendants, sweep.outside_group),
-        ];
-        let events: Vec<EventKind> = sent
+        let events: Vec<EventKind> = sweep
+            .sent
             .into_iter()
             .filter(|(_, count)| *count > 0)
-            .map(|(target, count)| EventKind::SignalSent {
+            .map(|(reached, count)| EventKind::SignalSent {
                 signal: signal.clone(),
-                target,
+                target: reached.into(),
                 count,
                 reason,
             })

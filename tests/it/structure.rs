@@ -11,6 +11,9 @@
 //!   module's own business);
 //! - at most six `pub mod` in `lib.rs`;
 //! - nix and libc only under `sys/` (the OS layer's contract);
+//! - containment as layers: `BACKEND.job` is read only in `contain/mod.rs`
+//!   (and `sys/`), and each mechanism is one file under `contain/` with one
+//!   `impl Layer`;
 //! - options resolved once: a usage error is made only in `cli/` and
 //!   `settings/`, so nothing past `Settings::resolve` can refuse an
 //!   option, and "nothing was started" is said only by `error.rs`;
@@ -433,6 +436,31 @@ fn holding(needle: &str) -> Vec<String> {
         .filter(|(name, text)| non_test(name, text).join("\n").contains(needle))
         .map(|(name, _)| name)
         .collect()
+}
+
+#[test]
+fn containment_is_chosen_in_one_place_and_each_layer_is_a_file() {
+    let job: Vec<String> = holding("BACKEND.job")
+        .into_iter()
+        .filter(|name| name != "contain/mod.rs" && !name.starts_with("sys/"))
+        .collect();
+    assert!(
+        job.is_empty(),
+        "BACKEND.job read outside contain/mod.rs: {job:?}"
+    );
+    let mut layers = 0;
+    for (name, text) in files() {
+        let impls = non_test(&name, &text)
+            .iter()
+            .filter(|line| line.starts_with("impl Layer for "))
+            .count();
+        layers += impls;
+        assert!(
+            impls == 0 || (name.starts_with("contain/") && impls == 1),
+            "{name}: {impls} impl Layer (one file under contain/ each)"
+        );
+    }
+    assert!(layers >= 2, "the reader found {layers} layers");
 }
 
 #[test]

@@ -19,8 +19,8 @@ mod waiter;
 pub use epoll::Poller;
 pub use waiter::{Waiter, WaiterHeard, WaiterReading};
 
-pub(crate) use super::procfs::{children_of_self, proc_info};
 pub use super::procfs::pids_with_env;
+pub(crate) use super::procfs::{children_of_self, proc_info};
 
 /// Linux can do all of it.
 pub const BACKEND: crate::sys::Backend = crate::sys::Backend {
