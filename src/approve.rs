@@ -21,7 +21,7 @@ use serde::Serialize;
 use crate::child::{self, ChildExit};
 use crate::record::{ApprovalMethod, Decision, Limits};
 use crate::redact::Redactor;
-use crate::signals::SignalPipe;
+use crate::signals::{Signal, SignalPipe};
 use crate::sink::Sink;
 use crate::supervise;
 use crate::sys;
@@ -69,7 +69,7 @@ pub(crate) struct Outcome {
     pub approver_exit: Option<ChildExit>,
     pub excerpt: Option<String>,
     /// The signal that cancelled the call while it waited.
-    pub cancelled_by: Option<i32>,
+    pub cancelled_by: Option<Signal>,
     /// Why the approval could not be asked, with `Decision::Error`.
     pub error: Option<String>,
 }
@@ -114,7 +114,7 @@ struct Verdict {
     decision: Option<Decision>,
     approver_exit: Option<ChildExit>,
     excerpt: Option<String>,
-    cancelled_by: Option<i32>,
+    cancelled_by: Option<Signal>,
     error: Option<String>,
 }
 
@@ -188,7 +188,7 @@ fn by_command(
     let excerpt = Some(run.capture.excerpt(APPROVER_TAIL, gate.redactor).text);
     let (decision, cancelled_by) = match run.cancelled_while_running {
         Some(Cancellation::Timeout) => (Some(Decision::Expired), None),
-        Some(Cancellation::Signal(signo)) => (None, Some(signo)),
+        Some(Cancellation::Signal(signal)) => (None, Some(signal)),
         // The approver has no stdout reader and no stdin watch of ours.
         Some(Cancellation::ClientDisconnected | Cancellation::StdinClosed) => {
             (Some(Decision::Denied), None)
@@ -244,11 +244,11 @@ fn by_tty(request: &Request<'_>, gate: &Gate<'_>, started: Instant) -> Verdict {
             Err(e) => return error(format!("--approve tty: {e}")),
         }
         if ready[0].readable
-            && let Some(&(signo, _)) = gate.signals.take().terminating.first()
+            && let Some(&(signal, _)) = gate.signals.take().terminating.first()
         {
             let _ = tty.write_all(b"\nmcp-bound: cancelled; not running it.\n");
             return Verdict {
-                cancelled_by: Some(signo),
+                cancelled_by: Some(signal),
                 ..decided(None)
             };
         }

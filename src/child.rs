@@ -26,7 +26,7 @@ impl ChildExit {
     pub fn shell_status(self) -> i32 {
         match self {
             ChildExit::Code(code) => code as i32,
-            ChildExit::Signal { signo, .. } => 128 + signo,
+            ChildExit::Signal { signal, .. } => 128 + signal.number(),
         }
     }
 
@@ -51,8 +51,11 @@ impl ChildExit {
                     .flatten()
                     .map(String::from),
             },
-            ChildExit::Signal { signo, core_dumped } => crate::record::Exit::Signal {
-                signal: crate::signals::name(signo),
+            ChildExit::Signal {
+                signal,
+                core_dumped,
+            } => crate::record::Exit::Signal {
+                signal: crate::signals::name(signal),
                 core_dumped,
             },
         }

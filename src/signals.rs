@@ -1,20 +1,22 @@
-//! Signal names and numbers, as GNU timeout reads and writes them, the
-//! polite stop (`Stop`: a signal, or CLOSE), and the signals mcp-bound
-//! acts on. How signals arrive (the self-pipe into
-//! the poll set) is `sys::SignalPipe`; the numbers come from `sys`.
+//! Signal names, as GNU timeout reads and writes them, the polite stop
+//! (`Stop`: a signal, or CLOSE), and the signals mcp-bound acts on. A
+//! signal is a `sys::Signal`: its number is the system's, and only `sys`
+//! makes one from a number. How signals arrive (the self-pipe into the
+//! poll set) is `sys::SignalPipe`.
 
 use crate::sys;
 
 #[cfg(test)]
 pub(crate) use crate::sys::INSTALLED;
-pub(crate) use crate::sys::{SIGCONT, SIGKILL, SIGTERM, SignalPipe};
+pub(crate) use crate::sys::{CONTINUE, SIGKILL, SIGTERM, Signal, SignalPipe};
 
 /// `TERM` for 15; real-time signals as GNU names them (`RTMIN`, `RTMIN+1`,
 /// …, `RTMAX-1`, `RTMAX`: the nearer end); the number for anything else.
-pub(crate) fn name(signo: i32) -> String {
-    if let Some(name) = sys::signal_name(signo) {
+pub(crate) fn name(signal: Signal) -> String {
+    if let Some(name) = sys::signal_name(signal) {
         return name.trim_start_matches("SIG").to_string();
     }
+    let signo = signal.number();
     let range = sys::real_time_signals();
     let (min, max) = (*range.start(), *range.end());
     match signo {
@@ -32,7 +34,7 @@ pub(crate) fn name(signo: i32) -> String {
 /// the grace either way.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Stop {
-    Signal(i32),
+    Signal(Signal),
     /// Close the helper's stdin (mcp-bound holds it under the session
     /// layer only).
     Close,
@@ -42,7 +44,7 @@ impl Stop {
     /// As the record says it: `TERM`, `RTMIN+1`, `CLOSE`.
     pub(crate) fn name(self) -> String {
         match self {
-            Stop::Signal(signo) => name(signo),
+            Stop::Signal(signal) => name(signal),
             Stop::Close => "CLOSE".into(),
         }
     }
@@ -58,15 +60,11 @@ pub(crate) fn parse_stop(text: &str) -> Result<Stop, String> {
 
 /// Parse a signal as GNU timeout does: a name in any case with or without
 /// `SIG` (`RTMIN+N` and `RTMAX-N` included), or a number.
-pub(crate) fn parse(text: &str) -> Result<i32, String> {
+pub(crate) fn parse(text: &str) -> Result<Signal, String> {
     let trimmed = text.trim();
     let invalid = || format!("'{text}' is not a signal (use e.g. TERM, SIGINT, 9, RTMIN+1)");
     if let Ok(number) = trimmed.parse::<i32>() {
-        return match sys::signal_name(number) {
-            Some(_) => Ok(number),
-            None if sys::real_time_signals().contains(&number) => Ok(number),
-            None => Err(invalid()),
-        };
+        return sys::signal_of(number).ok_or_else(invalid);
     }
     let upper = trimmed.to_ascii_uppercase();
     let bare = upper.strip_prefix("SIG").unwrap_or(&upper);
@@ -77,7 +75,7 @@ pub(crate) fn parse(text: &str) -> Result<i32, String> {
                 sys::BACKEND.os
             ));
         }
-        return signo.ok_or_else(invalid);
+        return signo.and_then(sys::signal_of).ok_or_else(invalid);
     }
     sys::signal_number(&format!("SIG{bare}")).ok_or_else(invalid)
 }
@@ -114,18 +112,31 @@ fn parse_real_time(bare: &str) -> Option<Option<i32>> {
 mod tests {
     use super::*;
 
+    /// A signal's number, as parsed.
+    fn number(text: &str) -> Result<i32, String> {
+        parse(text).map(Signal::number)
+    }
+
+    /// The signal of a number this system has.
+    fn sig(number: i32) -> Signal {
+        sys::signal_of(number).unwrap()
+    }
+
     #[test]
     fn names_and_numbers() {
-        assert_eq!(parse("TERM"), Ok(15));
-        assert_eq!(parse("sigint"), Ok(2));
-        assert_eq!(parse("Kill"), Ok(9));
-        assert_eq!(parse("9"), Ok(9));
-        assert_eq!(parse("SIGUSR1"), Ok(sys::signal_number("SIGUSR1").unwrap()));
+        assert_eq!(number("TERM"), Ok(15));
+        assert_eq!(number("sigint"), Ok(2));
+        assert_eq!(number("Kill"), Ok(9));
+        assert_eq!(number("9"), Ok(9));
+        assert_eq!(
+            number("SIGUSR1"),
+            Ok(sys::signal_number("SIGUSR1").unwrap().number())
+        );
         for bad in ["", "0", "-1", "999", "TERMX", "SIG", "1.5"] {
             assert!(parse(bad).is_err(), "{bad:?}");
         }
-        assert_eq!(name(15), "TERM");
-        assert_eq!(name(9), "KILL");
+        assert_eq!(name(sig(15)), "TERM");
+        assert_eq!(name(sig(9)), "KILL");
     }
 
     /// Where the system has none, no real-time name is taken, and the
@@ -145,25 +156,25 @@ mod tests {
     fn real_time_signals_as_gnu_names_them() {
         let range = sys::real_time_signals();
         let (min, max) = (*range.start(), *range.end());
-        assert_eq!(parse("RTMIN"), Ok(min));
-        assert_eq!(parse("sigrtmin+1"), Ok(min + 1));
-        assert_eq!(parse("SIGRTMAX-2"), Ok(max - 2));
-        assert_eq!(parse("rtmax"), Ok(max));
-        assert_eq!(parse(&min.to_string()), Ok(min));
-        assert_eq!(parse(&max.to_string()), Ok(max));
+        assert_eq!(number("RTMIN"), Ok(min));
+        assert_eq!(number("sigrtmin+1"), Ok(min + 1));
+        assert_eq!(number("SIGRTMAX-2"), Ok(max - 2));
+        assert_eq!(number("rtmax"), Ok(max));
+        assert_eq!(number(&min.to_string()), Ok(min));
+        assert_eq!(number(&max.to_string()), Ok(max));
         for bad in [
             "RTMIN-1", "RTMAX+1", "RTMIN+", "RTMIN+x", "RTMIN+99", "RTMAX-99", "RTMINX",
         ] {
             assert!(parse(bad).is_err(), "{bad:?}");
         }
         assert!(parse(&(max + 1).to_string()).is_err());
-        assert_eq!(name(min), "RTMIN");
-        assert_eq!(name(min + 1), "RTMIN+1");
-        assert_eq!(name(max - 2), "RTMAX-2");
-        assert_eq!(name(max), "RTMAX");
+        assert_eq!(name(sig(min)), "RTMIN");
+        assert_eq!(name(sig(min + 1)), "RTMIN+1");
+        assert_eq!(name(sig(max - 2)), "RTMAX-2");
+        assert_eq!(name(sig(max)), "RTMAX");
         // Every name reads back as its number.
         for signo in min..=max {
-            assert_eq!(parse(&name(signo)), Ok(signo), "{signo}");
+            assert_eq!(number(&name(sig(signo))), Ok(signo), "{signo}");
         }
     }
 }

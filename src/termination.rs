@@ -16,7 +16,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::signals::Stop;
+use crate::signals::{Signal, Stop};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Policy {
@@ -36,7 +36,7 @@ pub(crate) struct Policy {
 pub enum Cancellation {
     Timeout,
     /// mcp-bound received this signal.
-    Signal(i32),
+    Signal(Signal),
     /// Our stdout's reader went away.
     ClientDisconnected,
     /// Our stdin hung up and the helper did not exit within the grace.
@@ -46,9 +46,9 @@ pub enum Cancellation {
 impl Cancellation {
     /// The signal received, for a cancellation by one (its name is the
     /// record's `cancel_signal`).
-    pub fn signal(self) -> Option<i32> {
+    pub fn signal(self) -> Option<Signal> {
         match self {
-            Cancellation::Signal(signo) => Some(signo),
+            Cancellation::Signal(signal) => Some(signal),
             Cancellation::Timeout
             | Cancellation::ClientDisconnected
             | Cancellation::StdinClosed => None,
@@ -270,9 +270,9 @@ impl Terminator {
 
     /// `count` of the same terminating signal arrived in one turn. Two
     /// still escalate (the second means "now"); more add nothing.
-    pub(crate) fn on_signals(&mut self, now: Instant, signo: i32, count: u32) -> Vec<Action> {
+    pub(crate) fn on_signals(&mut self, now: Instant, signal: Signal, count: u32) -> Vec<Action> {
         (0..count.min(2))
-            .filter_map(|_| self.cancel(now, Cancellation::Signal(signo)))
+            .filter_map(|_| self.cancel(now, Cancellation::Signal(signal)))
             .collect()
     }
 
@@ -322,8 +322,12 @@ impl Terminator {
 mod tests {
     use super::*;
 
-    const TERM: i32 = 15;
-    const INT: i32 = 2;
+    const TERM: Signal = crate::signals::SIGTERM;
+
+    /// SIGINT, as this system numbers it.
+    fn int() -> Signal {
+        crate::sys::signal_number("SIGINT").unwrap()
+    }
 
     fn policy(timeout: Option<u64>) -> Policy {
         Policy {
@@ -366,10 +370,10 @@ mod tests {
         // GNU timeout's rule holds: what mcp-bound receives is forwarded.
         let mut term = Terminator::new(close, t0);
         assert_eq!(
-            term.cancel(secs(t0, 1), Cancellation::Signal(INT)),
+            term.cancel(secs(t0, 1), Cancellation::Signal(int())),
             Some(Action::Signal {
-                signal: Stop::Signal(INT),
-                reason: Reason::Cancel(Cancellation::Signal(INT))
+                signal: Stop::Signal(int()),
+                reason: Reason::Cancel(Cancellation::Signal(int()))
             })
         );
     }
@@ -433,17 +437,17 @@ mod tests {
         let t0 = Instant::now();
         let mut term = Terminator::new(policy(None), t0);
         assert_eq!(
-            term.cancel(secs(t0, 1), Cancellation::Signal(INT)),
+            term.cancel(secs(t0, 1), Cancellation::Signal(int())),
             Some(Action::Signal {
-                signal: Stop::Signal(INT),
-                reason: Reason::Cancel(Cancellation::Signal(INT))
+                signal: Stop::Signal(int()),
+                reason: Reason::Cancel(Cancellation::Signal(int()))
             })
         );
         assert_eq!(
             term.cancel(secs(t0, 2), Cancellation::Signal(TERM)),
             Some(Action::Kill)
         );
-        assert_eq!(term.cancellation(), Some(Cancellation::Signal(INT)));
+        assert_eq!(term.cancellation(), Some(Cancellation::Signal(int())));
         assert_eq!(term.phase(), Phase::Killed { at: secs(t0, 2) });
     }
 
@@ -568,10 +572,17 @@ mod tests {
 mod bookkeeping {
     use super::*;
 
+    const TERM: Signal = crate::signals::SIGTERM;
+
+    /// SIGINT, as this system numbers it.
+    fn int() -> Signal {
+        crate::sys::signal_number("SIGINT").unwrap()
+    }
+
     fn policy() -> Policy {
         Policy {
             timeout: Some(Duration::from_secs(10)),
-            signal: Stop::Signal(15),
+            signal: Stop::Signal(TERM),
             grace: Duration::from_secs(5),
             wait_delay: Duration::from_secs(1),
             stdin_close_grace: None,
@@ -582,18 +593,18 @@ mod bookkeeping {
     fn two_of_a_signal_in_one_turn_escalate_and_more_add_nothing() {
         let t0 = Instant::now();
         let mut term = Terminator::new(policy(), t0);
-        let actions = term.on_signals(t0, 2, 5);
+        let actions = term.on_signals(t0, int(), 5);
         assert_eq!(
             actions,
             vec![
                 Action::Signal {
-                    signal: Stop::Signal(2),
-                    reason: Reason::Cancel(Cancellation::Signal(2))
+                    signal: Stop::Signal(int()),
+                    reason: Reason::Cancel(Cancellation::Signal(int()))
                 },
                 Action::Kill
             ]
         );
-        assert!(term.on_signals(t0, 2, 1).is_empty(), "already killed");
+        assert!(term.on_signals(t0, int(), 1).is_empty(), "already killed");
     }
 
     #[test]
@@ -607,7 +618,7 @@ mod bookkeeping {
         }
         assert_eq!(recorded.len(), MAX_CANCEL_EVENTS);
         term.on_helper_exit(t0);
-        term.cancel(t0, Cancellation::Signal(15));
+        term.cancel(t0, Cancellation::Signal(TERM));
         assert_eq!(term.cancellation(), Some(Cancellation::ClientDisconnected));
         assert_eq!(
             term.cancelled_while_running(),
@@ -620,10 +631,10 @@ mod bookkeeping {
         let t0 = Instant::now();
         let mut term = Terminator::new(policy(), t0);
         term.on_helper_exit(t0);
-        term.cancel(t0, Cancellation::Signal(15));
-        assert_eq!(term.cancellation(), Some(Cancellation::Signal(15)));
+        term.cancel(t0, Cancellation::Signal(TERM));
+        assert_eq!(term.cancellation(), Some(Cancellation::Signal(TERM)));
         assert_eq!(term.cancelled_while_running(), None);
-        assert_eq!(term.take_cancel_event(), Some(Cancellation::Signal(15)));
+        assert_eq!(term.take_cancel_event(), Some(Cancellation::Signal(TERM)));
         // The timeout is the clock's own cancellation, booked by tick.
         let mut term = Terminator::new(policy(), t0);
         let at = t0 + Duration::from_secs(10);

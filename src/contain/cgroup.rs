@@ -15,6 +15,7 @@
 
 use super::layer::{Delivered, Layer, Reached};
 use crate::error::NotStarted;
+use crate::signals::Signal;
 use crate::sys::fd::{AsFd, BorrowedFd};
 use std::ffi::{CStr, CString};
 use std::fs::File;
@@ -161,8 +162,8 @@ impl Layer for Cgroup {
 
     /// Only KILL goes to every member at once (`cgroup.kill`); who was in
     /// the cgroup is read first, since the kill empties it.
-    fn deliver(&self, signo: i32, _live: &[sys::ProcInfo]) -> Option<Delivered> {
-        if signo != crate::signals::SIGKILL {
+    fn deliver(&self, signal: Signal, _live: &[sys::ProcInfo]) -> Option<Delivered> {
+        if signal != crate::signals::SIGKILL {
             return None;
         }
         let inside = self.members().unwrap_or_default();

@@ -11,6 +11,7 @@ use std::collections::HashSet;
 
 use super::Group;
 use super::layer::{Layer, Reached};
+use crate::signals::Signal;
 use crate::sys;
 
 /// Who belongs to the helper's tree, and how to reach it: the layers
@@ -92,18 +93,18 @@ impl Family {
             || !self.group.is_empty()
     }
 
-    /// Send `signo` to the whole tree: to the first layer over the group
+    /// Send `signal` to the whole tree: to the first layer over the group
     /// that can deliver it, and what it did not reach one by one; else to
     /// the group. Nobody gets the same signal twice from one sweep: many
     /// programs treat a second INT or TERM as "force". `seen` collects
     /// every descendant pid signalled.
-    pub(crate) fn sweep(&self, signo: i32, seen: &mut HashSet<i32>) -> Sweep {
+    pub(crate) fn sweep(&self, signal: Signal, seen: &mut HashSet<i32>) -> Sweep {
         // Scan before signalling: a process that dies of the signal at once
         // is a zombie by the time a later scan runs, and would go uncounted.
         let live = self.live_descendants();
         seen.extend(live.processes.iter().map(|p| p.pid));
         for layer in &self.over {
-            let Some(delivered) = layer.deliver(signo, &live.processes) else {
+            let Some(delivered) = layer.deliver(signal, &live.processes) else {
                 continue;
             };
             let left: Vec<sys::ProcInfo> = live
@@ -111,7 +112,7 @@ impl Family {
                 .into_iter()
                 .filter(|p| !delivered.reached.contains(&p.pid))
                 .collect();
-            let one_by_one = self.group.signal_each(signo, &left);
+            let one_by_one = self.group.signal_each(signal, &left);
             return Sweep {
                 sent: vec![
                     (layer.target(), delivered.to_layer),
@@ -122,7 +123,7 @@ impl Family {
         }
         let delivered = self
             .group
-            .deliver(signo, &live.processes)
+            .deliver(signal, &live.processes)
             .unwrap_or_default();
         Sweep {
             sent: vec![

@@ -12,7 +12,7 @@
 //! too), and `is_empty` reads our children list where we are a subreaper.
 
 use super::layer::{Delivered, Layer, Reached};
-use crate::signals::{SIGCONT, SIGKILL};
+use crate::signals::{CONTINUE, SIGKILL, Signal};
 use crate::sys;
 
 /// The helper's group and how its tree is recognised.
@@ -64,33 +64,33 @@ impl Group {
             || self.strangers.contains(&(p.pid, p.start))
     }
 
-    /// Send `signo` to the group, then to each of `members` outside it
+    /// Send `signal` to the group, then to each of `members` outside it
     /// (escaped with setsid or setpgid). A stopped process only acts on the
     /// signal once continued, so CONT follows, unless the signal is KILL
     /// (which needs no help) or CONT. Whether the group got it, and how
     /// many outside did.
-    pub(crate) fn signal(&self, signo: i32, members: &[sys::ProcInfo]) -> (bool, u32) {
-        let group_signalled = signal_group(self.helper, signo);
+    pub(crate) fn signal(&self, signal: Signal, members: &[sys::ProcInfo]) -> (bool, u32) {
+        let group_signalled = signal_group(self.helper, signal);
         let outsiders: Vec<i32> = members
             .iter()
-            .filter(|p| p.pgid != self.helper && signal_pid(p.pid, signo))
+            .filter(|p| p.pgid != self.helper && signal_pid(p.pid, signal))
             .map(|p| p.pid)
             .collect();
-        if signo != SIGKILL && signo != SIGCONT {
-            signal_group(self.helper, SIGCONT);
+        if let Some(cont) = CONTINUE.filter(|cont| signal != SIGKILL && signal != *cont) {
+            signal_group(self.helper, cont);
             for pid in &outsiders {
-                signal_pid(*pid, SIGCONT);
+                signal_pid(*pid, cont);
             }
         }
         (group_signalled, outsiders.len() as u32)
     }
 
-    /// `signo` to each of `processes` by its pid (those that left the
+    /// `signal` to each of `processes` by its pid (those that left the
     /// cgroup): how many it reached.
-    pub(crate) fn signal_each(&self, signo: i32, processes: &[sys::ProcInfo]) -> u32 {
+    pub(crate) fn signal_each(&self, signal: Signal, processes: &[sys::ProcInfo]) -> u32 {
         let reached = processes
             .iter()
-            .filter(|p| p.pid != self.helper && signal_pid(p.pid, signo));
+            .filter(|p| p.pid != self.helper && signal_pid(p.pid, signal));
         reached.count() as u32
     }
 
@@ -136,8 +136,8 @@ impl Layer for Group {
     }
 
     /// The group gets it, then each member outside it, by pid.
-    fn deliver(&self, signo: i32, live: &[sys::ProcInfo]) -> Option<Delivered> {
-        let (group_signalled, outside) = self.signal(signo, live);
+    fn deliver(&self, signal: Signal, live: &[sys::ProcInfo]) -> Option<Delivered> {
+        let (group_signalled, outside) = self.signal(signal, live);
         Some(Delivered {
             to_layer: u32::from(group_signalled),
             one_by_one: outside,
@@ -160,10 +160,10 @@ impl Layer for Group {
 
 /// Signal a process group (an approver's, or the helper's). False if the
 /// group is gone.
-pub(crate) fn signal_group(pgid: i32, signo: i32) -> bool {
-    pgid > 1 && sys::send_signal(-pgid, signo)
+pub(crate) fn signal_group(pgid: i32, signal: Signal) -> bool {
+    pgid > 1 && sys::send_signal(-pgid, signal)
 }
 
-fn signal_pid(pid: i32, signo: i32) -> bool {
-    pid > 1 && sys::send_signal(pid, signo)
+fn signal_pid(pid: i32, signal: Signal) -> bool {
+    pid > 1 && sys::send_signal(pid, signal)
 }

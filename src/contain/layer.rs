@@ -17,6 +17,7 @@
 
 use std::collections::HashSet;
 
+use crate::signals::Signal;
 use crate::sys;
 
 /// What a signal reached, as the record names it (`record::Target`
@@ -50,9 +51,9 @@ pub(crate) trait Layer: std::fmt::Debug + Send {
     /// What the record names, where this layer was signalled.
     fn target(&self) -> Reached;
 
-    /// Send `signo` to everything it holds at once; `live` is the tree
-    /// as the stack found it. `None`: this layer cannot send `signo`.
-    fn deliver(&self, signo: i32, live: &[sys::ProcInfo]) -> Option<Delivered>;
+    /// Send `signal` to everything it holds at once; `live` is the tree
+    /// as the stack found it. `None`: this layer cannot send `signal`.
+    fn deliver(&self, signal: Signal, live: &[sys::ProcInfo]) -> Option<Delivered>;
 
     /// The live processes it holds but the helper; `None` if it cannot
     /// read them.

@@ -131,13 +131,13 @@ pub(crate) fn refused_stop(stop: Stop) -> Option<String> {
     match stop {
         _ if !sys::BACKEND.job => None,
         Stop::Close | Stop::Signal(signals::SIGKILL) => None,
-        Stop::Signal(signo) if Some(signo) == brk && sys::has_console() => None,
-        Stop::Signal(signo) if Some(signo) == brk => Some(
+        Stop::Signal(signal) if Some(signal) == brk && sys::has_console() => None,
+        Stop::Signal(signal) if Some(signal) == brk => Some(
             "--signal BREAK: mcp-bound has no console to share with the helper, so Ctrl-Break cannot reach it; use CLOSE (with --mcp) or KILL".into(),
         ),
-        Stop::Signal(signo) => Some(format!(
+        Stop::Signal(signal) => Some(format!(
             "--signal {}: Windows has no such signal to send; it takes BREAK (with a console), CLOSE (with --mcp) or KILL",
-            signals::name(signo)
+            signals::name(signal)
         )),
     }
 }

@@ -74,8 +74,8 @@ pub(super) fn decide(
             return Err(call.refused(pending, refusal));
         }
     }
-    if let Some(signo) = outcome.cancelled_by {
-        return Err(pending.cancel(signo));
+    if let Some(signal) = outcome.cancelled_by {
+        return Err(pending.cancel(signal));
     }
     let message = match outcome.decision {
         Some(Decision::Approved) => {

@@ -14,7 +14,7 @@
 use crate::child::ChildExit;
 use crate::error::code;
 use crate::record::{CancelReason, Record, State};
-use crate::signals;
+use crate::signals::{self, Signal};
 use crate::supervise::Outcome;
 use crate::termination::Cancellation;
 
@@ -55,14 +55,14 @@ pub(super) trait BeforeDispatch: Step {
     fn into_record(self) -> Record;
 
     /// A signal came before the helper started.
-    fn cancel(self, signo: i32) -> Box<Ended> {
+    fn cancel(self, signal: Signal) -> Box<Ended> {
         let mut record = self.into_record();
         record.lifecycle.state = State::CancelledBeforeDispatch;
-        record.lifecycle.cancel_reason = Some(Cancellation::Signal(signo).into());
-        record.lifecycle.cancel_signal = Some(signals::name(signo));
+        record.lifecycle.cancel_reason = Some(Cancellation::Signal(signal).into());
+        record.lifecycle.cancel_signal = Some(signals::name(signal));
         Box::new(Ended {
             record,
-            exit_code: 128 + signo,
+            exit_code: 128 + signal.number(),
             outcome: None,
         })
     }
@@ -187,7 +187,9 @@ fn end_of(preserve_status: bool, outcome: &Outcome, record: &mut Record) -> i32 
             };
             (State::TimedOut, status)
         }
-        Some(Cancellation::Signal(signo)) => (State::CancelledAfterDispatch, 128 + signo),
+        Some(Cancellation::Signal(signal)) => {
+            (State::CancelledAfterDispatch, 128 + signal.number())
+        }
         Some(Cancellation::ClientDisconnected) => {
             (State::CancelledAfterDispatch, code::CLIENT_DISCONNECTED)
         }
@@ -304,7 +306,7 @@ mod tests {
             cancelled.record.lifecycle.state,
             State::CancelledBeforeDispatch
         );
-        assert_eq!(cancelled.exit_code, 128 + signals::SIGTERM);
+        assert_eq!(cancelled.exit_code, 128 + signals::SIGTERM.number());
         assert_eq!(
             cancelled.record.lifecycle.cancel_signal.as_deref(),
             Some("TERM")
@@ -321,7 +323,7 @@ mod tests {
     #[test]
     fn a_failure_after_dispatch_is_its_own_state_and_keeps_the_exit() {
         let killed = ChildExit::Signal {
-            signo: signals::SIGKILL,
+            signal: signals::SIGKILL,
             core_dumped: false,
         };
         let ended = dispatched().ended(false, outcome(Some(killed), Some("poll failed: x")));

@@ -229,7 +229,7 @@ fn secured<S: BeforeDispatch>(
         return Err(call.refused(step, refusal));
     }
     match signals.take().terminating.first() {
-        Some(&(signo, _)) => Err(step.cancel(signo)),
+        Some(&(signal, _)) => Err(step.cancel(signal)),
         None => Ok(step),
     }
 }

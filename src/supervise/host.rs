@@ -9,7 +9,7 @@ use std::time::Instant;
 use super::Loop;
 use crate::child;
 use crate::record::{EventKind, SignalReason, Target};
-use crate::signals::{self, Stop};
+use crate::signals::{self, Signal, Stop};
 use crate::termination::{Action, Cancellation, Reason};
 
 impl Loop<'_> {
@@ -54,8 +54,8 @@ impl Loop<'_> {
             }
         }
         let host_signalled = !pending.terminating.is_empty();
-        for (signo, count) in pending.terminating {
-            for action in self.term.on_signals(now, signo, count) {
+        for (signal, count) in pending.terminating {
+            for action in self.term.on_signals(now, signal, count) {
                 self.perform(now, action);
             }
             self.record_cancel_events(now);
@@ -107,7 +107,7 @@ impl Loop<'_> {
                 // A cancellation comes before the signal that carries it.
                 self.record_cancel_events(now);
                 match signal {
-                    Stop::Signal(signo) => self.perform_sweep(now, signo, Some(reason)),
+                    Stop::Signal(signal) => self.perform_sweep(now, signal, Some(reason)),
                     Stop::Close => self.close_server_stdin(now, reason),
                 }
             }
@@ -144,13 +144,13 @@ impl Loop<'_> {
         }
     }
 
-    pub(super) fn perform_sweep(&mut self, now: Instant, signo: i32, reason: Option<Reason>) {
+    pub(super) fn perform_sweep(&mut self, now: Instant, signal: Signal, reason: Option<Reason>) {
         // A sweep with no reason of its own is clean-up of leftovers.
         let reason = reason
             .or(self.term.reason())
             .map_or(SignalReason::Leftovers, SignalReason::from);
         let holders = self.exit.is_some() && self.streams_open();
-        for kind in self.tree.signal(signo, reason, holders) {
+        for kind in self.tree.signal(signal, reason, holders) {
             self.event(now, kind);
         }
     }

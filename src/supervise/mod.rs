@@ -459,7 +459,7 @@ mod tests {
         assert_eq!(
             outcome.exit,
             Some(ChildExit::Signal {
-                signo: signals::SIGKILL,
+                signal: signals::SIGKILL,
                 core_dumped: false
             }),
             "the helper's exit was observed"

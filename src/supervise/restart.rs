@@ -91,8 +91,8 @@ impl Loop<'_> {
                     let attempt = session.table.facts_mut().runs.restarts + 1;
                     let after = match self.exit {
                         Some(exit @ ChildExit::Code(_)) => exit.to_record().to_string(),
-                        Some(ChildExit::Signal { signo, .. }) => {
-                            format!("killed by SIG{}", crate::signals::name(signo))
+                        Some(ChildExit::Signal { signal, .. }) => {
+                            format!("killed by SIG{}", crate::signals::name(signal))
                         }
                         None => "no exit seen".to_string(),
                     };

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::contain::Family;
 use crate::record::{EventKind, SignalReason};
-use crate::signals;
+use crate::signals::{self, Signal};
 
 pub(crate) struct Tree {
     pub family: Family,
@@ -71,27 +71,27 @@ impl Tree {
         }
     }
 
-    /// Send `signo` to the group and every descendant, for `reason`; the
+    /// Send `signal` to the group and every descendant, for `reason`; the
     /// events to record. `holders` when the helper has exited and a pipe is
     /// still open: whoever is signalled then is holding it.
     pub(super) fn signal(
         &mut self,
-        signo: i32,
+        signal: Signal,
         reason: SignalReason,
         holders: bool,
     ) -> Vec<EventKind> {
         let before = self.descendants.len();
-        let sweep = self.family.sweep(signo, &mut self.descendants);
+        let sweep = self.family.sweep(signal, &mut self.descendants);
         self.cgroup_killed |= sweep.cgroup_killed();
         self.unreadable = self.unreadable.max(sweep.unreadable);
-        let signal = signals::name(signo);
+        let name = signals::name(signal);
         // Each target reached, with how many signals went to it.
         let events: Vec<EventKind> = sweep
             .sent
             .into_iter()
             .filter(|(_, count)| *count > 0)
             .map(|(reached, count)| EventKind::SignalSent {
-                signal: signal.clone(),
+                signal: name.clone(),
                 target: reached.into(),
                 count,
                 reason,

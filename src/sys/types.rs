@@ -35,6 +35,20 @@ pub struct Ready {
     pub error: bool,
 }
 
+/// A signal, as this system numbers it. Only `sys` makes one from a
+/// number (its constants, what arrived, what a wait reported, and a
+/// number `signal_of` found this system has), so a pid or a count is
+/// never taken for one. `number` is what a status of 128 + n says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Signal(pub(super) i32);
+
+impl Signal {
+    /// Its number here: for an exit status (128 + n), a name, a record.
+    pub fn number(self) -> i32 {
+        self.0
+    }
+}
+
 /// What arrived at the signal source since the last look
 /// (`SignalPipe::take`).
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -43,7 +57,7 @@ pub struct Pending {
     pub child_changed: bool,
     /// Terminating signals (on Windows, console events under the C
     /// runtime's numbers) with how many of each arrived.
-    pub terminating: Vec<(i32, u32)>,
+    pub terminating: Vec<(Signal, u32)>,
     /// SIGUSR1s: each opens or closes the debug window. mcp-bound's
     /// own, never forwarded, never an end (none on Windows).
     pub debug_toggles: u32,
@@ -70,7 +84,7 @@ pub enum ChildExit {
     /// crash's code is an NTSTATUS, such as 0xC0000005).
     Code(u32),
     Signal {
-        signo: i32,
+        signal: Signal,
         core_dumped: bool,
     },
 }

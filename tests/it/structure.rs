@@ -14,6 +14,7 @@
 //! - containment as layers: `BACKEND.job` is read only in `contain/mod.rs`
 //!   (and `sys/`), and each mechanism is one file under `contain/` with one
 //!   `impl Layer`;
+//! - a signal is a `sys::Signal`: `signo: i32` only under `sys/`;
 //! - options resolved once: a usage error is made only in `cli/` and
 //!   `settings/`, so nothing past `Settings::resolve` can refuse an
 //!   option, and "nothing was started" is said only by `error.rs`;
@@ -461,6 +462,18 @@ fn containment_is_chosen_in_one_place_and_each_layer_is_a_file() {
         );
     }
     assert!(layers >= 2, "the reader found {layers} layers");
+}
+
+#[test]
+fn a_signal_is_a_signal_outside_sys() {
+    let numbered: Vec<String> = holding("signo: i32")
+        .into_iter()
+        .filter(|name| !name.starts_with("sys/"))
+        .collect();
+    assert!(
+        numbered.is_empty(),
+        "a signal as a number outside sys/: {numbered:?}"
+    );
 }
 
 #[test]

@@ -385,7 +385,7 @@ mod signal_pipe {
             for signo in TERMINATING {
                 let count = COUNTS[signo as usize].swap(0, Ordering::Relaxed);
                 if count > 0 {
-                    pending.terminating.push((signo, count));
+                    pending.terminating.push((crate::sys::Signal(signo), count));
                 }
             }
             pending

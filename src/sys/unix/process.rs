@@ -6,7 +6,7 @@ use std::ffi::{CString, OsString};
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 
-use crate::sys::Setup;
+use crate::sys::{Setup, Signal};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 
 use nix::libc;
@@ -350,31 +350,39 @@ pub fn hostname() -> Option<String> {
 
 /// Signals that ask mcp-bound to stop; they cancel the helper.
 pub const TERMINATING: [i32; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
-pub const SIGKILL: i32 = libc::SIGKILL;
-pub const SIGCONT: i32 = libc::SIGCONT;
-pub const SIGTERM: i32 = libc::SIGTERM;
+pub const SIGKILL: Signal = Signal(libc::SIGKILL);
+pub const SIGTERM: Signal = Signal(libc::SIGTERM);
+/// What continues a stopped process, sent after a polite stop.
+pub const CONTINUE: Option<Signal> = Some(Signal(libc::SIGCONT));
 
 /// The name (`SIGTERM`) of a signal this system has by that number,
 /// real-time ones aside.
-pub fn signal_name(signo: i32) -> Option<&'static str> {
-    nix::sys::signal::Signal::try_from(signo)
+pub fn signal_name(signal: Signal) -> Option<&'static str> {
+    nix::sys::signal::Signal::try_from(signal.0)
         .ok()
         .map(|s| s.as_str())
 }
 
-/// The number of a signal by its name (`SIGTERM`), real-time ones aside.
-pub fn signal_number(name: &str) -> Option<i32> {
+/// A signal by its name (`SIGTERM`), real-time ones aside.
+pub fn signal_number(name: &str) -> Option<Signal> {
     name.parse::<nix::sys::signal::Signal>()
         .ok()
-        .map(|s| s as i32)
+        .map(|s| Signal(s as i32))
 }
 
-/// Send `signo` to `target` (a negative target is a process group), by
+/// The signal of this number, if this system has one: a named one, or a
+/// real-time one.
+pub fn signal_of(number: i32) -> Option<Signal> {
+    let named = nix::sys::signal::Signal::try_from(number).is_ok();
+    (named || super::real_time_signals().contains(&number)).then_some(Signal(number))
+}
+
+/// Send `signal` to `target` (a negative target is a process group), by
 /// number: nix's `Signal` has no real-time signals, and `-s RTMIN+1` must
 /// go out as GNU timeout sends it. False if nothing was signalled.
-pub fn send_signal(target: i32, signo: i32) -> bool {
+pub fn send_signal(target: i32, signal: Signal) -> bool {
     // SAFETY: kill(2) with plain integers.
-    signo > 0 && unsafe { libc::kill(target, signo) } == 0
+    signal.0 > 0 && unsafe { libc::kill(target, signal.0) } == 0
 }
 
 #[cfg(test)]

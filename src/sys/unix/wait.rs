@@ -7,6 +7,7 @@ use std::io;
 use nix::libc;
 
 use super::ChildExit;
+use crate::sys::Signal;
 
 /// Has child `pid` exited? It stays a zombie (WNOWAIT), so its pid (and
 /// its process group id) cannot be reused while we still signal it.
@@ -44,11 +45,11 @@ fn waitid_nowait(pid: i32, block: bool) -> Option<ChildExit> {
     match info.si_code {
         libc::CLD_EXITED => Some(ChildExit::Code(status as u32)),
         libc::CLD_KILLED => Some(ChildExit::Signal {
-            signo: status,
+            signal: Signal(status),
             core_dumped: false,
         }),
         libc::CLD_DUMPED => Some(ChildExit::Signal {
-            signo: status,
+            signal: Signal(status),
             core_dumped: true,
         }),
         _ => None,

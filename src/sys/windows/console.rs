@@ -35,7 +35,7 @@ use crate::sys::Pending;
 use crate::sys::fd::RawFd;
 
 /// The events that end a call, by the number each is counted under.
-pub const TERMINATING: [i32; 3] = [SIGINT, SIGBREAK, SIGTERM];
+pub const TERMINATING: [super::Signal; 3] = [SIGINT, SIGBREAK, SIGTERM];
 static COUNTS: [AtomicU32; 3] = [const { AtomicU32::new(0) }; 3];
 static POSTER: OnceLock<Poster> = OnceLock::new();
 

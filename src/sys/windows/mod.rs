@@ -46,7 +46,7 @@ pub use owner::{effective_uid, seen};
 pub use process::*;
 
 use super::fd::{BorrowedFd, OwnedFd, RawFd};
-use super::{Interest, Orphaned, Ready};
+use super::{Interest, Orphaned, Ready, Signal};
 
 pub const BACKEND: super::Backend = super::Backend {
     os: "windows",
@@ -67,31 +67,40 @@ pub const BACKEND: super::Backend = super::Backend {
 
 /// The C runtime's numbers (signal.h), and KILL as mcp-bound's own name
 /// for the end that cannot be refused.
-pub const SIGTERM: i32 = 15;
-pub const SIGKILL: i32 = 9;
-pub const SIGCONT: i32 = 0;
-pub const SIGINT: i32 = 2;
-pub const SIGBREAK: i32 = 21;
-const NAMES: [(&str, i32); 5] = [
-    ("SIGINT", 2),
+pub const SIGTERM: Signal = Signal(15);
+pub const SIGKILL: Signal = Signal(9);
+pub const SIGINT: Signal = Signal(2);
+pub const SIGBREAK: Signal = Signal(21);
+/// Nothing continues a stopped process here: no signal follows a stop.
+pub const CONTINUE: Option<Signal> = None;
+const NAMES: [(&str, Signal); 5] = [
+    ("SIGINT", SIGINT),
     ("SIGTERM", SIGTERM),
     ("SIGKILL", SIGKILL),
-    ("SIGBREAK", 21),
-    ("SIGABRT", 22),
+    ("SIGBREAK", SIGBREAK),
+    ("SIGABRT", Signal(22)),
 ];
 
-pub fn signal_name(signo: i32) -> Option<&'static str> {
+pub fn signal_name(signal: Signal) -> Option<&'static str> {
     NAMES
         .iter()
-        .find(|(_, n)| *n == signo)
+        .find(|(_, n)| *n == signal)
         .map(|(name, _)| *name)
 }
 
-pub fn signal_number(name: &str) -> Option<i32> {
+pub fn signal_number(name: &str) -> Option<Signal> {
     NAMES
         .iter()
         .find(|(n, _)| *n == name)
-        .map(|(_, signo)| *signo)
+        .map(|(_, signal)| *signal)
+}
+
+/// The signal of this number, if this system has one by name.
+pub fn signal_of(number: i32) -> Option<Signal> {
+    NAMES
+        .iter()
+        .map(|(_, signal)| *signal)
+        .find(|signal| signal.0 == number)
 }
 
 #[allow(clippy::reversed_empty_ranges)]

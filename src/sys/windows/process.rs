@@ -271,15 +271,15 @@ pub fn reaped_peak_kib() -> Option<u64> {
 /// process. BREAK, INT and TERM are Ctrl-Break to the helper's process
 /// group, which only reaches a helper that shares our console: without
 /// one, nothing is sent (false), and the record says none was.
-pub fn send_signal(target: i32, signo: i32) -> bool {
+pub fn send_signal(target: i32, signal: super::Signal) -> bool {
     let pid = target.unsigned_abs() as i32;
-    if signo == SIGKILL {
+    if signal == SIGKILL {
         if target < 0 {
             return with_child(pid, |child| child.job.kill(1).is_ok()).unwrap_or(false);
         }
         return terminate(pid);
     }
-    let polite = [super::SIGINT, super::SIGBREAK, super::SIGTERM].contains(&signo);
+    let polite = [super::SIGINT, super::SIGBREAK, super::SIGTERM].contains(&signal);
     // SAFETY: a console event to a process group id; harmless if none.
     polite
         && target < 0
