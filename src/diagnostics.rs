@@ -99,9 +99,9 @@ impl FloodPath {
     /// As this system can take it: without splice (macOS, Windows) a
     /// flood is read.
     pub(crate) fn here(self) -> FloodPath {
-        match crate::sys::BACKEND.splice {
-            true => self,
-            false => FloodPath::Read,
+        match crate::sys::MOVER {
+            Some(_) => self,
+            None => FloodPath::Read,
         }
     }
 }
@@ -244,6 +244,8 @@ impl Path {
 
 /// Stderr bytes newer than everything in the capture, held in a pipe.
 struct HoldingPipe {
+    /// How bytes move inside the kernel here.
+    mover: sys::Mover,
     read: File,
     write: OwnedFd,
     devnull: File,
@@ -335,13 +337,14 @@ impl Diagnostics {
         let (true, Some(holding)) = (self.splicing(), self.holding.as_mut()) else {
             return Took::Off;
         };
-        let moved = match sys::splice(source, holding.write.as_fd(), MOVE_MAX) {
+        let splice = holding.mover.splice;
+        let moved = match splice(source, holding.write.as_fd(), MOVE_MAX) {
             Err(e) if e.kind() == io::ErrorKind::WouldBlock && expect_data && holding.held > 0 => {
                 self.settle();
                 let Some(holding) = self.holding.as_mut() else {
                     return Took::Off;
                 };
-                sys::splice(source, holding.write.as_fd(), MOVE_MAX)
+                splice(source, holding.write.as_fd(), MOVE_MAX)
             }
             other => other,
         };
@@ -415,7 +418,8 @@ impl HoldingPipe {
     /// None when no holding pipe can be had, or one too small to hold the tail
     /// with room to spare (its slots would fill before a trim).
     fn new(keep: usize) -> Option<HoldingPipe> {
-        let (read, write, capacity) = sys::private_pipe(RING_PIPE_BYTES).ok()?;
+        let mover = sys::MOVER?;
+        let (read, write, capacity) = (mover.private_pipe)(RING_PIPE_BYTES).ok()?;
         if keep > capacity / 4 {
             return None;
         }
@@ -425,6 +429,7 @@ impl HoldingPipe {
             .ok()
             .filter(sys::is_dev_null)?;
         Some(HoldingPipe {
+            mover,
             read: File::from(read),
             write,
             devnull,
@@ -437,7 +442,7 @@ impl HoldingPipe {
     /// Splice everything older than the last `keep` bytes into /dev/null.
     fn trim(&mut self, capture: &mut Capture) -> io::Result<()> {
         while self.held > self.keep {
-            match sys::splice(
+            match (self.mover.splice)(
                 self.read.as_fd(),
                 self.devnull.as_fd(),
                 self.held - self.keep,
@@ -598,7 +603,7 @@ mod tests {
 
         /// A helper's stderr: a non-blocking pipe we write into.
         fn source() -> (File, File) {
-            let (read, write, _) = sys::private_pipe(1 << 20).unwrap();
+            let (read, write, _) = (sys::MOVER.unwrap().private_pipe)(1 << 20).unwrap();
             (File::from(read), File::from(write))
         }
 

@@ -293,7 +293,7 @@ fn combination(cli: &Cli, given: &Given, settings: &Settings) -> Result<(), Stri
     if given.has("record_keep") && settings.record.keep.is_none() {
         return Err("--record-keep keeps the newest records a --record template makes: give --record a placeholder in its file name ({call_id})".into());
     }
-    if cli.capture.flood_path == FloodPath::Splice && !backend.splice {
+    if cli.capture.flood_path == FloodPath::Splice && crate::sys::MOVER.is_none() {
         return Err(format!(
             "--flood-path splice moves a flood inside the kernel, which {} cannot do: use auto or read",
             backend.os

@@ -31,8 +31,9 @@
 //!   `fsync` does not reach the disk), and **replacement** (`replace_file`:
 //!   rename(2), or on Windows `MoveFileExW`, tried again while another
 //!   process holds the file open, then said);
-//! - **pipes** (`pipe_cloexec`, and the flood path's `splice`, which only
-//!   Linux has);
+//! - **pipes** (`pipe_cloexec`), and an optional **mover** (`MOVER`: a
+//!   private pipe and splice, which only Linux has; `None` elsewhere, and
+//!   a flood is read);
 //! - **stdout's reader**: which failed writes mean it went away
 //!   (`reader_gone`), and a wait that ends when it goes
 //!   (`wait_for_output_gone`: poll(2) on Unix; on Windows, where a pipe's
@@ -148,6 +149,20 @@ pub mod fd {
     }
 }
 
+/// Moving bytes inside the kernel, where the system can (Linux's
+/// splice): the flood path's holding pipe, and the moves into it, out of
+/// it and to /dev/null. A backend without one says so (`MOVER: None`),
+/// and a flood is read.
+#[derive(Clone, Copy)]
+pub struct Mover {
+    /// A pipe of our own, both ends non-blocking and close-on-exec, grown
+    /// towards `bytes` (best effort): (read end, write end, its capacity).
+    pub private_pipe: fn(i32) -> std::io::Result<(fd::OwnedFd, fd::OwnedFd, usize)>,
+    /// Move up to `len` bytes from one descriptor to the other, never
+    /// blocking (an empty source or a full destination is `WouldBlock`).
+    pub splice: fn(fd::BorrowedFd<'_>, fd::BorrowedFd<'_>, usize) -> std::io::Result<usize>,
+}
+
 /// What this system can do, as the backend says it: read where a
 /// guarantee depends on it, so that the caller chooses another way (or
 /// refuses, saying why) instead of calling a no-op.
@@ -165,8 +180,6 @@ pub struct Backend {
     pub cgroup: bool,
     /// A watchdog that shares our memory (`Waiter`); else a fork.
     pub waiter: bool,
-    /// The flood path can move pipe pages (splice).
-    pub splice: bool,
     /// Real-time signals (`RTMIN+N`).
     pub real_time_signals: bool,
     /// A Job Object holds each helper's tree (Windows): nothing of it

@@ -115,11 +115,4 @@ pub fn reopen_fifo_nonblocking(_fd: RawFd) -> Option<OwnedFd> {
 pub fn grow_pipe(_fd: BorrowedFd<'_>, _bytes: i32) {}
 
 /// No splice here: the flood path reads.
-pub fn private_pipe(_bytes: i32) -> io::Result<(OwnedFd, OwnedFd, usize)> {
-    Err(not_here("splice"))
-}
-
-/// No splice here: the flood path reads.
-pub fn splice(_from: BorrowedFd<'_>, _to: BorrowedFd<'_>, _len: usize) -> io::Result<usize> {
-    Err(not_here("splice"))
-}
+pub const MOVER: Option<crate::sys::Mover> = None;

@@ -18,7 +18,6 @@ pub const BACKEND: crate::sys::Backend = crate::sys::Backend {
     parent_death_signal: false,
     cgroup: false,
     waiter: false,
-    splice: false,
     real_time_signals: false,
     job: false,
     rlimits: true,

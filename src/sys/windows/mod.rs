@@ -55,7 +55,6 @@ pub const BACKEND: super::Backend = super::Backend {
     parent_death_signal: false,
     cgroup: false,
     waiter: false,
-    splice: false,
     real_time_signals: false,
     job: true,
     rlimits: false,
@@ -360,13 +359,8 @@ pub fn pipe_cloexec() -> io::Result<(File, File)> {
 
 pub fn grow_pipe(_fd: BorrowedFd<'_>, _bytes: i32) {}
 
-pub fn private_pipe(_bytes: i32) -> io::Result<(OwnedFd, OwnedFd, usize)> {
-    Err(unsupported("private_pipe"))
-}
-
-pub fn splice(_from: BorrowedFd<'_>, _to: BorrowedFd<'_>, _len: usize) -> io::Result<usize> {
-    Err(unsupported("splice"))
-}
+/// No splice here: the flood path reads.
+pub const MOVER: Option<crate::sys::Mover> = None;
 
 pub fn reopen_fifo_nonblocking(_fd: RawFd) -> Option<OwnedFd> {
     None

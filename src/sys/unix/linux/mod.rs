@@ -30,7 +30,6 @@ pub const BACKEND: crate::sys::Backend = crate::sys::Backend {
     parent_death_signal: true,
     cgroup: true,
     waiter: true,
-    splice: true,
     real_time_signals: true,
     job: false,
     rlimits: true,
@@ -213,10 +212,16 @@ pub fn null_device() -> Option<u64> {
     Some(libc::makedev(1, 3))
 }
 
+/// The flood path's mover: a private pipe and splice.
+pub const MOVER: Option<crate::sys::Mover> = Some(crate::sys::Mover {
+    private_pipe,
+    splice,
+});
+
 /// A pipe of our own, both ends non-blocking and close-on-exec, grown
 /// towards `bytes` (best effort). Returns (read end, write end, the
 /// capacity granted).
-pub fn private_pipe(bytes: i32) -> io::Result<(OwnedFd, OwnedFd, usize)> {
+fn private_pipe(bytes: i32) -> io::Result<(OwnedFd, OwnedFd, usize)> {
     let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC | OFlag::O_NONBLOCK)?;
     grow_pipe(write.as_fd(), bytes);
     let capacity = fcntl(write.as_fd(), FcntlArg::F_GETPIPE_SZ)?;
@@ -227,7 +232,7 @@ pub fn private_pipe(bytes: i32) -> io::Result<(OwnedFd, OwnedFd, usize)> {
 /// /dev/null) inside the kernel: pipe pages change hands, nothing is
 /// copied. Never blocks: an empty source or a full destination is
 /// `WouldBlock`.
-pub fn splice(from: BorrowedFd<'_>, to: BorrowedFd<'_>, len: usize) -> io::Result<usize> {
+fn splice(from: BorrowedFd<'_>, to: BorrowedFd<'_>, len: usize) -> io::Result<usize> {
     // SAFETY: two descriptors we hold; no offsets (both are pipes or
     // /dev/null).
     let moved = unsafe {
