@@ -721,3 +721,36 @@ fn every_path_architecture_md_names_exists() {
         "ARCHITECTURE.md names what does not exist: {missing:?}"
     );
 }
+
+/// The `Backend` table in ARCHITECTURE.md is the struct's: a row for
+/// every field `sys/mod.rs` declares (but `os`, its name), and no other.
+#[test]
+fn the_backend_table_is_the_backend_struct() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let sys = std::fs::read_to_string(src().join("sys/mod.rs")).unwrap();
+    let body = &sys[sys.find("pub struct Backend {").expect("struct Backend")..];
+    let body = &body[..body.find("\n}").unwrap()];
+    let fields: BTreeSet<String> = body
+        .lines()
+        .skip(1)
+        .filter_map(|line| line.trim().strip_prefix("pub "))
+        .filter_map(|rest| rest.split_once(':').map(|(field, _)| field.to_string()))
+        .filter(|field| field != "os")
+        .collect();
+    let architecture = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    let table = &architecture[architecture
+        .find("| `Backend` field |")
+        .expect("the Backend table")..];
+    let rows: BTreeSet<String> = table
+        .lines()
+        .skip(2)
+        .take_while(|line| line.starts_with('|'))
+        .filter_map(|line| line.split('`').nth(1))
+        .map(str::to_string)
+        .collect();
+    assert!(fields.len() >= 10, "the reader found {fields:?}");
+    assert_eq!(
+        rows, fields,
+        "ARCHITECTURE.md's Backend table against sys::Backend"
+    );
+}
