@@ -38,7 +38,7 @@ _mcp__bound() {
 
     case "${cmd}" in
         mcp__bound)
-            opts="-s -k -h -V --timeout --signal --preserve-status --rlimit --contain --memory-max --pids-max --cpu-max --limits --head-bytes --tail-bytes --excerpt-bytes --echo --flood-path --redact --stderr-log --stderr-log-size --stderr-log-keep --stderr-log-timestamps --stderr-log-optional --record --record-keep --record-fd --call-id --session-id --max-message-bytes --live-rate --live-burst --request-timeout --request-timeout-resets-on-progress --agent-excerpt-bytes --max-in-flight --restart --max-restarts --restart-window --restart-backoff --debug-window --debug-window-bytes --approve-cmd --approve --approval-timeout --tool-allow --tool-deny --tool-approve-cmd --tool-approve-via --tool-approve --tool-approval-timeout --max-pending-approvals --tool-pin --tool-pin-key --journal --journal-excerpt-bytes --journal-key --journal-requests --otel --otel-flush-timeout --otel-propagate --generate --mcp --stdout-guard --live --stdin-close-grace --kill-after --grace --wait-delay --session --help --version verify log check report pin"
+            opts="-s -k -h -V --timeout --signal --kill-after --grace --wait-delay --preserve-status --rlimit --contain --memory-max --pids-max --cpu-max --limits --head-bytes --tail-bytes --excerpt-bytes --echo --flood-path --redact --stderr-log --stderr-log-size --stderr-log-keep --stderr-log-timestamps --stderr-log-optional --record --record-keep --record-fd --call-id --session-id --mcp --stdout-guard --max-message-bytes --live --live-rate --live-burst --stdin-close-grace --session --request-timeout --request-timeout-resets-on-progress --agent-excerpt-bytes --max-in-flight --restart --max-restarts --restart-window --restart-backoff --debug-window --debug-window-bytes --approve-cmd --approve --approval-timeout --tool-allow --tool-deny --tool-approve-cmd --tool-approve-via --tool-approve --tool-approval-timeout --max-pending-approvals --tool-pin --tool-pin-key --journal --journal-excerpt-bytes --journal-key --journal-requests --otel --otel-flush-timeout --otel-propagate --generate --help --version verify log check report pin"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -53,6 +53,22 @@ _mcp__bound() {
                     return 0
                     ;;
                 -s)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --grace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --kill-after)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -k)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --wait-delay)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
@@ -136,8 +152,16 @@ _mcp__bound() {
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
+                --stdout-guard)
+                    COMPREPLY=($(compgen -W "off jsonrpc" -- "${cur}"))
+                    return 0
+                    ;;
                 --max-message-bytes)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --live)
+                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
                     return 0
                     ;;
                 --live-rate)
@@ -146,6 +170,14 @@ _mcp__bound() {
                     ;;
                 --live-burst)
                     COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --stdin-close-grace)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --session)
+                    COMPREPLY=($(compgen -W "off jsonrpc" -- "${cur}"))
                     return 0
                     ;;
                 --request-timeout)
@@ -258,38 +290,6 @@ _mcp__bound() {
                     ;;
                 --generate)
                     COMPREPLY=($(compgen -W "man complete-bash complete-zsh complete-fish schema-record schema-journal" -- "${cur}"))
-                    return 0
-                    ;;
-                --stdout-guard)
-                    COMPREPLY=($(compgen -W "off jsonrpc" -- "${cur}"))
-                    return 0
-                    ;;
-                --live)
-                    COMPREPLY=($(compgen -W "true false" -- "${cur}"))
-                    return 0
-                    ;;
-                --stdin-close-grace)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --grace)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --kill-after)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                -k)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --wait-delay)
-                    COMPREPLY=($(compgen -f "${cur}"))
-                    return 0
-                    ;;
-                --session)
-                    COMPREPLY=($(compgen -W "off jsonrpc" -- "${cur}"))
                     return 0
                     ;;
                 *)

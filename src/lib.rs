@@ -89,7 +89,7 @@ where
             _ => contain::orphaned(&args),
         };
     }
-    match cli::parse(docs::command(), args) {
+    match cli::parse(docs::command, args) {
         Ok(cli::Parsed::Print(text)) => match printed::print(&text) {
             Ok(()) => 0,
             Err(err) => {
@@ -173,7 +173,7 @@ where
     T: Into<OsString> + Clone,
 {
     let env = |name: &str| std::env::var(name).ok();
-    match cli::parse(docs::command(), args).map_err(|err| err.to_string())? {
+    match cli::parse(docs::command, args).map_err(|err| err.to_string())? {
         cli::Parsed::Run { cli, given } => settings::Settings::resolve(&cli, &given, &env)
             .map(|_| true)
             .map_err(|err| err.to_string()),

@@ -342,6 +342,14 @@ fn parse_call_id(text: &str) -> Result<String, String> {
 /// value: host configs set secrets there (`MCP_BOUND_REDACT`), and `VAR=`
 /// for an unset one reads as if it were set to nothing.
 pub(crate) fn command() -> clap::Command {
+    command_with(&|_| None)
+}
+
+/// The clap definition, with the help another module says for some
+/// options (`docs::command`: the defaults): `help(arg)`, read only for
+/// those. One pass over the options, since each pass moves the whole
+/// definition, and this is every run's start-up.
+pub(crate) fn command_with(help: &dyn Fn(&clap::Arg) -> Option<String>) -> clap::Command {
     fn hide_values(command: clap::Command) -> clap::Command {
         command
             .mut_args(|arg| arg.hide_env_values(true))
@@ -356,7 +364,12 @@ pub(crate) fn command() -> clap::Command {
                     .iter()
                     .any(|name| NUMERIC_VALUES.contains(&name.as_str()))
             });
-            arg.allow_hyphen_values(numeric)
+            let said = help(&arg);
+            let arg = arg.allow_hyphen_values(numeric);
+            match said {
+                Some(text) => arg.help(text),
+                None => arg,
+            }
         })
         .after_help(after_help())
 }
@@ -407,10 +420,11 @@ impl From<Sub> for Parsed {
     }
 }
 
-/// Parse with `command` (the definition as `docs::command` documents
-/// it, so that `--help` says it all); usage errors become one line and
-/// exit 125 (not clap's 2).
-pub(crate) fn parse<I, T>(command: clap::Command, args: I) -> Result<Parsed, Error>
+/// Parse with the plain definition; `--help` is rendered again from
+/// `documented` (`docs::command`: the defaults said), which only help
+/// needs, so a run does not build its texts. Usage errors become one line
+/// and exit 125 (not clap's 2).
+pub(crate) fn parse<I, T>(documented: fn() -> clap::Command, args: I) -> Result<Parsed, Error>
 where
     I: IntoIterator<Item = T>,
     T: Into<OsString> + Clone,
@@ -419,7 +433,7 @@ where
     let verifying = args
         .get(1)
         .is_some_and(|arg| SUBCOMMANDS.contains(&&*arg.to_string_lossy()));
-    let parsed = command.try_get_matches_from(&args).and_then(|matches| {
+    let parsed = command().try_get_matches_from(&args).and_then(|matches| {
         let given = Given::from(&matches);
         Cli::from_arg_matches(&matches).map(|cli| (cli, given))
     });
@@ -439,9 +453,11 @@ where
             },
         }),
         Err(err) => match err.kind() {
-            clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
-                Ok(Parsed::Print(err.render().to_string()))
+            clap::error::ErrorKind::DisplayHelp => {
+                let help = documented().try_get_matches_from(&args).err();
+                Ok(Parsed::Print(help.unwrap_or(err).render().to_string()))
             }
+            clap::error::ErrorKind::DisplayVersion => Ok(Parsed::Print(err.render().to_string())),
             kind if verifying => Err(Error::VerifyUsage(one_line(
                 &err.render().to_string(),
                 kind,

@@ -25,14 +25,14 @@ pub const JOURNAL_SCHEMA: &str = include_str!("../../schema/journal.schema.json"
 /// The clap definition as `--help` and the documents show it: each
 /// default `--mcp` changes is said from `settings`' one table.
 pub fn command() -> clap::Command {
-    let mut command = crate::cli::command().mut_arg("mcp", |arg| arg.help(mcp_help()));
-    for row in MCP_DEFAULTS.shown() {
-        command = command.mut_arg(row.option, |arg| {
-            let help = arg.get_help().map(ToString::to_string).unwrap_or_default();
-            arg.help(format!("{help} {}", row.default_text()))
-        });
-    }
-    command
+    let rows = MCP_DEFAULTS.shown();
+    crate::cli::command_with(&|arg| match arg.get_id().as_str() {
+        "mcp" => Some(mcp_help()),
+        id => rows.iter().find(|row| row.option == id).map(|row| {
+            let own = arg.get_help().map(ToString::to_string).unwrap_or_default();
+            format!("{own} {}", row.default_text())
+        }),
+    })
 }
 
 pub(crate) fn generate(what: Generate) -> String {
