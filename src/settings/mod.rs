@@ -41,8 +41,6 @@ pub(crate) struct CaptureSettings {
     pub echo: Echo,
     /// How a flood is drained, as this system and the other outputs allow.
     pub flood_path: FloodPath,
-    /// Extra --redact patterns (compiled in `Settings::redactor`).
-    pub redact: Vec<String>,
     /// --stderr-log.
     pub log: Option<StderrLogSettings>,
 }
@@ -128,8 +126,10 @@ impl Settings {
         .map_err(NotStarted::nothing)?;
         let settings = Settings::from_parts(cli, otel)?;
         rules::check(cli, given, &settings)?;
-        parts::contain_here(settings.contain)?;
-        Ok(settings)
+        match crate::contain::refused_mode(settings.contain) {
+            Some(refused) => Err(refused.into()),
+            None => Ok(settings),
+        }
     }
 
     /// The settings, each part from its options and the mode's defaults.

@@ -1,7 +1,7 @@
 //! The parts of `Settings`, each resolved from its options and the
 //! mode's defaults (`defaults.rs`): the deadline and the stop, the
 //! capture, the record, the streams, the session layer with its gate, and
-//! the approval. Pure: nothing here can fail but `contain_here`.
+//! the approval. Pure: nothing here can fail.
 
 use std::ffi::OsString;
 use std::time::Duration;
@@ -13,9 +13,7 @@ use super::{
 };
 use crate::approve;
 use crate::cli::{ApproveOn, Cli, GuardMode, SessionMode};
-use crate::contain::ContainMode;
 use crate::diagnostics::FloodPath;
-use crate::error::NotStarted;
 use crate::session::{RestartPolicy, SessionPolicy};
 use crate::termination::Policy;
 
@@ -35,11 +33,6 @@ pub(super) fn policy(cli: &Cli, session: bool) -> Policy {
             .stdin_close_grace
             .or(defaults.stdin_close_grace),
     }
-}
-
-/// A containment this system has the means for; refused, never swapped.
-pub(super) fn contain_here(mode: ContainMode) -> Result<(), NotStarted> {
-    crate::contain::refused_mode(mode).map_or(Ok(()), Err)
 }
 
 /// Where the record goes, and the ids in it.
@@ -77,7 +70,6 @@ pub(super) fn capture(cli: &Cli, live: bool) -> CaptureSettings {
             true => FloodPath::Read,
             false => cli.capture.flood_path.here(),
         },
-        redact: cli.capture.redact.clone(),
         log: cli
             .stderr_log
             .stderr_log
