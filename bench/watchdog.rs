@@ -31,10 +31,12 @@ fn main() {
         }
     };
     let c = |s: &str| CString::new(s).unwrap();
+    let start_waiter = sys::WAITER.expect("a system with a waiter (Linux)");
+    let forking = sys::FORK.expect("a system that forks");
     let (mut waiter, mut fork) = (Vec::new(), Vec::new());
     for _ in 0..rounds {
         let start = Instant::now();
-        let w = sys::Waiter::start(sys::Orphaned {
+        let w = start_waiter(sys::Orphaned {
             kill: None,
             exe: c("/bin/true"),
             argv0: c("true"),
@@ -50,7 +52,7 @@ fn main() {
 
         let start = Instant::now();
         let (reader, mut writer) = sys::pipe_cloexec().unwrap();
-        match sys::fork_process().unwrap() {
+        match (forking.fork)().unwrap() {
             None => {
                 drop(writer);
                 let mut buf = [0u8; 8];

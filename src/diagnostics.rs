@@ -423,11 +423,7 @@ impl HoldingPipe {
         if keep > capacity / 4 {
             return None;
         }
-        let devnull = std::fs::OpenOptions::new()
-            .write(true)
-            .open("/dev/null")
-            .ok()
-            .filter(sys::is_dev_null)?;
+        let devnull = (mover.null)().ok()?;
         Some(HoldingPipe {
             mover,
             read: File::from(read),

@@ -9,7 +9,9 @@
 //! - anything else (a terminal): at most PIPE_BUF bytes after poll() says
 //!   POLLOUT, which the kernel accepts without blocking;
 //! - on Windows, any handle: through a relay, a thread that does the
-//!   blocking write (`sys::relays_output`), polled as a pipe;
+//!   blocking write, polled as a pipe;
+//!
+//! `sys::output_kind` says which it is.
 //! - absent (closed): output is drained and counted, never written.
 
 use crate::sys::fd::{AsFd, AsRawFd, FromRawFd, RawFd};
@@ -22,25 +24,12 @@ use crate::sys;
 
 const PIPE_BUF: usize = 4096;
 
-impl Mode {
-    /// May a write be tried before poll() reported POLLOUT?
-    fn write_without_poll(&self) -> bool {
-        !matches!(self, Mode::AfterPollout | Mode::Absent)
-    }
-}
+/// What the descriptor is decides how it is written.
+type Mode = sys::OutputKind;
 
-enum Mode {
-    /// Our own non-blocking description of the same FIFO.
-    Reopened(File),
-    /// The descriptor was already non-blocking when we got it.
-    AlreadyNonblocking,
-    Socket,
-    NeverWaits,
-    AfterPollout,
-    /// Written by a relay's thread (Windows): a write that finds it busy
-    /// is `WouldBlock`, and the poller says when it is free.
-    Relayed,
-    Absent,
+/// May a write be tried before poll() reported POLLOUT?
+fn write_without_poll(mode: &Mode) -> bool {
+    !matches!(mode, Mode::AfterPollout | Mode::Absent)
 }
 
 /// What one write attempt did.
@@ -67,14 +56,14 @@ impl Sink {
     /// Wrap an inherited descriptor without taking ownership: it is never
     /// closed through the sink.
     pub(crate) fn for_fd(fd: RawFd) -> Sink {
-        // SAFETY: the descriptor is only used if open (checked in classify);
+        // SAFETY: the descriptor is only used if open (`output_kind` checks);
         // ManuallyDrop keeps us from closing it.
         let file = ManuallyDrop::new(unsafe { File::from_raw_fd(fd) });
-        let mode = Self::classify(fd, &file);
+        let mode = sys::output_kind(fd, &file);
         // One that must wait for POLLOUT (a terminal, a FIFO that cannot
         // be re-opened) may take a write already: ask once, so that a line
         // written "best effort, never waited for" is not dropped unasked.
-        let ready = mode.write_without_poll()
+        let ready = write_without_poll(&mode)
             || (matches!(mode, Mode::AfterPollout) && Self::writable_now(fd));
         Sink {
             mode,
@@ -108,33 +97,6 @@ impl Sink {
         Self::for_fd(sys::std_fd(2))
     }
 
-    fn classify(fd: RawFd, file: &File) -> Mode {
-        if !sys::is_open_for_writing(fd) {
-            return Mode::Absent;
-        }
-        if sys::relays_output(fd) {
-            return Mode::Relayed;
-        }
-        let Ok(meta) = file.metadata() else {
-            return Mode::Absent;
-        };
-        let kind = meta.file_type();
-        if sys::is_nonblocking(file.as_fd()).unwrap_or(false) {
-            Mode::AlreadyNonblocking
-        } else if sys::is_fifo(&kind) {
-            match sys::reopen_fifo_nonblocking(fd) {
-                Some(fd) => Mode::Reopened(File::from(fd)),
-                None => Mode::AfterPollout,
-            }
-        } else if sys::is_socket(&kind) {
-            Mode::Socket
-        } else if kind.is_file() || sys::is_null_device(&meta) {
-            Mode::NeverWaits
-        } else {
-            Mode::AfterPollout
-        }
-    }
-
     pub(crate) fn is_absent(&self) -> bool {
         matches!(self.mode, Mode::Absent)
     }
@@ -159,7 +121,7 @@ impl Sink {
         while self.ready {
             match self.write(bytes) {
                 Ok(n) => {
-                    self.ready = self.mode.write_without_poll();
+                    self.ready = write_without_poll(&self.mode);
                     return Wrote::Bytes(n);
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.ready = false,
@@ -178,7 +140,7 @@ impl Sink {
         match &mut self.mode {
             Mode::Reopened(file) => file.write(bytes),
             Mode::AlreadyNonblocking | Mode::NeverWaits => inherited.write(bytes),
-            Mode::Socket => sys::send_nowait(inherited.as_fd(), bytes),
+            Mode::Socket(send) => send(inherited.as_fd(), bytes),
             Mode::AfterPollout => inherited.write(&bytes[..bytes.len().min(PIPE_BUF)]),
             Mode::Relayed => sys::write_pipe(inherited, bytes),
             Mode::Absent => Err(io::Error::from(io::ErrorKind::BrokenPipe)),

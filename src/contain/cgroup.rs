@@ -199,8 +199,10 @@ pub(super) fn job_limits(
     limits: &CgroupLimits,
 ) -> Result<(sys::JobLimits, Vec<String>, Vec<String>), NotStarted> {
     let (mut kept, mut not_applied) = (sys::JobLimits::default(), Vec::new());
+    let unsupported = |_: &sys::JobLimits| Err(std::io::ErrorKind::Unsupported.into());
+    let try_job_limits = sys::JOB_LIMITS.unwrap_or(unsupported);
     for (option, one) in limits.job().each() {
-        match sys::try_job_limits(&one) {
+        match try_job_limits(&one) {
             Ok(()) => kept = kept.with(one),
             Err(why) if limits.best_effort => {
                 not_applied.push(format!("{option}: the job refused it: {why}"));
@@ -269,14 +271,20 @@ fn cgroup2_mount_in(mountinfo: &str) -> Option<PathBuf> {
     })
 }
 
+/// The system's cgroups, or why there are none.
+fn cgroups() -> Result<sys::Cgroups, String> {
+    sys::CGROUPS.ok_or_else(|| format!("no cgroup v2 on {}", sys::BACKEND.os))
+}
+
 /// Where the cgroup2 hierarchy is mounted, and our cgroup in it. The
 /// usual places are asked first (one statfs each); mountinfo is read only
 /// when neither is a cgroup2 mount.
 fn our_cgroup() -> Result<PathBuf, String> {
+    let cgroups = cgroups()?;
     let usual = ["/sys/fs/cgroup", "/sys/fs/cgroup/unified"]
         .into_iter()
         .map(PathBuf::from)
-        .find(|dir| sys::is_cgroup2_mount(dir));
+        .find(|dir| (cgroups.is_mount)(dir));
     let mount = match usual {
         Some(mount) => mount,
         None => {
@@ -307,7 +315,7 @@ fn make_cgroup() -> Result<PathBuf, String> {
     // not move into is no cgroup for us. Checked now, so a refusal is a
     // fallback or a clear error, never a helper that fails to start.
     for procs in [parent.join("cgroup.procs"), dir.join("cgroup.procs")] {
-        if let Err(e) = sys::may_write(&procs) {
+        if let Err(e) = (cgroups()?.may_write)(&procs) {
             let _ = std::fs::remove_dir(&dir);
             return Err(format!(
                 "cannot move a process into a cgroup ({}: {e})",
@@ -390,13 +398,14 @@ mod tests {
             cgroup2_mount_in("22 27 0:21 / /proc rw - proc proc rw\n"),
             None
         );
-        assert!(!sys::is_cgroup2_mount(Path::new("/tmp")));
-        assert!(!sys::is_cgroup2_mount(Path::new("/nonexistent")));
         // Where mountinfo names one, statfs agrees (a backend without
-        // cgroups sees none).
+        // cgroups has no means to look).
+        let Some(cgroups) = sys::CGROUPS else { return };
+        assert!(!(cgroups.is_mount)(Path::new("/tmp")));
+        assert!(!(cgroups.is_mount)(Path::new("/nonexistent")));
         let text = sys::read_small(Path::new("/proc/self/mountinfo")).unwrap();
-        if let Some(mount) = cgroup2_mount_in(&text).filter(|_| sys::BACKEND.cgroup) {
-            assert!(sys::is_cgroup2_mount(&mount), "{}", mount.display());
+        if let Some(mount) = cgroup2_mount_in(&text) {
+            assert!((cgroups.is_mount)(&mount), "{}", mount.display());
         }
     }
 }

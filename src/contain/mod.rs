@@ -199,9 +199,13 @@ pub(crate) const APPROVER_MARK: &str = "MCP_BOUND_APPROVER";
 /// KILL every process carrying `variable=value`, a few rounds, so what
 /// forked meanwhile is caught too.
 pub(crate) fn kill_marked(variable: &str, value: &str) {
+    // (Where a job holds the tree, nothing carries a mark to be found.)
+    let Some(pids_with_env) = crate::sys::MARKS else {
+        return;
+    };
     let entry = format!("{variable}={value}").into_bytes();
     for _ in 0..20 {
-        let pids = crate::sys::pids_with_env(&entry);
+        let pids = pids_with_env(&entry);
         if pids.is_empty() {
             break;
         }

@@ -7,7 +7,7 @@
 //! - With last words to write (the journal's terminal entry, the record:
 //!   state `supervisor_killed`) it is a fork of mcp-bound, which has the
 //!   call in memory.
-//! - Without (no --journal, no --record) it is a [`sys::Waiter`]: a
+//! - Without (no --journal, no --record) it is a waiter (`sys::WAITER`): a
 //!   process that shares mcp-bound's memory and only reads the pipe, so
 //!   it costs next to nothing to start and to end. On mcp-bound's death it
 //!   strikes once (cgroup.kill, or KILL to the group), then execs
@@ -33,11 +33,10 @@ pub(crate) const ORPHANED: &str = "mcp-bound-watchdog";
 pub(super) enum Watchdog {
     /// A fork, which writes last words.
     Forked { pid: i32, writer: std::fs::File },
-    /// A waiter, which only ends the tree.
-    Waiter(sys::Waiter),
-    /// Windows: mcp-bound started again, told what to write (the brief)
-    /// and handed each helper's job.
-    Heir(sys::Heir),
+    /// One the backend starts its own way: a waiter (Linux), which only
+    /// ends the tree, or the heir (Windows), mcp-bound started again, told
+    /// what to write (the brief) and handed each helper's job.
+    Own(Box<dyn sys::Watcher>),
 }
 
 /// What the watchdog heard before mcp-bound went away: the latest
@@ -69,7 +68,7 @@ pub(crate) struct Link {
     /// tree).
     speaks: bool,
     /// An heir's: what puts each helper's job into its handle table.
-    hand: Option<sys::Hand>,
+    hand: Option<Box<dyn sys::Hand>>,
 }
 
 impl Link {
@@ -130,8 +129,7 @@ impl Contain {
     pub(crate) fn link(&self) -> Option<Link> {
         let (writer, speaks, hand) = match self.watchdog.as_ref()? {
             Watchdog::Forked { writer, .. } => (writer, true, None),
-            Watchdog::Waiter(waiter) => (waiter.writer(), false, None),
-            Watchdog::Heir(heir) => (heir.writer(), true, Some(heir.hand().ok()?)),
+            Watchdog::Own(own) => (own.writer(), own.speaks(), own.hand().transpose().ok()?),
         };
         Some(Link {
             writer: writer.try_clone().ok()?,
@@ -148,8 +146,8 @@ impl Contain {
         last_words: Option<impl FnOnce(LastWords)>,
     ) -> std::io::Result<()> {
         let watchdog = match last_words {
-            None if sys::BACKEND.waiter => match self.start_waiter() {
-                Ok(waiter) => Watchdog::Waiter(waiter),
+            None if sys::WAITER.is_some() => match self.start_waiter() {
+                Ok(waiter) => Watchdog::Own(waiter),
                 Err(_) => self.fork_watchdog(|_| {})?,
             },
             None => self.fork_watchdog(|_| {})?,
@@ -157,8 +155,7 @@ impl Contain {
         };
         self.facts.watchdog_pid = Some(match &watchdog {
             Watchdog::Forked { pid, .. } => *pid as u32,
-            Watchdog::Waiter(waiter) => waiter.pid as u32,
-            Watchdog::Heir(heir) => heir.pid as u32,
+            Watchdog::Own(own) => own.pid(),
         });
         self.watchdog = Some(watchdog);
         Ok(())
@@ -171,19 +168,21 @@ impl Contain {
         &mut self,
         brief: impl FnOnce(&ContainFacts) -> String,
     ) -> std::io::Result<()> {
-        let heir = sys::Heir::start(ORPHANED)?;
-        self.facts.watchdog_pid = Some(heir.pid as u32);
+        let heirs = sys::HEIR.ok_or(std::io::ErrorKind::Unsupported)?;
+        let heir = (heirs.start)(ORPHANED)?;
+        self.facts.watchdog_pid = Some(heir.pid());
         let brief = brief(&self.facts);
         if let Err(err) = heir.writer().write_all(&Said::Brief(brief).encode()) {
             heir.finish(&Said::Done.encode());
             self.facts.watchdog_pid = None;
             return Err(err);
         }
-        self.watchdog = Some(Watchdog::Heir(heir));
+        self.watchdog = Some(Watchdog::Own(heir));
         Ok(())
     }
 
-    fn start_waiter(&self) -> std::io::Result<sys::Waiter> {
+    fn start_waiter(&self) -> std::io::Result<Box<dyn sys::Watcher>> {
+        let start = sys::WAITER.ok_or(std::io::ErrorKind::Unsupported)?;
         let c = |text: &str| {
             std::ffi::CString::new(text)
                 .map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))
@@ -193,7 +192,7 @@ impl Contain {
             Some(cgroup) => ("cgroup", c_path(cgroup.dir())?),
             None => ("group", c(&self.mark)?),
         };
-        sys::Waiter::start(sys::Orphaned {
+        start(sys::Orphaned {
             kill: self
                 .cgroup
                 .as_ref()
@@ -208,12 +207,13 @@ impl Contain {
     }
 
     fn fork_watchdog(&self, last_words: impl FnOnce(LastWords)) -> std::io::Result<Watchdog> {
+        let fork = sys::FORK.ok_or(std::io::ErrorKind::Unsupported)?;
         let (reader, writer) = sys::pipe_cloexec()?;
-        match sys::fork_process()? {
+        match (fork.fork)()? {
             Some(pid) => Ok(Watchdog::Forked { pid, writer }),
             None => {
                 drop(writer);
-                sys::detach(reader.as_raw_fd());
+                (fork.detach)(reader.as_raw_fd());
                 crate::signals::SignalPipe::disarm_in_child();
                 // (A group here is a number: nothing is held to release.)
                 let watched = watch(&reader, |_| {});
@@ -237,8 +237,7 @@ impl Contain {
                 drop(writer);
                 sys::wait_child(pid);
             }
-            Some(Watchdog::Waiter(waiter)) => waiter.finish(&Said::Done.encode()),
-            Some(Watchdog::Heir(heir)) => heir.finish(&Said::Done.encode()),
+            Some(Watchdog::Own(own)) => own.finish(&Said::Done.encode()),
             None => {}
         }
         if let Some(cgroup) = self.cgroup.take() {
@@ -300,11 +299,12 @@ pub(crate) fn orphaned(args: &[std::ffi::OsString]) -> i32 {
 /// the brief it was told and the last words it heard (None without a
 /// brief: then there is nothing to write).
 pub(crate) fn heir_watch(line: std::fs::File) -> Option<(String, LastWords)> {
-    let watched = watch(&line, sys::release_handed_group);
+    let heirs = sys::HEIR?;
+    let watched = watch(&line, heirs.release);
     if watched.done {
         return None;
     }
-    sys::end_handed_group(watched.pgid, std::time::Duration::from_secs(10));
+    (heirs.end)(watched.pgid, std::time::Duration::from_secs(10));
     Some((watched.brief?, watched.words))
 }
 

@@ -79,9 +79,9 @@ impl Brief {
 /// the line until mcp-bound says done, or goes away; then, the tree
 /// ended, write the last words the brief makes possible.
 pub(crate) fn heir(args: &[std::ffi::OsString]) -> i32 {
-    let line = args
-        .get(2)
-        .and_then(|value| crate::sys::heir_line(&value.to_string_lossy()).ok());
+    let line = crate::sys::HEIR
+        .zip(args.get(2))
+        .and_then(|(heirs, value)| (heirs.line)(&value.to_string_lossy()).ok());
     let Some(line) = line else {
         return crate::error::code::OWN_FAILURE;
     };

@@ -81,11 +81,8 @@ pub(super) fn validate<'a>(
     };
     received.record_mut().contain = Some(contain.facts.clone());
     // A limit that cannot be set: refused before anything runs.
-    for limit in &settings.rlimits {
-        let current = sys::hard_rlimit(limit.resource);
-        if let Err(error) = crate::rlimit::check(limit, current, || sys::may_set_rlimit(limit)) {
-            return Err(call.refused(received, NotStarted::nothing(error)));
-        }
+    if let Err(error) = check_rlimits(&settings.rlimits) {
+        return Err(call.refused(received, NotStarted::nothing(error)));
     }
     // Pins that cannot be read or kept: nothing runs unheld.
     if let Err(refusal) = check_pins(call, &mut received) {
@@ -421,4 +418,17 @@ fn usage_since(before: Option<(Duration, Duration)>) -> Option<Usage> {
         cgroup_cpu_ms: None,
         memory_peak_bytes: None,
     })
+}
+
+/// Each `--rlimit` that cannot be set, refused before anything runs (the
+/// rules refused them all where the system has none).
+fn check_rlimits(limits: &[crate::rlimit::Rlimit]) -> Result<(), String> {
+    let Some(rlimits) = sys::RLIMITS else {
+        return Ok(());
+    };
+    for limit in limits {
+        let current = (rlimits.hard)(limit.resource);
+        crate::rlimit::check(limit, current, || (rlimits.may_set)(limit))?;
+    }
+    Ok(())
 }

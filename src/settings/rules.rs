@@ -280,7 +280,8 @@ fn missing_here(cli: &Cli, given: &Given) -> Option<String> {
 /// together, then the options that tune a feature left off.
 pub(super) fn check(cli: &Cli, given: &Given, settings: &Settings) -> Result<(), Error> {
     // A command no command line can carry as it is: nothing is started.
-    if let Some(refused) = crate::sys::refused_command(&settings.command) {
+    let refused = crate::sys::COMMAND_LINE.and_then(|refused| refused(&settings.command));
+    if let Some(refused) = refused {
         return Err(NotStarted::nothing(refused).into());
     }
     combination(cli, given, settings).map_err(Error::Usage)
@@ -299,7 +300,7 @@ fn combination(cli: &Cli, given: &Given, settings: &Settings) -> Result<(), Stri
             backend.os
         ));
     }
-    if !settings.rlimits.is_empty() && !backend.rlimits {
+    if !settings.rlimits.is_empty() && crate::sys::RLIMITS.is_none() {
         return Err(format!(
             "--rlimit: {} has no per-process resource limits",
             backend.os

@@ -71,7 +71,9 @@ impl StdinRelay {
     pub(super) fn new(server: OwnedFd, max_message: usize) -> StdinRelay {
         let stdin = crate::sys::std_fd(0);
         // Windows: a thread reads it when the loop asks (a relay).
-        crate::sys::relays_input(stdin);
+        if let Some(relays) = crate::sys::RELAYS {
+            (relays.input)(stdin);
+        }
         // SAFETY: our stdin is only read while the poller reports it
         // open; ManuallyDrop keeps us from closing it.
         let source = ManuallyDrop::new(unsafe { File::from_raw_fd(stdin) });

@@ -2,7 +2,8 @@
 //! (and, for Windows, its bindings). The rest of mcp-bound asks `sys` for
 //! what it needs and reads [`BACKEND`] for what the system can do; no
 //! backend turns a guarantee into a silent no-op: what a system lacks is a
-//! function that says so (`Unsupported`), never one that pretends.
+//! capability it has not (`capabilities.rs`: `None`), or a function that
+//! says so (`Unsupported`), never one that pretends.
 //!
 //! Every backend provides:
 //! - **the poller**: `Poller`, waiting for readiness of the loop's
@@ -22,10 +23,11 @@
 //!   the processes whose environment holds an exact entry
 //!   (`pids_with_env`: how the tree's mark finds what escaped);
 //! - **the watchdog's link**: a fork that outlives us and learns of our
-//!   death from a pipe's end; on Linux also the `Waiter`, which shares our
-//!   memory; on Windows, which has no fork, the `Heir`: mcp-bound started
-//!   again with that pipe's read end, handed each helper's job (`Hand`),
-//!   which ends the job once we are gone (`end_handed_group`);
+//!   death from a pipe's end (`FORK`, Unix); on Linux also a waiter,
+//!   which shares our memory (`WAITER`); on Windows, which has no fork,
+//!   the heir (`HEIR`): mcp-bound started again with that pipe's read
+//!   end, handed each helper's job (`Hand`), which ends the job once we
+//!   are gone. A waiter and the heir are each a `Watcher`;
 //! - **file locks** (`lock_exclusive`, `try_lock_exclusive`) and
 //!   **durable sync** (`sync_durable`: on macOS `F_FULLFSYNC`, since its
 //!   `fsync` does not reach the disk), and **replacement** (`replace_file`:
@@ -34,6 +36,9 @@
 //! - **pipes** (`pipe_cloexec`), and an optional **mover** (`MOVER`: a
 //!   private pipe and splice, which only Linux has; `None` elsewhere, and
 //!   a flood is read);
+//! - **our output**: what an inherited descriptor is, for how it is
+//!   written without blocking and without changing its flags
+//!   (`output_kind`);
 //! - **stdout's reader**: which failed writes mean it went away
 //!   (`reader_gone`), and a wait that ends when it goes
 //!   (`wait_for_output_gone`: poll(2) on Unix; on Windows, where a pipe's
@@ -61,7 +66,10 @@
 //!   that cannot be overlapped; no process groups, signals, rlimits,
 //!   cgroup or splice.
 //!
-//! Shared by every backend: `types.rs` (the answers' data), `table.rs`
+//! Shared by every backend: `capabilities.rs` (what only some backends
+//! can do, each a constant a backend sets to `Some` or `None`: `FORK`,
+//! `WAITER`, `HEIR`, `RLIMITS`, `RELAYS`, `CGROUPS`, `JOB_LIMITS`,
+//! `COMMAND_LINE`, `MARKS`, `MOVER`), `types.rs` (the answers' data), `table.rs`
 //! (the process table's algorithms, pure), `ntstatus.rs` (the names of
 //! Windows's crash codes, pure), `portable.rs` (what std gives
 //! every system alike, and `judged`: an opened file's owner and mode as
@@ -71,6 +79,7 @@
 //! `unix/` holds what POSIX gives every Unix backend: descriptor flags,
 //! the signal pipe, files, poll(2), spawning and waiting.
 
+mod capabilities;
 pub mod ntstatus;
 mod portable;
 #[cfg(any(windows, all(unix, not(any(target_os = "linux", target_os = "macos")))))]
@@ -86,6 +95,7 @@ mod windows;
 #[path = "windows/cmdline.rs"]
 mod windows_cmdline;
 
+pub use capabilities::*;
 pub use portable::*;
 pub use table::Descendants;
 #[cfg(unix)]
@@ -149,20 +159,6 @@ pub mod fd {
     }
 }
 
-/// Moving bytes inside the kernel, where the system can (Linux's
-/// splice): the flood path's holding pipe, and the moves into it, out of
-/// it and to /dev/null. A backend without one says so (`MOVER: None`),
-/// and a flood is read.
-#[derive(Clone, Copy)]
-pub struct Mover {
-    /// A pipe of our own, both ends non-blocking and close-on-exec, grown
-    /// towards `bytes` (best effort): (read end, write end, its capacity).
-    pub private_pipe: fn(i32) -> std::io::Result<(fd::OwnedFd, fd::OwnedFd, usize)>,
-    /// Move up to `len` bytes from one descriptor to the other, never
-    /// blocking (an empty source or a full destination is `WouldBlock`).
-    pub splice: fn(fd::BorrowedFd<'_>, fd::BorrowedFd<'_>, usize) -> std::io::Result<usize>,
-}
-
 /// What this system can do, as the backend says it: read where a
 /// guarantee depends on it, so that the caller chooses another way (or
 /// refuses, saying why) instead of calling a no-op.
@@ -178,16 +174,12 @@ pub struct Backend {
     pub parent_death_signal: bool,
     /// cgroup v2 for the tree, its limits and its kill.
     pub cgroup: bool,
-    /// A watchdog that shares our memory (`Waiter`); else a fork.
-    pub waiter: bool,
     /// Real-time signals (`RTMIN+N`).
     pub real_time_signals: bool,
     /// A Job Object holds each helper's tree (Windows): nothing of it
     /// runs outside, and it ends when our last handle to it closes,
     /// whatever ended us.
     pub job: bool,
-    /// Resource limits per process (setrlimit(2)).
-    pub rlimits: bool,
     /// An exit code is 32 bits, read unsigned, and may be an NTSTATUS
     /// (Windows: a crash's code is the exception's), which the record
     /// names (`ntstatus.rs`). Else it is 0 to 255.

@@ -23,6 +23,22 @@ pub fn judged(file: &File, role: crate::trust::Role) -> io::Result<Option<String
         .map_err(|why| io::Error::new(io::ErrorKind::PermissionDenied, why))
 }
 
+/// At most `max` bytes from the start of `path`, if it is a regular file
+/// of ours (owned by our user): opened as `open_to_read` opens (never
+/// through a link, never waiting, so a FIFO swapped in cannot hold us),
+/// then checked on what was opened. None for anything else.
+pub fn read_own_head(path: &Path, max: usize) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let file = super::open_to_read(path).ok()?;
+    let seen = super::seen(&file).ok()?;
+    if seen.kind != crate::trust::Kind::Regular || seen.uid != super::effective_uid() {
+        return None;
+    }
+    let mut head = Vec::new();
+    file.take(max as u64).read_to_end(&mut head).ok()?;
+    Some(head)
+}
+
 /// Read a small file whole (a /proc or cgroup file): open, reads into
 /// a 4 KiB buffer that grows only if it must, close. No size query (those
 /// files report 0) and no probing reads: std's read_to_string spends six

@@ -29,11 +29,6 @@ pub fn children_of_self() -> Vec<i32> {
 }
 
 #[cfg(unix)]
-pub fn pids_with_env(_entry: &[u8]) -> Vec<i32> {
-    Vec::new()
-}
-
-#[cfg(unix)]
 pub fn descendants(
     _root: i32,
     _mark: Option<&[u8]>,

@@ -188,6 +188,34 @@ pub struct Setup<'a> {
     pub job_limits: JobLimits,
 }
 
+/// What an inherited output descriptor is (`output_kind`), for how it
+/// is written without ever blocking and without changing its flags
+/// (O_NONBLOCK is shared with every process that holds it).
+pub enum OutputKind {
+    /// Not open for writing: output is drained and counted, never written.
+    Absent,
+    /// Written by a relay's thread (Windows): a write that finds it busy
+    /// is `WouldBlock`, and the poller says when it is free.
+    Relayed,
+    /// Already non-blocking when we got it.
+    AlreadyNonblocking,
+    /// A FIFO, and our own non-blocking description of it (Linux, through
+    /// /proc): large writes are safe.
+    Reopened(std::fs::File),
+    /// A socket, and the send that is non-blocking for one call.
+    Socket(SendNowait),
+    /// A regular file or the null device: a write does not wait on a
+    /// reader.
+    NeverWaits,
+    /// Anything else (a terminal, a FIFO not re-opened): at most PIPE_BUF
+    /// bytes after poll(2) says POLLOUT, which the kernel takes at once.
+    AfterPollout,
+}
+
+/// send(2) with MSG_DONTWAIT: non-blocking for one call on a socket we
+/// must not make non-blocking for everyone.
+pub type SendNowait = fn(super::fd::BorrowedFd<'_>, &[u8]) -> std::io::Result<usize>;
+
 #[cfg(test)]
 mod tests {
     use super::JobLimits;

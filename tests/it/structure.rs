@@ -722,11 +722,25 @@ fn every_path_architecture_md_names_exists() {
     );
 }
 
+/// The first code span of each row of the ARCHITECTURE.md table whose
+/// header starts with `header`.
+fn architecture_table(header: &str) -> BTreeSet<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let architecture = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    let table = &architecture[architecture.find(header).expect(header)..];
+    table
+        .lines()
+        .skip(2)
+        .take_while(|line| line.starts_with('|'))
+        .filter_map(|line| line.split('`').nth(1))
+        .map(str::to_string)
+        .collect()
+}
+
 /// The `Backend` table in ARCHITECTURE.md is the struct's: a row for
 /// every field `sys/mod.rs` declares (but `os`, its name), and no other.
 #[test]
 fn the_backend_table_is_the_backend_struct() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let sys = std::fs::read_to_string(src().join("sys/mod.rs")).unwrap();
     let body = &sys[sys.find("pub struct Backend {").expect("struct Backend")..];
     let body = &body[..body.find("\n}").unwrap()];
@@ -737,20 +751,127 @@ fn the_backend_table_is_the_backend_struct() {
         .filter_map(|rest| rest.split_once(':').map(|(field, _)| field.to_string()))
         .filter(|field| field != "os")
         .collect();
-    let architecture = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
-    let table = &architecture[architecture
-        .find("| `Backend` field |")
-        .expect("the Backend table")..];
-    let rows: BTreeSet<String> = table
-        .lines()
-        .skip(2)
-        .take_while(|line| line.starts_with('|'))
-        .filter_map(|line| line.split('`').nth(1))
-        .map(str::to_string)
-        .collect();
+    let rows = architecture_table("| `Backend` field |");
     assert!(fields.len() >= 10, "the reader found {fields:?}");
     assert_eq!(
         rows, fields,
         "ARCHITECTURE.md's Backend table against sys::Backend"
+    );
+}
+
+/// The names of the parameters of each `fn` in `code`, with its name
+/// (`self` left out): a signature may span lines.
+fn parameters(code: &str) -> Vec<(String, Vec<String>)> {
+    let mut out = Vec::new();
+    let mut rest = code;
+    while let Some(at) = rest.find("fn ") {
+        let before = rest[..at].chars().last();
+        rest = &rest[at + 3..];
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
+            continue;
+        }
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let Some(open) = rest.find('(') else { break };
+        if rest[..open].contains(['{', ';']) {
+            continue;
+        }
+        let mut depth = 0;
+        let mut end = open;
+        for (i, c) in rest[open..].char_indices() {
+            match c {
+                '(' | '<' | '[' => depth += 1,
+                ')' | '>' | ']' if depth > 0 => depth -= 1,
+                _ => {}
+            }
+            if depth == 0 {
+                end = open + i;
+                break;
+            }
+        }
+        let mut names = Vec::new();
+        let (mut depth, mut start) = (0, open + 1);
+        let list = &rest[..end];
+        for (i, c) in list.char_indices().skip(open + 1) {
+            match c {
+                '(' | '<' | '[' => depth += 1,
+                ')' | '>' | ']' => depth -= 1,
+                ',' if depth == 0 => {
+                    names.push(list[start..i].to_string());
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        names.push(list[start..].to_string());
+        let names: Vec<String> = names
+            .iter()
+            .filter_map(|p| p.split(':').next())
+            .map(|p| p.trim().trim_start_matches("mut ").to_string())
+            .filter(|p| !p.is_empty() && !p.ends_with("self"))
+            .collect();
+        out.push((name, names));
+    }
+    out
+}
+
+#[test]
+fn the_parameters_reader_reads_a_signature() {
+    let code = "pub fn a(_x: i32, _y: &[u8]) {}\nfn b(&self, y: Vec<(u8, u8)>) {}\nfn c() {}\nfn d(\n    _f: fn(i32) -> i32,\n) {}";
+    assert_eq!(
+        parameters(code),
+        vec![
+            ("a".into(), vec!["_x".to_string(), "_y".into()]),
+            ("b".into(), vec!["y".into()]),
+            ("c".into(), vec![]),
+            ("d".into(), vec!["_f".into()]),
+        ]
+    );
+}
+
+/// What a system lacks is a capability it has not, never a function that
+/// ignores what it is asked.
+#[test]
+fn no_backend_function_takes_only_unused_parameters() {
+    let mut stubs = Vec::new();
+    for (name, text) in files() {
+        if !(name.starts_with("sys/unix/") || name.starts_with("sys/windows/")) {
+            continue;
+        }
+        for (function, names) in parameters(&non_test(&name, &text).join("\n")) {
+            if !names.is_empty() && names.iter().all(|n| n.starts_with('_')) {
+                stubs.push(format!("{name}: {function}"));
+            }
+        }
+    }
+    assert!(stubs.is_empty(), "{} stubs: {stubs:#?}", stubs.len());
+}
+
+/// Each capability a backend has or has not is a row of ARCHITECTURE.md's
+/// capability table, and each row one a backend sets.
+#[test]
+fn the_capability_table_is_the_backends_constants() {
+    let mut constants = BTreeSet::new();
+    for (name, text) in files() {
+        if !(name.starts_with("sys/unix/") || name.starts_with("sys/windows/")) {
+            continue;
+        }
+        for line in non_test(&name, &text) {
+            if let Some(rest) = line.strip_prefix("pub const ") {
+                if let Some((constant, kind)) = rest.split_once(':') {
+                    if kind.trim_start().starts_with("Option<") {
+                        constants.insert(constant.to_string());
+                    }
+                }
+            }
+        }
+    }
+    let rows = architecture_table("| capability |");
+    assert!(constants.len() >= 8, "the reader found {constants:?}");
+    assert_eq!(
+        rows, constants,
+        "ARCHITECTURE.md's capability table against the backends"
     );
 }

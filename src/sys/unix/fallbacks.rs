@@ -10,11 +10,10 @@
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd, RawFd};
-use std::path::Path;
 
 use nix::libc;
 
-use super::{Orphaned, set_cloexec, set_nonblocking};
+use super::{set_cloexec, set_nonblocking};
 
 /// A pipe whose ends are not inherited by anything we start.
 pub fn pipe_cloexec() -> io::Result<(File, File)> {
@@ -50,28 +49,9 @@ pub fn close_all_from_3_but(keep: RawFd) {
     }
 }
 
-/// No waiter here (`BACKEND.waiter` is false): none is ever made.
-pub struct Waiter {
-    pub pid: i32,
-    never: std::convert::Infallible,
-}
-
-impl Waiter {
-    pub fn start(_plan: Orphaned) -> io::Result<Waiter> {
-        Err(io::Error::new(
-            io::ErrorKind::Unsupported,
-            "a watchdog that shares our memory needs Linux's CLONE_VM",
-        ))
-    }
-
-    pub fn writer(&self) -> &File {
-        match self.never {}
-    }
-
-    pub fn finish(self, _done: &[u8]) {
-        match self.never {}
-    }
-}
+/// No watchdog that shares our memory (it needs Linux's CLONE_VM): it
+/// is always a fork.
+pub const WAITER: Option<crate::sys::StartWaiter> = None;
 
 fn not_here(what: &str) -> io::Error {
     io::Error::new(
@@ -92,27 +72,17 @@ pub fn become_subreaper() -> io::Result<()> {
 }
 
 /// No parent-death signal here: the watchdog ends the tree instead.
-pub fn die_with_parent(_parent: i32) -> io::Result<()> {
-    Err(not_here("a parent-death signal"))
-}
+pub(in crate::sys) const PARENT_DEATH: Option<fn(i32) -> io::Result<()>> = None;
 
-/// No cgroup here.
-pub fn clone_into_cgroup(_dir: BorrowedFd<'_>) -> io::Result<Option<i32>> {
-    Err(not_here("a cgroup"))
-}
-
-/// No cgroup here.
-pub fn is_cgroup2_mount(_dir: &Path) -> bool {
-    false
-}
+/// No cgroup here, so no helper is born into one.
+pub const CGROUPS: Option<crate::sys::Cgroups> = None;
+pub(in crate::sys) const BORN_IN_CGROUP: Option<super::CloneIntoCgroup> = None;
 
 /// No FIFO re-open through /proc here: the flood path then reads.
-pub fn reopen_fifo_nonblocking(_fd: RawFd) -> Option<OwnedFd> {
-    None
-}
+pub(in crate::sys) const REOPEN_FIFO: Option<fn(RawFd) -> Option<OwnedFd>> = None;
 
 /// Pipes grow on their own here (no F_SETPIPE_SZ).
-pub fn grow_pipe(_fd: BorrowedFd<'_>, _bytes: i32) {}
+pub(in crate::sys) const GROW_PIPE: Option<fn(BorrowedFd<'_>, i32)> = None;
 
 /// No splice here: the flood path reads.
 pub const MOVER: Option<crate::sys::Mover> = None;

@@ -5,7 +5,7 @@
 use std::ffi::CString;
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
@@ -160,23 +160,6 @@ pub fn open_to_read(path: &Path) -> io::Result<File> {
     Ok(File::from(unsafe { OwnedFd::from_raw_fd(fd) }))
 }
 
-/// At most `max` bytes from the start of `path`, if it is a regular file
-/// of ours (owned by our effective uid): opened without following a
-/// link and without blocking (a FIFO swapped in cannot hold us), then
-/// checked on the descriptor itself. None for anything else.
-pub fn read_own_head(path: &Path, max: usize) -> Option<Vec<u8>> {
-    use std::io::Read;
-    use std::os::unix::fs::MetadataExt;
-    let file = open_to_read(path).ok()?;
-    let meta = file.metadata().ok()?;
-    if !meta.is_file() || meta.uid() != effective_uid() {
-        return None;
-    }
-    let mut head = Vec::with_capacity(max.min(meta.len() as usize));
-    file.take(max as u64).read_to_end(&mut head).ok()?;
-    Some(head)
-}
-
 /// What `fstat` says of an open file, for `trust::judge`.
 pub fn seen(file: &File) -> io::Result<crate::trust::Seen> {
     use crate::trust::Kind;
@@ -213,44 +196,39 @@ pub fn effective_uid() -> u32 {
     unsafe { libc::geteuid() }
 }
 
-/// Whether we may write `path` (access(2) with our effective ids): one
-/// system call, where opening it for writing and closing it are two.
-pub fn may_write(path: &Path) -> io::Result<()> {
-    let c_path = CString::new(path.as_os_str().as_bytes())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))?;
-    // SAFETY: a valid C string.
-    let rc = unsafe {
-        libc::faccessat(
-            libc::AT_FDCWD,
-            c_path.as_ptr(),
-            libc::W_OK,
-            libc::AT_EACCESS,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
-}
-
 /// Whether `meta` is the null device itself, not whatever a container put
 /// at /dev/null (a regular file there would fill up).
-pub fn is_null_device(meta: &std::fs::Metadata) -> bool {
+pub(super) fn is_null_device(meta: &std::fs::Metadata) -> bool {
     use std::os::unix::fs::{FileTypeExt, MetadataExt};
     meta.file_type().is_char_device() && Some(meta.rdev()) == super::null_device()
 }
 
-/// A FIFO (a named or anonymous pipe).
-pub fn is_fifo(kind: &std::fs::FileType) -> bool {
+/// What the inherited output descriptor `fd` (`file`, not ours to close)
+/// is, for how the sink writes it.
+pub fn output_kind(fd: RawFd, file: &File) -> crate::sys::OutputKind {
+    use crate::sys::OutputKind;
     use std::os::unix::fs::FileTypeExt;
-    kind.is_fifo()
-}
-
-/// A socket.
-pub fn is_socket(kind: &std::fs::FileType) -> bool {
-    use std::os::unix::fs::FileTypeExt;
-    kind.is_socket()
+    if !super::is_open_for_writing(fd) {
+        return OutputKind::Absent;
+    }
+    let Ok(meta) = file.metadata() else {
+        return OutputKind::Absent;
+    };
+    let kind = meta.file_type();
+    if super::is_nonblocking(file.as_fd()).unwrap_or(false) {
+        OutputKind::AlreadyNonblocking
+    } else if kind.is_fifo() {
+        match super::os::REOPEN_FIFO.and_then(|reopen| reopen(fd)) {
+            Some(fd) => OutputKind::Reopened(File::from(fd)),
+            None => OutputKind::AfterPollout,
+        }
+    } else if kind.is_socket() {
+        OutputKind::Socket(super::send_nowait)
+    } else if kind.is_file() || is_null_device(&meta) {
+        OutputKind::NeverWaits
+    } else {
+        OutputKind::AfterPollout
+    }
 }
 
 /// Read at `offset` of a shared file (pread), leaving its position alone.
@@ -277,10 +255,6 @@ pub fn os_string(bytes: Vec<u8>) -> std::ffi::OsString {
     std::ffi::OsString::from_vec(bytes)
 }
 
-/// Whether `file` is the null device itself.
-pub fn is_dev_null(file: &File) -> bool {
-    file.metadata().is_ok_and(|meta| is_null_device(&meta))
-}
 /// Put `from` in `to`'s place, replacing it in one step (rename(2)): a
 /// reader that holds `to` open keeps the old file, so nothing waits.
 pub fn replace_file(from: &Path, to: &Path, _patience: Duration) -> io::Result<()> {

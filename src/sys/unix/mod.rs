@@ -27,7 +27,7 @@ mod process;
 mod procfs;
 mod wait;
 
-use super::{ChildExit, Descendants, Interest, Marked, Orphaned, ProcInfo, Ready, table};
+use super::{ChildExit, Descendants, Interest, Marked, ProcInfo, Ready, table};
 pub use files::*;
 pub use os::*;
 pub use poll::*;
@@ -49,7 +49,7 @@ pub fn set_nonblocking(fd: BorrowedFd<'_>) -> io::Result<()> {
     Ok(())
 }
 
-pub fn is_nonblocking(fd: BorrowedFd<'_>) -> io::Result<bool> {
+fn is_nonblocking(fd: BorrowedFd<'_>) -> io::Result<bool> {
     let flags = OFlag::from_bits_truncate(fcntl(fd, FcntlArg::F_GETFL)?);
     Ok(flags.contains(OFlag::O_NONBLOCK))
 }
@@ -87,9 +87,8 @@ pub unsafe fn borrow_raw(fd: RawFd) -> BorrowedFd<'static> {
     unsafe { BorrowedFd::borrow_raw(fd) }
 }
 
-/// send(2) with MSG_DONTWAIT: non-blocking for one call on a socket we must
-/// not make non-blocking for everyone.
-pub fn send_nowait(fd: BorrowedFd<'_>, bytes: &[u8]) -> io::Result<usize> {
+/// send(2) with MSG_DONTWAIT (`SendNowait`).
+fn send_nowait(fd: BorrowedFd<'_>, bytes: &[u8]) -> io::Result<usize> {
     // SAFETY: valid buffer and length.
     let rc = unsafe {
         libc::send(
@@ -134,76 +133,33 @@ pub(super) fn read_blocking(fd: RawFd, buf: &mut [u8]) -> io::Result<usize> {
     }
 }
 
-/// Why `argv` cannot be run safely, if it cannot: on Unix, execve(2)
-/// takes any argv as it is.
-pub fn refused_command(_argv: &[std::ffi::OsString]) -> Option<String> {
-    None
-}
+/// execve(2) takes any argv as it is: no command line to refuse.
+pub const COMMAND_LINE: Option<crate::sys::RefusedCommand> = None;
 
-/// The Windows watchdog, mcp-bound started again: Unix forks its
-/// watchdog instead (`fork_process`), which has the call in memory.
-pub struct Heir {
-    pub pid: i32,
-    never: std::convert::Infallible,
-}
+/// Unix forks its watchdog (`FORK`), which has the call in memory.
+pub const HEIR: Option<crate::sys::Heirs> = None;
 
-impl Heir {
-    pub fn start(_argv0: &str) -> io::Result<Heir> {
-        Err(io::Error::new(
-            io::ErrorKind::Unsupported,
-            "Unix forks its watchdog",
-        ))
-    }
+/// No Job Object on Unix: its limits are a cgroup's.
+pub const JOB_LIMITS: Option<crate::sys::TryJobLimits> = None;
 
-    pub fn writer(&self) -> &std::fs::File {
-        match self.never {}
-    }
+/// poll(2) waits for any descriptor (see `Sink`): no relay.
+pub const RELAYS: Option<crate::sys::Relays> = None;
 
-    pub fn hand(&self) -> io::Result<Hand> {
-        match self.never {}
-    }
+/// fork(2), and the forked watchdog's detach.
+pub const FORK: Option<crate::sys::Fork> = Some(crate::sys::Fork {
+    fork: fork_process,
+    detach,
+});
 
-    pub fn finish(self, _done: &[u8]) {
-        match self.never {}
-    }
-}
+/// setrlimit(2).
+pub const RLIMITS: Option<crate::sys::Rlimits> = Some(crate::sys::Rlimits {
+    set: set_rlimit,
+    hard: hard_rlimit,
+    may_set: may_set_rlimit,
+});
 
-/// What hands a Windows watchdog each helper's job: none on Unix.
-pub struct Hand {
-    never: std::convert::Infallible,
-}
-
-impl Hand {
-    pub fn group(&self, _pid: i32) -> io::Result<i32> {
-        match self.never {}
-    }
-}
-
-/// The Windows watchdog's line: none on Unix.
-pub fn heir_line(_value: &str) -> io::Result<std::fs::File> {
-    Err(io::Error::new(
-        io::ErrorKind::Unsupported,
-        "Unix forks its watchdog",
-    ))
-}
-
-/// The Windows watchdog's end of a job: no job on Unix.
-pub fn end_handed_group(_value: i32, _patience: std::time::Duration) -> bool {
-    false
-}
-
-/// The Windows watchdog's release of a job: never asked on Unix, whose
-/// watchdog is told a group's number and holds nothing.
-pub fn release_handed_group(_value: i32) {}
-
-/// Whether a Job Object takes `limits` (Windows): Unix has no job; its
-/// limits are a cgroup's (`BACKEND.job` is false, so none is asked).
-pub fn try_job_limits(_limits: &super::JobLimits) -> io::Result<()> {
-    Err(io::Error::new(
-        io::ErrorKind::Unsupported,
-        "no Job Object on Unix",
-    ))
-}
+/// clone3 into a cgroup: Some(pid) in the parent, None in the child.
+pub(in crate::sys) type CloneIntoCgroup = fn(BorrowedFd<'_>) -> io::Result<Option<i32>>;
 
 /// Whether a helper can be sent what a terminal sends: on Unix, always
 /// (a signal reaches its group whatever our terminal is).
@@ -230,7 +186,9 @@ pub fn helper_pipe(from_helper: bool) -> io::Result<(std::os::fd::OwnedFd, std::
         false => (OwnedFd::from(write), OwnedFd::from(read)),
     };
     set_nonblocking(ours.as_fd())?;
-    grow_pipe(ours.as_fd(), 1 << 20);
+    if let Some(grow) = os::GROW_PIPE {
+        grow(ours.as_fd(), 1 << 20);
+    }
     Ok((ours, theirs))
 }
 
@@ -248,21 +206,6 @@ pub fn read_pipe(file: &mut File, into: &mut [u8]) -> io::Result<usize> {
 pub fn write_pipe(file: &mut File, bytes: &[u8]) -> io::Result<usize> {
     io::Write::write(file, bytes)
 }
-
-/// Whether our output `fd` needs a relay: never on Unix, where poll(2)
-/// waits for any descriptor (see `Sink`).
-pub fn relays_output(_fd: RawFd) -> bool {
-    false
-}
-
-/// Whether our input `fd` is read through a relay: never on Unix.
-pub fn relays_input(_fd: RawFd) -> bool {
-    false
-}
-
-/// Before we exit: nothing is left in flight on Unix (writes are done
-/// when write(2) returns).
-pub fn finish_output(_limit: std::time::Duration) {}
 
 /// Signals delivered into the poll set through a self-pipe. No thread
 /// ever handles a signal: the handler only counts it and writes one

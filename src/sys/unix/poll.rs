@@ -25,7 +25,7 @@ pub fn poll(
     ready: &mut Vec<Ready>,
     timeout: Option<Duration>,
 ) -> io::Result<()> {
-    poll_noting_refused(interests, ready, timeout, &mut Vec::new(), &|_| false)
+    poll_noting_refused(interests, ready, timeout, &mut Vec::new(), None)
 }
 
 /// As [`poll`], and the indices of the interests poll(2) answered with
@@ -39,7 +39,7 @@ pub(super) fn poll_noting_refused(
     ready: &mut Vec<Ready>,
     timeout: Option<Duration>,
     refused: &mut Vec<usize>,
-    refuse: &dyn Fn(RawFd) -> bool,
+    refuse: Option<fn(RawFd) -> bool>,
 ) -> io::Result<()> {
     // The loop watches at most a handful: no allocation per turn.
     const ON_STACK: usize = 16;
@@ -58,7 +58,7 @@ pub(super) fn poll_noting_refused(
     };
     let mut injected = false;
     for (fd, interest) in fds.iter_mut().zip(interests) {
-        let refuse = refuse(interest.fd);
+        let refuse = refuse.is_some_and(|refuse| refuse(interest.fd));
         injected |= refuse;
         *fd = libc::pollfd {
             // A negative descriptor is skipped by poll(2).

@@ -33,7 +33,7 @@ fn rlim(value: Option<u64>) -> libc::rlim_t {
 
 /// In the forked child, before exec: set one limit. Async-signal-safe
 /// (one system call, no allocation).
-pub fn set_rlimit(limit: &crate::rlimit::Rlimit) -> io::Result<()> {
+pub(super) fn set_rlimit(limit: &crate::rlimit::Rlimit) -> io::Result<()> {
     let value = libc::rlimit {
         rlim_cur: rlim(limit.soft),
         rlim_max: rlim(limit.hard),
@@ -49,7 +49,7 @@ pub fn set_rlimit(limit: &crate::rlimit::Rlimit) -> io::Result<()> {
 }
 
 /// Our own hard limit for `resource` (None: unlimited).
-pub fn hard_rlimit(resource: crate::rlimit::Resource) -> Option<u64> {
+pub(super) fn hard_rlimit(resource: crate::rlimit::Resource) -> Option<u64> {
     let mut value = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -64,7 +64,7 @@ pub fn hard_rlimit(resource: crate::rlimit::Resource) -> Option<u64> {
 /// CAP_SYS_RESOURCE (in the user namespace that owns the machine), which
 /// neither the uid nor a container's root says: so it is tried, in a child
 /// that exits at once (only asked when a hard limit would be raised).
-pub fn may_set_rlimit(limit: &crate::rlimit::Rlimit) -> bool {
+pub(super) fn may_set_rlimit(limit: &crate::rlimit::Rlimit) -> bool {
     match fork_process() {
         Ok(None) => super::exit_now(if set_rlimit(limit).is_ok() { 0 } else { 1 }),
         Ok(Some(pid)) => {
@@ -81,7 +81,7 @@ pub fn may_set_rlimit(limit: &crate::rlimit::Rlimit) -> bool {
 
 /// fork(2): `Ok(None)` in the child, `Ok(Some(pid))` in the parent.
 /// mcp-bound has no threads, so the child may run ordinary code.
-pub fn fork_process() -> io::Result<Option<i32>> {
+pub(super) fn fork_process() -> io::Result<Option<i32>> {
     // SAFETY: a single-threaded process; the child only runs our code and
     // exits with `exit_now`.
     match unsafe { libc::fork() } {
@@ -109,7 +109,7 @@ pub fn ignore_session_ends() {
 /// In a forked watchdog: a session of its own (no terminal's signals),
 /// the signals that end a session ignored, every descriptor but `keep`
 /// closed, and 0, 1, 2 on /dev/null (so it never holds the host's pipes).
-pub fn detach(keep: RawFd) {
+pub(super) fn detach(keep: RawFd) {
     // SAFETY: plain system calls on descriptors this process owns.
     ignore_session_ends();
     unsafe {
@@ -230,9 +230,9 @@ pub fn spawn(exec: &Exec, setup: &Setup<'_>) -> io::Result<(i32, Entry)> {
     let (report_read, report_write) = super::pipe_cloexec()?;
     let forked = match setup.cgroup {
         Some(_) if setup.move_into_cgroup => fork_process().map(|forked| (forked, Entry::Moved)),
-        Some((dir, _)) => match os::clone_into_cgroup(dir) {
-            Ok(forked) => Ok((forked, Entry::Born)),
-            Err(_) => fork_process().map(|forked| (forked, Entry::Moved)),
+        Some((dir, _)) => match os::BORN_IN_CGROUP.map(|clone| clone(dir)) {
+            Some(Ok(forked)) => Ok((forked, Entry::Born)),
+            _ => fork_process().map(|forked| (forked, Entry::Moved)),
         },
         None => fork_process().map(|forked| (forked, Entry::None)),
     };
@@ -300,7 +300,8 @@ fn child_steps(exec: &Exec, setup: &Setup<'_>, join: bool) -> io::Error {
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
         }
         if let Some(parent) = setup.die_with {
-            os::die_with_parent(parent)?;
+            let die_with = os::PARENT_DEATH.ok_or(io::ErrorKind::Unsupported)?;
+            die_with(parent)?;
         }
         for limit in setup.rlimits {
             set_rlimit(limit)?;

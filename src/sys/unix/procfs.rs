@@ -13,7 +13,7 @@ use crate::sys::read_small;
 /// what is left of a tree whose parent links died with its supervisor.
 /// (The portable backend finds them from its table, as macOS does.)
 #[cfg(not(mcp_bound_portable))]
-pub fn pids_with_env(entry: &[u8]) -> Vec<i32> {
+pub(in crate::sys) fn pids_with_env(entry: &[u8]) -> Vec<i32> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };

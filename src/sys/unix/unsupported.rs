@@ -17,10 +17,8 @@ pub const BACKEND: crate::sys::Backend = crate::sys::Backend {
     subreaper: false,
     parent_death_signal: false,
     cgroup: false,
-    waiter: false,
     real_time_signals: false,
     job: false,
-    rlimits: true,
     wide_exit_codes: false,
     numbered_descriptors: true,
     terminal: true,
@@ -51,7 +49,10 @@ impl Poller {
 pub(in crate::sys) use super::poll::poll as wait_once;
 
 use crate::sys::refusing::unsupported;
-pub use crate::sys::refusing::{children_of_self, descendants, pids_with_env, proc_info};
+pub use crate::sys::refusing::{children_of_self, descendants, proc_info};
+
+/// No process table here: no mark is found.
+pub const MARKS: Option<crate::sys::PidsWithEnv> = None;
 
 pub fn sync_durable(file: &File) -> io::Result<()> {
     file.sync_all()

@@ -45,15 +45,15 @@ use super::job::Job;
 const LINE_BYTES: u32 = 64 << 10;
 
 /// The heir, as mcp-bound holds it.
-pub struct Heir {
-    pub pid: i32,
+pub(super) struct Heir {
+    pid: i32,
     process: OwnedHandle,
     writer: File,
 }
 
 impl Heir {
     /// Start this program again as `argv0 heir HANDLE`.
-    pub fn start(argv0: &str) -> io::Result<Heir> {
+    pub(super) fn start(argv0: &str) -> io::Result<Box<dyn crate::sys::Watcher>> {
         let exe = std::env::current_exe()?;
         let (reader, writer) = line_pipe()?;
         let raw = reader.as_raw_handle();
@@ -83,27 +83,40 @@ impl Heir {
         let process = unsafe { OwnedHandle::from_raw_handle(info.hProcess) };
         // SAFETY: as above; the thread's handle is not needed.
         drop(unsafe { OwnedHandle::from_raw_handle(info.hThread) });
-        Ok(Heir {
+        Ok(Box::new(Heir {
             pid: info.dwProcessId as i32,
             process,
             writer,
-        })
+        }))
+    }
+}
+
+impl crate::sys::Watcher for Heir {
+    fn pid(&self) -> u32 {
+        self.pid as u32
     }
 
     /// Our end of the line.
-    pub fn writer(&self) -> &File {
+    fn writer(&self) -> &File {
         &self.writer
     }
 
+    /// It writes the last words of a killed mcp-bound.
+    fn speaks(&self) -> bool {
+        true
+    }
+
     /// What lets the loop hand the heir each helper's job.
-    pub fn hand(&self) -> io::Result<Hand> {
-        Ok(Hand {
-            heir: self.process.try_clone()?,
-        })
+    fn hand(&self) -> Option<io::Result<Box<dyn crate::sys::Hand>>> {
+        Some(
+            self.process
+                .try_clone()
+                .map(|heir| Box::new(Hand { heir }) as Box<dyn crate::sys::Hand>),
+        )
     }
 
     /// Say `done`, close the line, and wait for the heir to exit.
-    pub fn finish(self, done: &[u8]) {
+    fn finish(self: Box<Self>, done: &[u8]) {
         let _ = (&self.writer).write_all(done);
         drop(self.writer);
         // SAFETY: our child's handle, open.
@@ -112,14 +125,14 @@ impl Heir {
 }
 
 /// A handle to the heir, to put handles into its table.
-pub struct Hand {
+struct Hand {
     heir: OwnedHandle,
 }
 
-impl Hand {
+impl crate::sys::Hand for Hand {
     /// Put a handle to helper `pid`'s job into the heir's table: its value
     /// there, for the line's `P`.
-    pub fn group(&self, pid: i32) -> io::Result<i32> {
+    fn group(&self, pid: i32) -> io::Result<i32> {
         let duplicated = super::process::with_job(pid, |job| {
             let mut theirs: HANDLE = ptr::null_mut();
             // SAFETY: our job's handle and our handle to the heir, both
@@ -142,7 +155,7 @@ impl Hand {
 }
 
 /// In the heir: the line, from the handle value on its command line.
-pub fn heir_line(value: &str) -> io::Result<File> {
+pub(super) fn heir_line(value: &str) -> io::Result<File> {
     let raw: usize = value
         .parse()
         .map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
@@ -157,7 +170,7 @@ pub fn heir_line(value: &str) -> io::Result<File> {
 /// handle mcp-bound put in our table; 0: none), then wait until none of
 /// its processes is left, looking every few milliseconds for at most
 /// `patience`. Whether the job is known empty.
-pub fn end_handed_group(value: i32, patience: Duration) -> bool {
+pub(super) fn end_handed_group(value: i32, patience: Duration) -> bool {
     if value == 0 {
         return false;
     }
@@ -177,7 +190,7 @@ pub fn end_handed_group(value: i32, patience: Duration) -> bool {
 
 /// In the heir: let go of the job `value` names, once its helper was
 /// reaped (the job's kill-on-close then ends whatever is left of it).
-pub fn release_handed_group(value: i32) {
+pub(super) fn release_handed_group(value: i32) {
     if value != 0 {
         // SAFETY: a handle mcp-bound put in our table for us alone,
         // closed once.

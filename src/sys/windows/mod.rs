@@ -36,17 +36,15 @@ mod relay;
 use std::ffi::OsString;
 use std::fs::File;
 use std::io;
-use std::path::Path;
 use std::time::Duration;
 
 pub use console::{SignalPipe, TERMINATING, has_console, std_fd};
 pub use files::*;
-pub use heir::{Hand, Heir, end_handed_group, heir_line, release_handed_group};
 pub use owner::{effective_uid, seen};
 pub use process::*;
 
 use super::fd::{BorrowedFd, OwnedFd, RawFd};
-use super::{Interest, Orphaned, Ready, Signal};
+use super::{Interest, Ready, Signal};
 
 pub const BACKEND: super::Backend = super::Backend {
     os: "windows",
@@ -54,10 +52,8 @@ pub const BACKEND: super::Backend = super::Backend {
     subreaper: false,
     parent_death_signal: false,
     cgroup: false,
-    waiter: false,
     real_time_signals: false,
     job: true,
-    rlimits: false,
     wide_exit_codes: true,
     numbered_descriptors: false,
     terminal: false,
@@ -204,18 +200,49 @@ pub fn write_pipe(file: &mut File, bytes: &[u8]) -> io::Result<usize> {
     reactor::reactor()?.write(file, bytes)
 }
 
+/// The host's handles, each through a relay.
+pub const RELAYS: Option<super::Relays> = Some(super::Relays {
+    input: relays_input,
+    finish: finish_output,
+});
+
+/// The heir: mcp-bound started again as the watchdog.
+pub const HEIR: Option<super::Heirs> = Some(super::Heirs {
+    start: heir::Heir::start,
+    line: heir::heir_line,
+    release: heir::release_handed_group,
+    end: heir::end_handed_group,
+});
+
+/// A Job Object, asked whether it takes a limit.
+pub const JOB_LIMITS: Option<super::TryJobLimits> = Some(process::try_job_limits);
+
+/// One command line, which the program parses back: what it cannot carry.
+pub const COMMAND_LINE: Option<super::RefusedCommand> = Some(process::refused_command);
+
+/// No fork: the watchdog is the heir.
+pub const FORK: Option<super::Fork> = None;
+/// No watchdog shares our memory here.
+pub const WAITER: Option<super::StartWaiter> = None;
+/// No per-process resource limits (a job's are the tree's).
+pub const RLIMITS: Option<super::Rlimits> = None;
+/// No cgroup.
+pub const CGROUPS: Option<super::Cgroups> = None;
+/// A job holds its tree: no mark is searched for.
+pub const MARKS: Option<super::PidsWithEnv> = None;
+
 /// Whether our output `fd` is written through a relay, which this sets
 /// up: on Windows, every open one. A pipe's or a console's write can
 /// block, and none can be made non-blocking or waited for by the port
 /// unless it was opened overlapped, which the host decides; a relay
 /// costs one thread and one buffer, whatever the handle is.
-pub fn relays_output(fd: RawFd) -> bool {
+fn relays_output(fd: RawFd) -> bool {
     relay_std(fd, relay::Way::Out)
 }
 
 /// Whether our input `fd` is read through a relay, which this sets up:
 /// on Windows, every open one (the host's pipe cannot be overlapped).
-pub fn relays_input(fd: RawFd) -> bool {
+fn relays_input(fd: RawFd) -> bool {
     relay_std(fd, relay::Way::In)
 }
 
@@ -232,7 +259,7 @@ fn relay_std(fd: RawFd, way: relay::Way) -> bool {
 }
 
 /// Before we exit: give the relays' last writes up to `limit` to finish.
-pub fn finish_output(limit: Duration) {
+fn finish_output(limit: Duration) {
     let deadline = std::time::Instant::now() + limit;
     while std::time::Instant::now() < deadline {
         match reactor::reactor() {
@@ -246,12 +273,6 @@ pub fn finish_output(limit: Duration) {
 #[cfg(test)]
 pub(crate) static INSTALLED: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-pub fn fork_process() -> io::Result<Option<i32>> {
-    Err(unsupported("fork_process"))
-}
-
-pub fn detach(_keep: RawFd) {}
-
 pub fn ignore_session_ends() {}
 
 pub fn unblock_all_signals() {}
@@ -264,39 +285,7 @@ pub fn become_subreaper() -> io::Result<()> {
     Err(unsupported("become_subreaper"))
 }
 
-pub fn set_rlimit(_limit: &crate::rlimit::Rlimit) -> io::Result<()> {
-    Err(unsupported("set_rlimit"))
-}
-
-pub fn hard_rlimit(_resource: crate::rlimit::Resource) -> Option<u64> {
-    None
-}
-
-pub fn may_set_rlimit(_limit: &crate::rlimit::Rlimit) -> bool {
-    false
-}
-
 use crate::sys::refusing::unsupported;
-
-/// The watchdog that shares our memory: Linux's only.
-pub struct Waiter {
-    pub pid: i32,
-    never: std::convert::Infallible,
-}
-
-impl Waiter {
-    pub fn start(_plan: Orphaned) -> io::Result<Waiter> {
-        Err(unsupported("start"))
-    }
-
-    pub fn writer(&self) -> &File {
-        match self.never {}
-    }
-
-    pub fn finish(self, _done: &[u8]) {
-        match self.never {}
-    }
-}
 
 /// How a user makes a file theirs alone, as `trust`'s lines advise it
 /// (the mode there is what Everyone, Authenticated Users and Users may).
@@ -311,16 +300,12 @@ pub fn hostname() -> Option<String> {
     std::env::var("COMPUTERNAME").ok()
 }
 
-pub fn set_nonblocking(_fd: BorrowedFd<'_>) -> io::Result<()> {
-    Err(unsupported("set_nonblocking"))
-}
-
-pub fn is_nonblocking(_fd: BorrowedFd<'_>) -> io::Result<bool> {
-    Err(unsupported("is_nonblocking"))
-}
-
-pub fn set_cloexec(_fd: BorrowedFd<'_>) -> io::Result<()> {
-    Err(unsupported("set_cloexec"))
+/// Not inherited by what we start (a handle's inherit flag).
+pub fn set_cloexec(fd: BorrowedFd<'_>) -> io::Result<()> {
+    use std::os::windows::io::AsRawHandle;
+    use windows_sys::Win32::Foundation::{HANDLE_FLAG_INHERIT, SetHandleInformation};
+    // SAFETY: a handle the caller holds open.
+    handle::check(unsafe { SetHandleInformation(fd.as_raw_handle(), HANDLE_FLAG_INHERIT, 0) })
 }
 
 /// Whether `fd` is an open handle of a kind the system knows.
@@ -349,53 +334,32 @@ pub unsafe fn borrow_raw(fd: RawFd) -> BorrowedFd<'static> {
     unsafe { BorrowedFd::borrow_raw(fd as std::os::windows::io::RawHandle) }
 }
 
-pub fn send_nowait(_fd: BorrowedFd<'_>, _bytes: &[u8]) -> io::Result<usize> {
-    Err(unsupported("send_nowait"))
-}
-
 pub fn pipe_cloexec() -> io::Result<(File, File)> {
     Err(unsupported("pipe_cloexec"))
 }
 
-pub fn grow_pipe(_fd: BorrowedFd<'_>, _bytes: i32) {}
-
 /// No splice here: the flood path reads.
 pub const MOVER: Option<crate::sys::Mover> = None;
-
-pub fn reopen_fifo_nonblocking(_fd: RawFd) -> Option<OwnedFd> {
-    None
-}
-
-pub fn is_cgroup2_mount(_dir: &Path) -> bool {
-    false
-}
 
 pub fn open_tty() -> io::Result<File> {
     Err(unsupported("open_tty"))
 }
 
-pub fn read_own_head(_path: &Path, _max: usize) -> Option<Vec<u8>> {
-    None
-}
-
-pub fn may_write(_path: &Path) -> io::Result<()> {
-    Err(unsupported("may_write"))
-}
-
-pub fn is_null_device(_meta: &std::fs::Metadata) -> bool {
-    false
-}
-
-pub fn is_dev_null(_file: &File) -> bool {
-    false
-}
-
-pub fn is_fifo(_kind: &std::fs::FileType) -> bool {
-    false
-}
-
-pub fn is_socket(_kind: &std::fs::FileType) -> bool {
-    false
+/// What our output handle is: every open one is written through a relay
+/// (a file, which never waits, as well: the relay costs one thread).
+pub fn output_kind(fd: RawFd, file: &File) -> super::OutputKind {
+    use super::OutputKind;
+    if !is_open_for_writing(fd) {
+        return OutputKind::Absent;
+    }
+    if relays_output(fd) {
+        return OutputKind::Relayed;
+    }
+    match file.metadata() {
+        Ok(meta) if meta.is_file() => OutputKind::NeverWaits,
+        Ok(_) => OutputKind::AfterPollout,
+        Err(_) => OutputKind::Absent,
+    }
 }
 
 /// A path's bytes: WTF-8 on Windows, as std encodes them.

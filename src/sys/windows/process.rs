@@ -83,7 +83,7 @@ impl Exec {
 /// command line carries to the program as it is (a NUL; for a batch file,
 /// a line break cmd.exe would run as a second command). Checked before
 /// anything starts; a program not found is the spawn's to report (127).
-pub fn refused_command(argv: &[OsString]) -> Option<String> {
+pub(super) fn refused_command(argv: &[OsString]) -> Option<String> {
     let program = argv.first()?.to_string_lossy().into_owned();
     match Exec::new(argv, None) {
         Err(err) if err.kind() == io::ErrorKind::InvalidInput => Some(format!("{program}: {err}")),
@@ -205,7 +205,7 @@ pub fn spawn(exec: &Exec, setup: &Setup<'_>) -> io::Result<(i32, Entry)> {
 
 /// Whether a job takes `limits`, asked of a job made for the question
 /// before anything runs (Wine, for one, refuses a CPU rate).
-pub fn try_job_limits(limits: &crate::sys::JobLimits) -> io::Result<()> {
+pub(super) fn try_job_limits(limits: &crate::sys::JobLimits) -> io::Result<()> {
     Job::new(reactor()?.port(), JOB_KEY)?.limit(limits)
 }
 
@@ -343,11 +343,6 @@ fn start_time(pid: i32) -> Option<u64> {
 
 /// No child of ours is outside a job: nothing re-parents to us.
 pub fn children_of_self() -> Vec<i32> {
-    Vec::new()
-}
-
-/// A job holds its tree; no mark is searched for.
-pub fn pids_with_env(_entry: &[u8]) -> Vec<i32> {
     Vec::new()
 }
 

@@ -17,9 +17,28 @@ mod epoll;
 mod waiter;
 
 pub use epoll::Poller;
-pub use waiter::{Waiter, WaiterHeard, WaiterReading};
+#[cfg(test)]
+pub(crate) use waiter::{WaiterHeard, WaiterReading};
 
-pub use super::procfs::pids_with_env;
+/// The watchdog that shares our memory.
+pub const WAITER: Option<crate::sys::StartWaiter> = Some(waiter::Waiter::start);
+
+/// The tree's mark, found in /proc.
+pub const MARKS: Option<crate::sys::PidsWithEnv> = Some(super::procfs::pids_with_env);
+
+/// cgroup v2: its mount, and the kernel's judgement of a write.
+pub const CGROUPS: Option<crate::sys::Cgroups> = Some(crate::sys::Cgroups {
+    is_mount: is_cgroup2_mount,
+    may_write,
+});
+
+/// Born into a cgroup (clone3), and the parent-death signal: the spawn's.
+pub(in crate::sys) const BORN_IN_CGROUP: Option<CloneIntoCgroup> = Some(clone_into_cgroup);
+pub(in crate::sys) const PARENT_DEATH: Option<fn(i32) -> io::Result<()>> = Some(die_with_parent);
+/// Pipes grown (F_SETPIPE_SZ), and a FIFO re-opened through /proc.
+pub(in crate::sys) const GROW_PIPE: Option<fn(BorrowedFd<'_>, i32)> = Some(grow_pipe);
+pub(in crate::sys) const REOPEN_FIFO: Option<fn(RawFd) -> Option<OwnedFd>> =
+    Some(reopen_fifo_nonblocking);
 pub(crate) use super::procfs::{children_of_self, proc_info};
 
 /// Linux can do all of it.
@@ -27,12 +46,10 @@ pub const BACKEND: crate::sys::Backend = crate::sys::Backend {
     os: "linux",
     unsupported: None,
     subreaper: true,
-    parent_death_signal: true,
-    cgroup: true,
-    waiter: true,
+    parent_death_signal: PARENT_DEATH.is_some(),
+    cgroup: CGROUPS.is_some(),
     real_time_signals: true,
     job: false,
-    rlimits: true,
     wide_exit_codes: false,
     numbered_descriptors: true,
     terminal: true,
@@ -117,7 +134,7 @@ const CLONE_INTO_CGROUP: u64 = 0x2_0000_0000;
 /// fork(2), but born in the cgroup whose directory is `dir` (Linux 5.7):
 /// `Ok(None)` in the child. Err where clone3 is missing or refused (a
 /// seccomp filter, an older kernel): the caller forks and moves instead.
-pub fn clone_into_cgroup(dir: BorrowedFd<'_>) -> io::Result<Option<i32>> {
+fn clone_into_cgroup(dir: BorrowedFd<'_>) -> io::Result<Option<i32>> {
     let args = CloneArgs {
         flags: CLONE_INTO_CGROUP,
         exit_signal: libc::SIGCHLD as u64,
@@ -144,7 +161,7 @@ pub fn clone_into_cgroup(dir: BorrowedFd<'_>) -> io::Result<Option<i32>> {
 /// Whether `dir` is where a cgroup v2 hierarchy is mounted: one statfs,
 /// where reading /proc/self/mountinfo costs the kernel a walk of every
 /// mount.
-pub fn is_cgroup2_mount(dir: &Path) -> bool {
+fn is_cgroup2_mount(dir: &Path) -> bool {
     const CGROUP2_SUPER_MAGIC: i64 = 0x6367_7270;
     let Ok(path) = CString::new(dir.as_os_str().as_bytes()) else {
         return false;
@@ -164,7 +181,7 @@ pub fn become_subreaper() -> io::Result<()> {
 
 /// In the forked child, before exec: die with the supervisor.
 /// Async-signal-safe: prctl, getppid and kill only.
-pub fn die_with_parent(parent: i32) -> io::Result<()> {
+fn die_with_parent(parent: i32) -> io::Result<()> {
     // SAFETY: plain system calls without memory arguments.
     unsafe {
         if libc::prctl(
@@ -188,7 +205,7 @@ pub fn die_with_parent(parent: i32) -> io::Result<()> {
 /// A second, non-blocking open file description of the FIFO on `fd`,
 /// through /proc. O_NONBLOCK on it affects no one else, so we can write
 /// large chunks without ever blocking. None if the re-open fails.
-pub fn reopen_fifo_nonblocking(fd: RawFd) -> Option<OwnedFd> {
+fn reopen_fifo_nonblocking(fd: RawFd) -> Option<OwnedFd> {
     let path = CString::new(format!("/proc/self/fd/{fd}")).ok()?;
     // SAFETY: valid C string.
     let new = unsafe {
@@ -203,7 +220,7 @@ pub fn reopen_fifo_nonblocking(fd: RawFd) -> Option<OwnedFd> {
 
 /// Larger pipe buffers mean fewer wake-ups per megabyte. Best effort:
 /// an unprivileged process is capped by /proc/sys/fs/pipe-max-size.
-pub fn grow_pipe(fd: BorrowedFd<'_>, bytes: i32) {
+fn grow_pipe(fd: BorrowedFd<'_>, bytes: i32) {
     let _ = fcntl(fd, FcntlArg::F_SETPIPE_SZ(bytes));
 }
 
@@ -216,6 +233,7 @@ pub fn null_device() -> Option<u64> {
 pub const MOVER: Option<crate::sys::Mover> = Some(crate::sys::Mover {
     private_pipe,
     splice,
+    null: open_null,
 });
 
 /// A pipe of our own, both ends non-blocking and close-on-exec, grown
@@ -249,6 +267,44 @@ fn splice(from: BorrowedFd<'_>, to: BorrowedFd<'_>, len: usize) -> io::Result<us
         return Err(io::Error::last_os_error());
     }
     Ok(moved as usize)
+}
+
+/// Whether we may write `path` (access(2) with our effective ids): one
+/// system call, where opening it for writing and closing it are two.
+fn may_write(path: &Path) -> io::Result<()> {
+    let c_path = CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))?;
+    // SAFETY: a valid C string.
+    let rc = unsafe {
+        libc::faccessat(
+            libc::AT_FDCWD,
+            c_path.as_ptr(),
+            libc::W_OK,
+            libc::AT_EACCESS,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Whether `file` is the null device itself.
+fn is_dev_null(file: &File) -> bool {
+    file.metadata()
+        .is_ok_and(|meta| super::files::is_null_device(&meta))
+}
+
+/// The null device, opened for writing and checked to be it (the
+/// flood path's sink).
+fn open_null() -> io::Result<File> {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/null")
+        .ok()
+        .filter(is_dev_null)
+        .ok_or_else(|| io::Error::other("/dev/null is not the null device"))
 }
 
 #[cfg(test)]

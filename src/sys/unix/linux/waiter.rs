@@ -3,6 +3,7 @@
 //! protocol, it reads with [`WaiterReading`], which allocates nothing.
 
 use super::super::*;
+use crate::sys::Orphaned;
 
 /// What the waiter holds: the plan and the read end of the pipe only
 /// mcp-bound writes to.
@@ -19,8 +20,8 @@ struct Plan {
 /// mcp-bound is gone, when nothing else runs in that memory. For a
 /// watchdog that also writes last words (which needs a heap of its own),
 /// fork.
-pub struct Waiter {
-    pub pid: i32,
+pub(super) struct Waiter {
+    pid: i32,
     writer: File,
     plan: *mut Plan,
     stack: *mut libc::c_void,
@@ -30,7 +31,8 @@ const WAITER_STACK: usize = 64 << 10;
 const GUARD: usize = 4096;
 
 impl Waiter {
-    pub fn start(orphaned: Orphaned) -> io::Result<Waiter> {
+    /// Start it: it execs `orphaned` once we are gone.
+    pub(super) fn start(orphaned: Orphaned) -> io::Result<Box<dyn crate::sys::Watcher>> {
         let (reader, writer) = pipe_cloexec()?;
         let plan = Plan {
             orphaned,
@@ -83,23 +85,39 @@ impl Waiter {
             pid
         };
         drop(reader);
-        Ok(Waiter {
+        Ok(Box::new(Waiter {
             pid,
             writer,
             plan,
             stack,
-        })
+        }))
+    }
+}
+
+impl crate::sys::Watcher for Waiter {
+    fn pid(&self) -> u32 {
+        self.pid as u32
     }
 
     /// The pipe's write end (the watchdog's protocol: the waiter reads
     /// `P<pgid>` and `D`).
-    pub fn writer(&self) -> &File {
+    fn writer(&self) -> &File {
         &self.writer
+    }
+
+    /// It only ends the tree.
+    fn speaks(&self) -> bool {
+        false
+    }
+
+    /// It is told each group's number.
+    fn hand(&self) -> Option<io::Result<Box<dyn crate::sys::Hand>>> {
+        None
     }
 
     /// mcp-bound is done: tell it so (`done`, the protocol's `D` line),
     /// reap it, free what it used.
-    pub fn finish(mut self, done: &[u8]) {
+    fn finish(mut self: Box<Self>, done: &[u8]) {
         use std::io::Write;
         let _ = self.writer.write_all(done);
         wait_child(self.pid);
@@ -115,7 +133,7 @@ impl Waiter {
 /// What the waiter hears in the watchdog's protocol: the helper's group
 /// (`P<pgid>`) and "done" (`D`); every other line is passed over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WaiterHeard {
+pub(crate) enum WaiterHeard {
     Group(i32),
     Done,
 }
@@ -124,7 +142,7 @@ pub enum WaiterHeard {
 /// allocation (it may run after mcp-bound died in malloc). A test holds it
 /// to the protocol's decoder (`contain::said`) on every message.
 #[derive(Debug, Default)]
-pub struct WaiterReading {
+pub(crate) struct WaiterReading {
     kind: u8,
     value: i32,
     in_line: bool,
@@ -132,7 +150,7 @@ pub struct WaiterReading {
 
 impl WaiterReading {
     /// One byte; what a line that ends with it said, if it was `P` or `D`.
-    pub fn feed(&mut self, b: u8) -> Option<WaiterHeard> {
+    pub(crate) fn feed(&mut self, b: u8) -> Option<WaiterHeard> {
         if !self.in_line {
             (self.kind, self.value, self.in_line) = (b, 0, b != b'\n');
             return None;

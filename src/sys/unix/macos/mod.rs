@@ -41,12 +41,10 @@ pub const BACKEND: crate::sys::Backend = crate::sys::Backend {
     },
     unsupported: None,
     subreaper: false,
-    parent_death_signal: false,
-    cgroup: false,
-    waiter: false,
+    parent_death_signal: PARENT_DEATH.is_some(),
+    cgroup: CGROUPS.is_some(),
     real_time_signals: false,
     job: false,
-    rlimits: true,
     wide_exit_codes: false,
     numbered_descriptors: true,
     terminal: true,
@@ -73,9 +71,12 @@ pub fn children_of_self() -> Vec<i32> {
     table_source::children_of_self()
 }
 
+/// The tree's mark, found in the process table.
+pub const MARKS: Option<crate::sys::PidsWithEnv> = Some(pids_with_env);
+
 /// Every process whose environment holds exactly `entry` (`NAME=value`),
 /// as far as the table lets us read environments (our own user's).
-pub fn pids_with_env(entry: &[u8]) -> Vec<i32> {
+fn pids_with_env(entry: &[u8]) -> Vec<i32> {
     table_source::all_processes()
         .into_iter()
         .filter(|p| table_source::marked(p.pid, entry) == Marked::Yes)

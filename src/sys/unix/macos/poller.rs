@@ -36,7 +36,7 @@ impl Poller {
         if interests.iter().any(|i| self.devices.contains(&i.fd)) {
             return select(interests, ready, timeout);
         }
-        poll_noting_refused(interests, ready, timeout, &mut self.refused, &refused_here)?;
+        poll_noting_refused(interests, ready, timeout, &mut self.refused, REFUSED_HERE)?;
         let before = self.devices.len();
         for &i in &self.refused {
             let fd = interests[i].fd;
@@ -58,16 +58,18 @@ impl Poller {
     }
 }
 
-/// What macOS's poll(2) refuses without asking: nothing (it says so).
+/// What poll(2) is made to refuse here without asking: on macOS nothing
+/// (its poll(2) says so itself).
 #[cfg(target_os = "macos")]
-fn refused_here(_fd: RawFd) -> bool {
-    false
-}
+const REFUSED_HERE: Option<fn(RawFd) -> bool> = None;
 
 /// Built portable on Linux, whose poll(2) watches a terminal: refuse one
 /// as macOS does, so that what follows is what runs there.
 #[cfg(not(target_os = "macos"))]
-fn refused_here(fd: RawFd) -> bool {
+const REFUSED_HERE: Option<fn(RawFd) -> bool> = Some(is_terminal);
+
+#[cfg(not(target_os = "macos"))]
+fn is_terminal(fd: RawFd) -> bool {
     // SAFETY: isatty on any number is harmless.
     unsafe { libc::isatty(fd) == 1 }
 }
