@@ -183,7 +183,7 @@ pub(crate) fn spawn(
                 strangers,
                 mark.map(|(name, value)| format!("{name}={value}").into_bytes()),
             ),
-            crate::contain::layers_over_group(confine.cgroup.as_ref()),
+            crate::contain::layers_over_group(pid, confine.cgroup.as_ref()),
         ),
     })
 }

@@ -80,7 +80,7 @@ interrupted: what its end cut off, era: legacy (initialize) or modern (2026-07-2
 protocol_version: as the client asked}], interrupted [{id, method, name}]: what the end of the session cut \
 off, not what an earlier crash did), the limits in force, \
 and events: dispatched (again for each restarted server), restart_scheduled (attempt, backoff_ms), \
-cancel_requested, signal_sent (signal, target group, descendants, cgroup (KILL through cgroup.kill) or stdin (CLOSE), count, \
+cancel_requested, signal_sent (signal, target group, descendants, cgroup (KILL through cgroup.kill), job (KILL through TerminateJobObject, Windows) or stdin (CLOSE), count, \
 reason: timeout, signal, client_disconnected, stdin_closed, pipes_held, leftovers, supervisor_failure, \
 restart_refused), \
 helper_exited, stdout_closed, stderr_closed, stdin_closed, streams_abandoned, each with t_ms, \

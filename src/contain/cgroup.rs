@@ -4,7 +4,8 @@
 //! everything it ever forks stays inside, setsid and double forks
 //! included. The cgroup2 mount is /sys/fs/cgroup or, on hybrid systems,
 //! `…/unified` (by statfs), else found in /proc/self/mountinfo; our own
-//! cgroup in /proc/self/cgroup. Limits are its controllers' files. It is
+//! cgroup in /proc/self/cgroup. It applies the limits as its
+//! controllers' files (`apply_limits`). It is
 //! removed at the end.
 //!
 //! As a layer: `before_spawn` opens what the helper joins, `kill` is one
@@ -14,6 +15,7 @@
 //! the polite one.
 
 use super::layer::{Delivered, Layer, Reached};
+use super::limits::{BEST_EFFORT, Limits};
 use crate::error::NotStarted;
 use crate::signals::Signal;
 use crate::sys::fd::{AsFd, BorrowedFd};
@@ -24,9 +26,6 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use crate::sys;
-
-/// What a refused limit says would run instead.
-const BEST_EFFORT: &str = "--limits best-effort goes on without it";
 
 /// One cgroup of ours, holding a helper's tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -191,74 +190,20 @@ impl Layer for Cgroup {
     }
 }
 
-/// The limits a Job Object takes (Windows), each asked of the system
-/// first: what it refuses is left out with --limits best-effort, and
-/// refuses the call otherwise. Returns the limits kept and the record's
-/// `applied` and `not_applied`.
-pub(super) fn job_limits(
-    limits: &CgroupLimits,
-) -> Result<(sys::JobLimits, Vec<String>, Vec<String>), NotStarted> {
-    let (mut kept, mut not_applied) = (sys::JobLimits::default(), Vec::new());
-    let unsupported = |_: &sys::JobLimits| Err(std::io::ErrorKind::Unsupported.into());
-    let try_job_limits = sys::JOB_LIMITS.unwrap_or(unsupported);
-    for (option, one) in limits.job().each() {
-        match try_job_limits(&one) {
-            Ok(()) => kept = kept.with(one),
-            Err(why) if limits.best_effort => {
-                not_applied.push(format!("{option}: the job refused it: {why}"));
-            }
-            Err(why) => {
-                return Err(
-                    NotStarted::nothing(format!("--{option}: the job refused it: {why}"))
-                        .hint(BEST_EFFORT),
-                );
-            }
-        }
+/// The controller files that hold `limits`: (controller, file, value).
+fn controller_files(limits: &Limits) -> Vec<(&'static str, &'static str, String)> {
+    let mut wanted = Vec::new();
+    if let Some(bytes) = limits.memory_max {
+        wanted.push(("memory", "memory.max", bytes.to_string()));
     }
-    let processors = std::thread::available_parallelism().map_or(1, usize::from);
-    Ok((kept, kept.applied(processors), not_applied))
-}
-
-/// Limits set through the cgroup's controllers.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct CgroupLimits {
-    /// memory.max, bytes.
-    pub memory_max: Option<u64>,
-    /// pids.max.
-    pub pids_max: Option<u64>,
-    /// cpu.max as a number of CPUs (0.5: half of one).
-    pub cpu_max: Option<f64>,
-    /// Go on without the ones the machine cannot apply (recorded).
-    pub best_effort: bool,
-}
-
-impl CgroupLimits {
-    /// The same limits as a Job Object's (Windows); `job_limits` asks the
-    /// system for each before anything runs.
-    pub(crate) fn job(&self) -> sys::JobLimits {
-        sys::JobLimits {
-            memory: self.memory_max,
-            processes: self
-                .pids_max
-                .map(|count| u32::try_from(count).unwrap_or(u32::MAX)),
-            cpus: self.cpu_max,
-        }
+    if let Some(pids) = limits.pids_max {
+        wanted.push(("pids", "pids.max", pids.to_string()));
     }
-
-    fn wanted(&self) -> Vec<(&'static str, &'static str, String)> {
-        let mut wanted = Vec::new();
-        if let Some(bytes) = self.memory_max {
-            wanted.push(("memory", "memory.max", bytes.to_string()));
-        }
-        if let Some(pids) = self.pids_max {
-            wanted.push(("pids", "pids.max", pids.to_string()));
-        }
-        if let Some(cpus) = self.cpu_max {
-            let quota = (cpus * 100_000.0).round().max(1000.0) as u64;
-            wanted.push(("cpu", "cpu.max", format!("{quota} 100000")));
-        }
-        wanted
+    if let Some(cpus) = limits.cpu_max {
+        let quota = (cpus * 100_000.0).round().max(1000.0) as u64;
+        wanted.push(("cpu", "cpu.max", format!("{quota} 100000")));
     }
+    wanted
 }
 
 /// The first cgroup2 mount point in /proc/self/mountinfo's text.
@@ -331,10 +276,10 @@ fn make_cgroup() -> Result<PathBuf, String> {
 /// best effort is listed.
 pub(super) fn apply_limits(
     cgroup: Option<&Cgroup>,
-    limits: &CgroupLimits,
+    limits: &Limits,
 ) -> Result<(Vec<String>, Vec<String>), NotStarted> {
     let (mut applied, mut not_applied) = (Vec::new(), Vec::new());
-    for (controller, file, value) in limits.wanted() {
+    for (controller, file, value) in controller_files(limits) {
         let result = match cgroup {
             None if !sys::BACKEND.cgroup => {
                 Err(format!("{file}: no cgroup on {}", sys::BACKEND.os))

@@ -30,6 +30,8 @@ pub(crate) enum Reached {
     Descendants,
     /// Every process in the cgroup at once (`cgroup.kill`).
     Cgroup,
+    /// Every process in the helper's Job Object at once (Windows).
+    Job,
 }
 
 /// What one layer did with one signal.

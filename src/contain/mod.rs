@@ -1,11 +1,12 @@
 //! Nothing outlives mcp-bound (`--contain auto|cgroup|group`).
 //!
 //! Containment is a stack of layers, chosen here in one place
-//! (`Contain::prepare`), each a file that answers the same five
-//! questions: `before_spawn` (what the helper joins as it starts),
-//! `signal` (send one signal to all it holds), `kill`, `is_empty` and
-//! `members`. A layer that cannot answer one says so, and the layer under
-//! it answers (`Family` is the stack):
+//! (`Contain::prepare` and `layers_over_group`), each a file with one
+//! `impl Layer` that answers the same questions (`layer.rs`): `deliver`
+//! (one signal to all it holds; to kill is to deliver KILL), `members`
+//! and `is_empty`; what the helper joins as it starts is each layer's
+//! own. A layer that cannot answer one says so, and the layer under it
+//! answers (`Family` is the stack):
 //!
 //! - **group** (`group.rs`, always): the helper's own process group, and
 //!   the tree's environment mark; with a subreaper (Linux) our children
@@ -13,6 +14,11 @@
 //! - **cgroup** (`cgroup.rs`, Linux): a fresh cgroup v2 the helper is born
 //!   in, so nothing it forks can leave; KILL is one write, and its limits
 //!   are its controllers' files.
+//! - **job** (`job.rs`, Windows): the Job Object the helper is started in,
+//!   ended by the system when our handle closes; KILL ends it at once,
+//!   and its limits are the job's.
+//!
+//! The limits (`limits.rs`) are applied by the layer that holds them.
 //!
 //! `--contain auto` takes the cgroup when one can be made, otherwise the
 //! group alone; the record says which and why. Either way a **watchdog**
@@ -27,14 +33,17 @@ use crate::sys;
 mod cgroup;
 mod family;
 mod group;
+mod job;
 mod layer;
+mod limits;
 mod said;
 mod watchdog;
 
-pub(crate) use cgroup::{Cgroup, CgroupLimits};
+pub(crate) use cgroup::Cgroup;
 pub(crate) use family::Family;
 pub(crate) use group::{Group, signal_group};
 pub(crate) use layer::{Layer, Reached};
+pub(crate) use limits::Limits;
 use watchdog::Watchdog;
 pub(crate) use watchdog::{FinalWords, LastWords, Link, heir_watch};
 pub(crate) use watchdog::{ORPHANED, orphaned};
@@ -99,10 +108,14 @@ pub struct ContainFacts {
     pub unreadable: Option<u32>,
 }
 
-/// The layers the helper's tree is held by over its group, top first:
-/// the one place the stack is chosen (a cgroup, where one was made).
-pub(crate) fn layers_over_group(cgroup: Option<&Cgroup>) -> Vec<Box<dyn Layer>> {
+/// The layers helper `helper`'s tree is held by over its group, top
+/// first: the one place the stack is chosen (the job, where a job holds
+/// the tree; a cgroup, where one was made).
+pub(crate) fn layers_over_group(helper: i32, cgroup: Option<&Cgroup>) -> Vec<Box<dyn Layer>> {
     let mut over: Vec<Box<dyn Layer>> = Vec::new();
+    if sys::BACKEND.job {
+        over.extend(job::Job::of(helper).map(|job| Box::new(job) as Box<dyn Layer>));
+    }
     if let Some(cgroup) = cgroup {
         over.push(Box::new(cgroup.clone()));
     }
@@ -231,7 +244,7 @@ impl Contain {
     /// `--contain cgroup` without one, or a limit that cannot be applied
     /// under `--limits strict` (the call is refused). A mode this system
     /// has no means for was refused when the settings were resolved.
-    pub(crate) fn prepare(mode: ContainMode, limits: &CgroupLimits) -> Result<Contain, NotStarted> {
+    pub(crate) fn prepare(mode: ContainMode, limits: &Limits) -> Result<Contain, NotStarted> {
         let cgroup = match mode {
             _ if sys::BACKEND.job => Err(String::new()),
             ContainMode::Job => Err("--contain job".to_string()),
@@ -250,7 +263,7 @@ impl Contain {
             ),
         };
         let (job_limits, applied, not_applied) = match sys::BACKEND.job {
-            true => cgroup::job_limits(limits)?,
+            true => job::job_limits(limits)?,
             false => {
                 let (applied, not_applied) = cgroup::apply_limits(cgroup.as_ref(), limits)?;
                 (sys::JobLimits::default(), applied, not_applied)

@@ -120,6 +120,7 @@ impl From<crate::contain::Reached> for Target {
             crate::contain::Reached::Group => Target::Group,
             crate::contain::Reached::Descendants => Target::Descendants,
             crate::contain::Reached::Cgroup => Target::Cgroup,
+            crate::contain::Reached::Job => Target::Job,
         }
     }
 }
@@ -167,6 +168,9 @@ pub enum Target {
     Cgroup,
     /// The server's stdin, closed (CLOSE, the polite stop under --mcp).
     Stdin,
+    /// Every process in the helper's Job Object at once
+    /// (`TerminateJobObject`: KILL only, Windows).
+    Job,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -75,7 +75,7 @@ pub(super) fn validate<'a>(
         }
     }
     // Containment first: --contain cgroup without a cgroup is refused.
-    let contain = match Contain::prepare(settings.contain, &settings.cgroup_limits) {
+    let contain = match Contain::prepare(settings.contain, &settings.tree_limits) {
         Ok(contain) => contain,
         Err(refusal) => return Err(call.refused(received, refusal)),
     };

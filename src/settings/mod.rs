@@ -89,7 +89,7 @@ pub(crate) struct Settings {
     /// --rlimit, in the order given (a later one for a resource wins).
     pub rlimits: Vec<crate::rlimit::Rlimit>,
     pub contain: crate::contain::ContainMode,
-    pub cgroup_limits: crate::contain::CgroupLimits,
+    pub tree_limits: crate::contain::Limits,
     pub preserve_status: bool,
     pub capture: CaptureSettings,
     pub record: RecordSettings,
@@ -148,7 +148,7 @@ impl Settings {
             policy: parts::policy(cli, streams.session.is_some()),
             rlimits: deadline.rlimit.clone(),
             contain: deadline.contain,
-            cgroup_limits: crate::contain::CgroupLimits {
+            tree_limits: crate::contain::Limits {
                 memory_max: deadline.memory_max,
                 pids_max: deadline.pids_max,
                 cpu_max: deadline.cpu_max,

@@ -12,7 +12,7 @@
 //! | `RLIMITS` | Unix | per-process resource limits |
 //! | `RELAYS` | Windows | a thread for each of the host's handles that cannot be overlapped |
 //! | `CGROUPS` | Linux | cgroup v2: finding its mount, the right to move into one |
-//! | `JOB_LIMITS` | Windows | asking a Job Object whether it takes a limit |
+//! | `JOBS` | Windows | a Job Object for each helper's tree: its limits, its end |
 //! | `COMMAND_LINE` | Windows | one string a program parses back: what it cannot carry |
 //! | `MARKS` | Unix | the processes whose environment holds an entry (the tree's mark) |
 //! | `MOVER` | Linux | moving bytes inside the kernel (splice) |
@@ -108,9 +108,16 @@ pub struct Cgroups {
     pub may_write: fn(&Path) -> io::Result<()>,
 }
 
-/// Whether a Job Object takes these limits, asked of a job made for the
-/// question before anything runs.
-pub type TryJobLimits = fn(&JobLimits) -> io::Result<()>;
+/// A Job Object for each helper's tree (Windows).
+#[derive(Debug, Clone, Copy)]
+pub struct Jobs {
+    /// Whether a job takes these limits, asked of a job made for the
+    /// question before anything runs.
+    pub try_limits: fn(&JobLimits) -> io::Result<()>,
+    /// End every process in helper `pid`'s job at once: whether it was
+    /// ended (false once the job is gone).
+    pub end: fn(i32) -> bool,
+}
 
 /// Why an argv cannot be passed as one command line safely, if it cannot.
 pub type RefusedCommand = fn(&[OsString]) -> Option<String>;

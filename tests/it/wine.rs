@@ -370,7 +370,7 @@ fn a_stderr_flood_at_the_deadline_is_bounded_counted_and_its_tree_ended() {
         kill["signal"], "KILL",
         "no console to share: the stop is KILL"
     );
-    assert_eq!(kill["target"], "group", "sent to the job");
+    assert_eq!(kill["target"], "job", "sent to the job");
     assert_eq!(record["limits"]["signal"], "KILL");
 }
 

@@ -139,8 +139,8 @@ pub const COMMAND_LINE: Option<crate::sys::RefusedCommand> = None;
 /// Unix forks its watchdog (`FORK`), which has the call in memory.
 pub const HEIR: Option<crate::sys::Heirs> = None;
 
-/// No Job Object on Unix: its limits are a cgroup's.
-pub const JOB_LIMITS: Option<crate::sys::TryJobLimits> = None;
+/// No Job Object on Unix: a tree is a group, its limits a cgroup's.
+pub const JOBS: Option<crate::sys::Jobs> = None;
 
 /// poll(2) waits for any descriptor (see `Sink`): no relay.
 pub const RELAYS: Option<crate::sys::Relays> = None;

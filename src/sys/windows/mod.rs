@@ -53,7 +53,7 @@ pub const BACKEND: super::Backend = super::Backend {
     parent_death_signal: false,
     cgroup: false,
     real_time_signals: false,
-    job: true,
+    job: JOBS.is_some(),
     wide_exit_codes: true,
     numbered_descriptors: false,
     terminal: false,
@@ -214,8 +214,11 @@ pub const HEIR: Option<super::Heirs> = Some(super::Heirs {
     end: heir::end_handed_group,
 });
 
-/// A Job Object, asked whether it takes a limit.
-pub const JOB_LIMITS: Option<super::TryJobLimits> = Some(process::try_job_limits);
+/// A Job Object for each helper's tree.
+pub const JOBS: Option<super::Jobs> = Some(super::Jobs {
+    try_limits: process::try_job_limits,
+    end: process::end_job,
+});
 
 /// One command line, which the program parses back: what it cannot carry.
 pub const COMMAND_LINE: Option<super::RefusedCommand> = Some(process::refused_command);

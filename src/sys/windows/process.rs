@@ -209,6 +209,12 @@ pub(super) fn try_job_limits(limits: &crate::sys::JobLimits) -> io::Result<()> {
     Job::new(reactor()?.port(), JOB_KEY)?.limit(limits)
 }
 
+/// End every process in helper `pid`'s job at once: whether it was
+/// ended (false once the job is gone).
+pub(super) fn end_job(pid: i32) -> bool {
+    with_child(pid, |child| child.job.kill(1).is_ok()).unwrap_or(false)
+}
+
 /// How the helper ended, if it has (waiting for it with `block`).
 pub fn wait_exit(pid: i32, block: bool) -> Option<ChildExit> {
     let process = with_child(pid, |child| child.process.try_clone().ok())??;
@@ -275,7 +281,7 @@ pub fn send_signal(target: i32, signal: super::Signal) -> bool {
     let pid = target.unsigned_abs() as i32;
     if signal == SIGKILL {
         if target < 0 {
-            return with_child(pid, |child| child.job.kill(1).is_ok()).unwrap_or(false);
+            return end_job(pid);
         }
         return terminate(pid);
     }
